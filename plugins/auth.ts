@@ -1,0 +1,51 @@
+// Step 1 and 2 of every partner request (contract section 5): token → partner → status →
+// endpoint open. Routes say which endpoint they are in `config.endpoint`; a route without it
+// is public. Runs in onRequest, before the rate limiter, so a refused token counts against nothing.
+import fp from 'fastify-plugin'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ApiError } from '../src/errors.ts'
+import { endpointOpen, type Endpoint, type PartnerProfile } from '../src/partners/permissions.ts'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    endpoint?: Endpoint
+  }
+  interface FastifyRequest {
+    partner: PartnerProfile
+  }
+}
+
+const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
+
+/** The token from api_key or an Authorization: Bearer header; null if none, false if unusable. */
+export function tokenOf (request: FastifyRequest): string | null | false {
+  const fromQuery = (request.query as Record<string, unknown>).api_key
+  const header = request.headers.authorization
+  let fromHeader: string | undefined
+  if (header !== undefined) {
+    const match = BEARER.exec(header)
+    if (!match) return false
+    fromHeader = match[1]
+  }
+  if (fromQuery === undefined || fromQuery === '') return fromHeader ?? null
+  if (typeof fromQuery !== 'string') return false // given more than once
+  if (fromHeader !== undefined && fromHeader !== fromQuery) return false
+  return fromQuery
+}
+
+async function auth (app: FastifyInstance) {
+  app.decorateRequest('partner', null as unknown as PartnerProfile)
+  app.addHook('onRequest', async (request) => {
+    const endpoint = request.routeOptions.config.endpoint
+    if (endpoint === undefined) return
+    const token = tokenOf(request)
+    if (token === null) throw new ApiError('svc_partner_api_missing_key')
+    const partner = token === false ? undefined : app.partners.byToken(token)
+    if (!partner) throw new ApiError('svc_partner_api_invalid_key')
+    if (partner.status !== 'active') throw new ApiError('svc_partner_api_inactive_partner')
+    if (!endpointOpen(partner, endpoint)) throw new ApiError('svc_partner_api_feature_disabled')
+    request.partner = partner
+  })
+}
+
+export default fp(auth, { name: 'auth', dependencies: ['partners'] })

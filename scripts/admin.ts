@@ -1,0 +1,309 @@
+// Operator CLI (contract section 4): npm run admin -- <group> <command> [options]
+// Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
+// Errors are one line on stderr; --json prints one JSON document on stdout.
+import { existsSync } from 'node:fs'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import Database from 'better-sqlite3'
+import { generateDataset } from '../src/bootstrap.ts'
+import { ConfigError, loadConfig, type Config } from '../src/config.ts'
+import { SLUG_PATTERN } from '../src/schemas/common.ts'
+import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
+import { ENVIRONMENTS, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
+import {
+  PartnerStore, PartnerStoreError, controlPath, partnerView, type LimitOverride, type PartnerChanges
+} from '../src/partners/store.ts'
+
+export class UsageError extends Error {}
+class FailedError extends Error {}
+
+type Options = Record<string, string | boolean | undefined>
+interface Command {
+  summary: string
+  usage: string
+  options: NonNullable<ParseArgsConfig['options']>
+  positionals?: number
+  run (ctx: { config: Config, options: Options, args: string[], json: boolean }): { text: string, json: unknown }
+}
+
+const str = { type: 'string' } as const
+
+function oneOf<T extends string> (name: string, value: string | boolean | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || !allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`)
+  return value as T
+}
+
+function onOff (name: string, value: string | boolean | undefined): boolean | undefined {
+  const v = oneOf(name, value, ['on', 'off'])
+  return v === undefined ? undefined : v === 'on'
+}
+
+function integer (name: string, value: string | boolean | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}`)
+  }
+  return Number(value)
+}
+
+function limitOverride (name: string, value: string | boolean | undefined): LimitOverride | undefined {
+  if (value === undefined) return undefined
+  if (value === 'unlimited') return 'unlimited'
+  if (value === 'tier') return null
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) > 1_000_000_000) {
+    throw new UsageError(`--${name} must be a whole number from 0, 'unlimited', or 'tier' (the tier's limit)`)
+  }
+  return Number(value)
+}
+
+export function parseCategories (value: string | boolean | undefined): number[] | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string' || !/^\d+(,\d+)*$/.test(value)) throw new UsageError('--categories must be a comma-separated list of category ids, e.g. 4,7')
+  const list = value.split(',').map(Number)
+  if (list.includes(1)) throw new UsageError('--categories: category 1 is reserved and never served')
+  if (list.some((c) => c < 2 || c > 2147483647)) throw new UsageError('--categories: category ids start at 2')
+  return [...new Set(list)].sort((a, b) => a - b)
+}
+
+function name (value: string | boolean | undefined, required: boolean): string | undefined {
+  if (value === undefined) {
+    if (required) throw new UsageError('--name is required')
+    return undefined
+  }
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) throw new UsageError('--name must be 1 to 200 characters')
+  return value.trim()
+}
+
+function withStore<T> (config: Config, fn: (store: PartnerStore) => T): T {
+  const store = new PartnerStore(controlPath(config.dataDir))
+  try {
+    return fn(store)
+  } catch (err) {
+    if (err instanceof PartnerStoreError) throw (err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message))
+    throw err
+  } finally {
+    store.close()
+  }
+}
+
+function partnerText (view: ReturnType<typeof partnerView>): string {
+  const lines = Object.entries(view).map(([key, value]) => {
+    const shown = typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? Object.entries(value).map(([k, v]) => `${k}=${v ?? 'tier'}`).join(' ')
+      : Array.isArray(value) ? value.join(',') : String(value)
+    return `${key.padEnd(17)} ${shown}`
+  })
+  return lines.join('\n')
+}
+
+const COMMANDS: Record<string, Record<string, Command>> = {
+  partners: {
+    create: {
+      summary: 'create a partner and print its token (shown once)',
+      usage: 'partners create --name NAME [--slug SLUG] [--tier demo|growth|scale] [--environment sandbox|production] [--status active|pending]',
+      options: { name: str, slug: str, tier: str, environment: str, status: str },
+      run ({ config, options }) {
+        const slug = options.slug
+        if (slug !== undefined && (typeof slug !== 'string' || !new RegExp(SLUG_PATTERN).test(slug))) {
+          throw new UsageError('--slug must be 1 to 64 lowercase letters, digits and inner hyphens')
+        }
+        const input = {
+          name: name(options.name, true)!,
+          slug: slug as string | undefined,
+          tier: oneOf('tier', options.tier, TIERS),
+          environment: oneOf('environment', options.environment, ENVIRONMENTS),
+          status: oneOf('status', options.status, ['active', 'pending'] as const)
+        }
+        const { partner, token } = withStore(config, (store) => store.create(input))
+        const view = partnerView(partner)
+        return {
+          json: { id: view.id, slug: view.slug, token, ...view },
+          text: `created partner ${partner.slug} (${partner.id})\ntoken (shown once, keep it secret): ${token}`
+        }
+      }
+    },
+    list: {
+      summary: 'list partners',
+      usage: 'partners list',
+      options: {},
+      run ({ config }) {
+        const views = withStore(config, (store) => store.list().map(partnerView))
+        const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} CATEGORIES  NAME`
+        const rows = views.map((v) => `${v.slug.padEnd(24)} ${v.status.padEnd(9)} ${v.tier.padEnd(6)} ${v.environment.padEnd(11)} ${v.categories.join(',').padEnd(11)} ${v.name}`)
+        return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
+      }
+    },
+    show: {
+      summary: 'show one partner',
+      usage: 'partners show SLUG',
+      options: {},
+      positionals: 1,
+      run ({ config, args }) {
+        const view = withStore(config, (store) => partnerView(store.get(args[0])))
+        return { json: view, text: partnerText(view) }
+      }
+    },
+    update: {
+      summary: 'change a partner; applies to the running service within 5 seconds',
+      usage: 'partners update SLUG [--name N] [--tier T] [--environment E] [--status S] [--categories 4,7,...] ' +
+        '[--other-categories on|off] [--site-by-id on|off] [--radius-cap KM] [--max-results N] ' +
+        '[--limit-minute N|unlimited|tier] [--limit-hour N|unlimited|tier] [--limit-day N|unlimited|tier]',
+      options: {
+        name: str, tier: str, environment: str, status: str, categories: str, 'other-categories': str, 'site-by-id': str,
+        'radius-cap': str, 'max-results': str, 'limit-minute': str, 'limit-hour': str, 'limit-day': str
+      },
+      positionals: 1,
+      run ({ config, options, args }) {
+        const radius = options['radius-cap']
+        if (radius !== undefined && (typeof radius !== 'string' || !/^\d+(\.\d+)?$/.test(radius) || Number(radius) <= 0 || Number(radius) > 20038)) {
+          throw new UsageError('--radius-cap must be a number of km greater than 0 and at most 20038')
+        }
+        const limitOverrides: Partial<Record<WindowName, LimitOverride>> = {}
+        for (const w of WINDOWS) {
+          const v = limitOverride(`limit-${w}`, options[`limit-${w}`])
+          if (v !== undefined) limitOverrides[w] = v
+        }
+        const changes: PartnerChanges = {
+          name: name(options.name, false),
+          tier: oneOf('tier', options.tier, TIERS),
+          environment: oneOf('environment', options.environment, ENVIRONMENTS),
+          status: oneOf('status', options.status, STATUSES),
+          categories: parseCategories(options.categories),
+          otherCategories: onOff('other-categories', options['other-categories']),
+          siteById: onOff('site-by-id', options['site-by-id']),
+          radiusCapKm: radius === undefined ? undefined : Number(radius),
+          maxResults: integer('max-results', options['max-results'], 1, 10000),
+          limitOverrides
+        }
+        for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) if (changes[key] === undefined) delete changes[key]
+        if (Object.keys(changes).length === 1 && Object.keys(limitOverrides).length === 0) throw new UsageError('nothing to change: give at least one option')
+        const view = withStore(config, (store) => partnerView(store.update(args[0], changes)))
+        return { json: view, text: partnerText(view) }
+      }
+    },
+    rotate: {
+      summary: 'issue a new token; the old one stops working within 5 seconds',
+      usage: 'partners rotate SLUG',
+      options: {},
+      positionals: 1,
+      run ({ config, args }) {
+        const { partner, token } = withStore(config, (store) => store.rotate(args[0]))
+        return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
+      }
+    }
+  },
+  datasets: {
+    generate: {
+      summary: 'write a dataset of deterministic dummy sites near real towns',
+      usage: 'datasets generate --dataset sandbox|production [--count N] [--seed S] [--europe-share 0..1]',
+      options: { dataset: str, count: str, seed: str, 'europe-share': str },
+      run ({ config, options }) {
+        const dataset = oneOf('dataset', options.dataset, DATASETS)
+        if (!dataset) throw new UsageError('--dataset is required')
+        const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
+        const seed = typeof options.seed === 'string' ? options.seed : config.sandboxSeed
+        const shareText = options['europe-share']
+        let europeShare: number | undefined
+        if (shareText !== undefined) {
+          europeShare = Number(shareText)
+          if (typeof shareText !== 'string' || !/^(0(\.\d+)?|1(\.0+)?)$/.test(shareText)) throw new UsageError('--europe-share must be a number from 0 to 1')
+        }
+        const path = datasetPath(config.dataDir, dataset)
+        const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
+        const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare })
+        return {
+          json: { dataset, path, site_count: siteCount, built_at: builtAt, seed },
+          text: `wrote ${siteCount} sites to ${path} (seed ${seed}); run 'datasets reload' to serve them`
+        }
+      }
+    },
+    info: {
+      summary: 'show each dataset file: site count, built_at, source, precision',
+      usage: 'datasets info',
+      options: {},
+      run ({ config }) {
+        const infos = DATASETS.map((dataset) => datasetInfo(config, dataset))
+        const text = infos.map((i) => i.error
+          ? `${i.dataset.padEnd(11)} ${i.error}`
+          : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`).join('\n')
+        return { json: infos, text }
+      }
+    }
+  }
+}
+
+function datasetInfo (config: Config, dataset: DatasetName) {
+  const path = datasetPath(config.dataDir, dataset)
+  if (!existsSync(path)) return { dataset, path, error: 'missing' }
+  try {
+    const db = new Database(path, { readonly: true, fileMustExist: true })
+    try {
+      const meta = Object.fromEntries((db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value]))
+      return { dataset, path, site_count: Number(meta.site_count), built_at: meta.built_at, source: meta.source, precision: Number(meta.precision), schema_version: meta.schema_version }
+    } finally {
+      db.close()
+    }
+  } catch (err) {
+    return { dataset, path, error: `unreadable: ${(err as Error).message}` }
+  }
+}
+
+function helpText (): string {
+  const lines = ['usage: npm run admin -- <group> <command> [options] [--json]', '']
+  for (const [group, commands] of Object.entries(COMMANDS)) {
+    for (const command of Object.values(commands)) lines.push(`  ${command.usage}`)
+    lines.push('')
+  }
+  lines.push('Every command takes --help and --json. Configuration (DATA_DIR...) comes from the environment and .env.')
+  return lines.join('\n')
+}
+
+export function main (argv: string[]): number {
+  const [group, commandName, ...rest] = argv
+  if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
+    process.stdout.write(helpText() + '\n')
+    return group === undefined ? 2 : 0
+  }
+  const command = COMMANDS[group]?.[commandName]
+  if (!command) {
+    const known = COMMANDS[group] ? Object.keys(COMMANDS[group]).join(', ') : Object.keys(COMMANDS).join(', ')
+    process.stderr.write(`error: unknown command '${[group, commandName].filter(Boolean).join(' ')}' (known: ${known}); see --help\n`)
+    return 2
+  }
+  let json = false
+  try {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true
+    })
+    json = values.json === true
+    if (values.help) {
+      process.stdout.write(`usage: npm run admin -- ${command.usage} [--json]\n${command.summary}\n`)
+      return 0
+    }
+    const expected = command.positionals ?? 0
+    if (positionals.length !== expected) {
+      throw new UsageError(expected === 0 ? `unexpected argument '${positionals[0]}'` : `usage: ${command.usage}`)
+    }
+    const config = loadConfig()
+    const result = command.run({ config, options: values as Options, args: positionals, json })
+    process.stdout.write((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n')
+    return 0
+  } catch (err) {
+    const message = (err as Error).message.split('\n')[0]
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`error: ${message}\n`)
+      return 2
+    }
+    if (err instanceof FailedError || err instanceof ConfigError) {
+      process.stderr.write(`error: ${message}\n`)
+      return 1
+    }
+    process.stderr.write(`error: ${message}\n`)
+    return 1
+  }
+}
+
+process.exitCode = main(process.argv.slice(2))

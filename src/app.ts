@@ -1,0 +1,72 @@
+// buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
+// then routes. server.ts listens on it; tests drive the very same instance with inject().
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { TObject } from '@sinclair/typebox'
+import type { Config } from './config.ts'
+import { compileQuery } from './query.ts'
+import { redactUrl } from './redact.ts'
+import sitesRoutes from './routes/sites.ts'
+import errors from '../plugins/errors.ts'
+import datasets from '../plugins/datasets.ts'
+import partners from '../plugins/partners.ts'
+import auth from '../plugins/auth.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+  }
+}
+
+/** TRUST_PROXY as a hop count: the nearest N proxies are trusted. */
+const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < hops
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
+
+export interface BuildOptions {
+  /** pino options or a logger; defaults to JSON lines at config.logLevel */
+  logger?: FastifyServerOptions['logger']
+  loggerInstance?: FastifyServerOptions['loggerInstance']
+}
+
+export function loggerOptions (config: Config) {
+  return {
+    level: config.logLevel,
+    serializers: {
+      req (request: { method: string, url: string, ip?: string, id?: string }) {
+        return { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }
+      }
+    }
+  }
+}
+
+export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? loggerOptions(config) }),
+    trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+    forceCloseConnections: 'idle'
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorate('config', config)
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart !== 'querystring' && httpPart !== 'params') throw new Error(`no validator for ${httpPart}`)
+    return compileQuery(schema as TObject)
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(errors)
+  await app.register(datasets, { dataDir: config.dataDir })
+  await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
+  await app.register(auth)
+  await app.register(sitesRoutes, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
+  await app.ready()
+  return app
+}

@@ -1,0 +1,65 @@
+// The error catalogue: every code a partner can receive, its HTTP status and its sentence.
+// Error bodies are WordPress REST style: {"code", "message", "data": {"status", ...}}.
+
+export const ERRORS = {
+  rest_missing_callback_param: { status: 400, message: 'Missing parameter(s): {params}.' },
+  rest_invalid_param: { status: 400, message: 'Invalid parameter(s): {params}.' },
+  rest_bad_request: { status: 400, message: 'The request is malformed.' },
+  rest_no_route: { status: 404, message: 'No route was found matching the URL and request method.' },
+  svc_partner_api_missing_key: { status: 401, message: 'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.' },
+  svc_partner_api_invalid_key: { status: 401, message: 'The API key is not recognised.' },
+  svc_partner_api_inactive_partner: { status: 403, message: 'The partner account is not active. Contact support.' },
+  svc_partner_api_rate_limited: { status: 429, message: 'Rate limit exceeded for the {window} window. Retry after {retry_after} seconds.' },
+  svc_partner_api_invalid_coordinates: { status: 400, message: 'Latitude must be a number from -90 to 90 and longitude a number from -180 to 180.' },
+  svc_partner_api_ambiguous_coordinates: { status: 400, message: 'Coordinates 0,0 are ambiguous. Use a real-world location.' },
+  svc_partner_api_category_not_permitted: { status: 403, message: 'The category is not in the allow-list of this partner.' },
+  svc_partner_api_feature_disabled: { status: 403, message: 'This endpoint is not enabled for the partner. Ask the operator for approval.' },
+  svc_partner_api_query_failed: { status: 500, message: 'The query failed. Retry later; report persistent failures.' },
+  svc_partner_api_prepare_failed: { status: 500, message: 'The query could not be prepared. Retry later; report persistent failures.' }
+} as const
+
+export type ErrorCode = keyof typeof ERRORS
+
+export interface ErrorData {
+  status: number
+  params?: string[] | Record<string, string>
+  window?: string
+  retry_after?: number
+}
+
+export interface ErrorBody {
+  code: ErrorCode
+  message: string
+  data: ErrorData
+}
+
+/** An error with a public code; the error handler turns it into the error body. */
+export class ApiError extends Error {
+  readonly statusCode: number
+  readonly data: ErrorData
+
+  /** `status` overrides the catalogue's only for rest_bad_request (a framework 4xx passed on). */
+  constructor (readonly code: ErrorCode, extra: Omit<ErrorData, 'status'> = {}, message?: string, status?: number) {
+    const entry = ERRORS[code]
+    super(message ?? fill(entry.message, extra))
+    this.name = 'ApiError'
+    this.statusCode = status ?? entry.status
+    this.data = { status: this.statusCode, ...extra }
+  }
+
+  toBody (): ErrorBody {
+    return { code: this.code, message: this.message, data: this.data }
+  }
+}
+
+function fill (template: string, extra: Omit<ErrorData, 'status'>): string {
+  return template.replace(/\{(\w+)\}/g, (_, key: string) => {
+    const value = (extra as Record<string, unknown>)[key]
+    if (Array.isArray(value)) return value.join(', ')
+    if (value && typeof value === 'object') return Object.keys(value).join(', ')
+    return String(value)
+  })
+}
+
+export const missingParams = (params: string[]) => new ApiError('rest_missing_callback_param', { params })
+export const invalidParams = (params: Record<string, string>) => new ApiError('rest_invalid_param', { params })

@@ -1,0 +1,250 @@
+// Partners in control.db (contract section 3). The CLI writes here; the service reads, and
+// notices another process's commit through PRAGMA data_version.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import Database from 'better-sqlite3'
+import {
+  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, TIER_LIMITS, WINDOWS,
+  type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
+} from './tiers.ts'
+import { newToken, tokenDigest } from './tokens.ts'
+
+export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
+
+/** A limit override: a number, 'unlimited', or null for the tier's limit. */
+export type LimitOverride = number | 'unlimited' | null
+
+export interface Partner {
+  id: string
+  slug: string
+  name: string
+  status: Status
+  tier: Tier
+  environment: Environment
+  categories: number[]
+  otherCategories: boolean
+  siteById: boolean
+  radiusCapKm: number
+  maxResults: number
+  limitOverrides: Record<WindowName, LimitOverride>
+  createdAt: string
+  updatedAt: string
+}
+
+export interface NewPartner {
+  name: string
+  slug?: string
+  tier?: Tier
+  environment?: Environment
+  status?: Status
+}
+
+export type PartnerChanges = Partial<Pick<Partner, 'name' | 'tier' | 'environment' | 'status' | 'categories' |
+  'otherCategories' | 'siteById' | 'radiusCapKm' | 'maxResults'>> & { limitOverrides?: Partial<Record<WindowName, LimitOverride>> }
+
+export class PartnerStoreError extends Error {
+  constructor (readonly reason: 'not_found' | 'conflict' | 'invalid', message: string) {
+    super(message)
+    this.name = 'PartnerStoreError'
+  }
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS partners (
+  id TEXT PRIMARY KEY,
+  slug TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'suspended')),
+  tier TEXT NOT NULL CHECK (tier IN ('demo', 'growth', 'scale')),
+  environment TEXT NOT NULL CHECK (environment IN ('sandbox', 'production')),
+  categories TEXT NOT NULL,
+  other_categories INTEGER NOT NULL CHECK (other_categories IN (0, 1)),
+  site_by_id INTEGER NOT NULL CHECK (site_by_id IN (0, 1)),
+  radius_cap_km REAL NOT NULL CHECK (radius_cap_km > 0),
+  max_results INTEGER NOT NULL CHECK (max_results >= 1),
+  limit_minute TEXT, limit_hour TEXT, limit_day TEXT,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+`
+
+interface PartnerRow {
+  id: string
+  slug: string
+  name: string
+  status: Status
+  tier: Tier
+  environment: Environment
+  categories: string
+  other_categories: number
+  site_by_id: number
+  radius_cap_km: number
+  max_results: number
+  limit_minute: string | null
+  limit_hour: string | null
+  limit_day: string | null
+  token_sha256: string
+  created_at: string
+  updated_at: string
+}
+
+const overrideFromColumn = (value: string | null): LimitOverride =>
+  value === null ? null : value === 'unlimited' ? 'unlimited' : Number(value)
+const overrideToColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
+
+function fromRow (row: PartnerRow): Partner {
+  return {
+    id: row.id,
+    slug: row.slug,
+    name: row.name,
+    status: row.status,
+    tier: row.tier,
+    environment: row.environment,
+    categories: row.categories === '' ? [] : row.categories.split(',').map(Number),
+    otherCategories: row.other_categories === 1,
+    siteById: row.site_by_id === 1,
+    radiusCapKm: row.radius_cap_km,
+    maxResults: row.max_results,
+    limitOverrides: { minute: overrideFromColumn(row.limit_minute), hour: overrideFromColumn(row.limit_hour), day: overrideFromColumn(row.limit_day) },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at
+  }
+}
+
+/** The limits in force: the tier's, with the partner's overrides. */
+export function effectiveLimits (partner: Pick<Partner, 'tier' | 'limitOverrides'>): Limits {
+  const limits = { ...TIER_LIMITS[partner.tier] }
+  for (const w of WINDOWS) {
+    const o = partner.limitOverrides[w]
+    if (o !== null) limits[w] = o === 'unlimited' ? null : o
+  }
+  return limits
+}
+
+export function slugFromName (name: string): string {
+  return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '')
+}
+
+export class PartnerStore {
+  readonly db: Database.Database
+
+  constructor (readonly path: string, options: { readonly?: boolean } = {}) {
+    if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
+    this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false })
+    this.db.pragma('busy_timeout = 5000')
+    if (!options.readonly) {
+      this.db.pragma('journal_mode = WAL')
+      this.db.exec(SCHEMA)
+    }
+  }
+
+  /** Changes whenever another connection commits to the file. */
+  dataVersion (): number {
+    return this.db.pragma('data_version', { simple: true }) as number
+  }
+
+  count (): number {
+    return this.db.prepare('SELECT count(*) FROM partners').pluck().get() as number
+  }
+
+  list (): Partner[] {
+    return (this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]).map(fromRow)
+  }
+
+  /** Every partner with the digest of its token, for the service's lookup table. */
+  listWithDigests (): { partner: Partner, digest: string }[] {
+    return (this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]).map((row) => ({ partner: fromRow(row), digest: row.token_sha256 }))
+  }
+
+  get (slug: string): Partner {
+    const row = this.db.prepare('SELECT * FROM partners WHERE slug = ?').get(slug) as PartnerRow | undefined
+    if (!row) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
+    return fromRow(row)
+  }
+
+  create (input: NewPartner): { partner: Partner, token: string } {
+    const slug = input.slug ?? slugFromName(input.name)
+    if (!slug) throw new PartnerStoreError('invalid', 'cannot derive a slug from the name; give --slug')
+    const token = newToken()
+    const now = new Date().toISOString()
+    const row: PartnerRow = {
+      id: `ptn_${randomBytes(6).toString('hex')}`,
+      slug,
+      name: input.name,
+      status: input.status ?? 'active',
+      tier: input.tier ?? 'demo',
+      environment: input.environment ?? 'sandbox',
+      categories: DEFAULT_CATEGORIES.join(','),
+      other_categories: 0,
+      site_by_id: 0,
+      radius_cap_km: DEFAULT_RADIUS_CAP_KM,
+      max_results: DEFAULT_MAX_RESULTS,
+      limit_minute: null,
+      limit_hour: null,
+      limit_day: null,
+      token_sha256: tokenDigest(token),
+      created_at: now,
+      updated_at: now
+    }
+    try {
+      this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new PartnerStoreError('conflict', `a partner with slug '${slug}' exists already`)
+      throw err
+    }
+    return { partner: fromRow(row), token }
+  }
+
+  update (slug: string, changes: PartnerChanges): Partner {
+    const current = this.get(slug)
+    const next: Partner = {
+      ...current,
+      ...changes,
+      limitOverrides: { ...current.limitOverrides, ...changes.limitOverrides },
+      updatedAt: new Date().toISOString()
+    }
+    this.db.prepare(`UPDATE partners SET name = ?, status = ?, tier = ?, environment = ?, categories = ?, other_categories = ?,
+      site_by_id = ?, radius_cap_km = ?, max_results = ?, limit_minute = ?, limit_hour = ?, limit_day = ?, updated_at = ? WHERE slug = ?`).run(
+      next.name, next.status, next.tier, next.environment, [...new Set(next.categories)].sort((a, b) => a - b).join(','),
+      next.otherCategories ? 1 : 0, next.siteById ? 1 : 0, next.radiusCapKm, next.maxResults,
+      overrideToColumn(next.limitOverrides.minute), overrideToColumn(next.limitOverrides.hour), overrideToColumn(next.limitOverrides.day),
+      next.updatedAt, slug)
+    return this.get(slug)
+  }
+
+  rotate (slug: string): { partner: Partner, token: string } {
+    this.get(slug)
+    const token = newToken()
+    this.db.prepare('UPDATE partners SET token_sha256 = ?, updated_at = ? WHERE slug = ?').run(tokenDigest(token), new Date().toISOString(), slug)
+    return { partner: this.get(slug), token }
+  }
+
+  close () {
+    this.db.close()
+  }
+}
+
+/** The partner as `show`/`list --json` print it: the fields of contract section 3, never a token or digest. */
+export function partnerView (partner: Partner) {
+  const limits = effectiveLimits(partner)
+  const shown = (l: Limit) => l === null ? 'unlimited' : l
+  return {
+    id: partner.id,
+    slug: partner.slug,
+    name: partner.name,
+    status: partner.status,
+    tier: partner.tier,
+    environment: partner.environment,
+    categories: partner.categories,
+    other_categories: partner.otherCategories,
+    site_by_id: partner.siteById,
+    radius_cap_km: partner.radiusCapKm,
+    max_results: partner.maxResults,
+    limits: { minute: shown(limits.minute), hour: shown(limits.hour), day: shown(limits.day) },
+    limit_overrides: partner.limitOverrides,
+    created_at: partner.createdAt,
+    updated_at: partner.updatedAt
+  }
+}

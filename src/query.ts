@@ -1,0 +1,128 @@
+// Query-string validation by the route's TypeBox schema, with the contract's error codes.
+// Fastify's Ajv would coerce and report in its own words; partners get the contract's codes and
+// its order instead: missing → invalid coordinates → ambiguous 0,0 → other malformed values.
+// Installed as the validator compiler for the `querystring` part (src/app.ts).
+import type { TObject, TSchema } from '@sinclair/typebox'
+import { ApiError, invalidParams, missingParams } from './errors.ts'
+
+type Kind = 'number' | 'integer' | 'boolean' | 'string'
+
+interface ParamRule {
+  name: string
+  kind: Kind
+  required: boolean
+  defaultValue: unknown
+  minimum?: number
+  maximum?: number
+  exclusiveMinimum?: number
+  maxLength?: number
+  pattern?: RegExp
+  coordinate: boolean
+}
+
+export type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
+
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+const INTEGER = /^[+-]?\d+$/
+const MAX_SHOWN = 64
+
+function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
+  const kind = schema.type as Kind
+  if (!['number', 'integer', 'boolean', 'string'].includes(kind)) {
+    throw new Error(`query parameter ${name}: unsupported schema type ${String(schema.type)}`)
+  }
+  return {
+    name,
+    kind,
+    required,
+    defaultValue: schema.default,
+    minimum: schema.minimum,
+    maximum: schema.maximum,
+    exclusiveMinimum: schema.exclusiveMinimum,
+    maxLength: schema.maxLength,
+    pattern: schema.pattern ? new RegExp(schema.pattern) : undefined,
+    coordinate: schema['x-coordinate'] !== undefined
+  }
+}
+
+/** A reason in words, for `data.params` of rest_invalid_param. */
+function describe (rule: ParamRule): string {
+  switch (rule.kind) {
+    case 'boolean': return `${rule.name} must be true, false, 1 or 0`
+    case 'string': return `${rule.name} does not have the required format`
+    default: {
+      const what = rule.kind === 'integer' ? 'an integer' : 'a number'
+      if (rule.exclusiveMinimum === 0) return `${rule.name} must be ${what} greater than 0`
+      if (rule.minimum !== undefined && rule.maximum !== undefined) return `${rule.name} must be ${what} from ${rule.minimum} to ${rule.maximum}`
+      if (rule.minimum !== undefined) return `${rule.name} must be ${what} from ${rule.minimum}`
+      return `${rule.name} must be ${what}`
+    }
+  }
+}
+
+/** undefined when the text is not a valid value of the rule. */
+function parseValue (rule: ParamRule, text: string): unknown {
+  switch (rule.kind) {
+    case 'boolean':
+      if (text === 'true' || text === '1') return true
+      if (text === 'false' || text === '0') return false
+      return undefined
+    case 'string':
+      if (rule.maxLength !== undefined && text.length > rule.maxLength) return undefined
+      if (rule.pattern && !rule.pattern.test(text)) return undefined
+      return text
+    default: {
+      if (text.length > MAX_SHOWN || !(rule.kind === 'integer' ? INTEGER : DECIMAL).test(text)) return undefined
+      const n = Number(text)
+      if (!Number.isFinite(n)) return undefined
+      if (rule.kind === 'integer' && !Number.isSafeInteger(n)) return undefined
+      if (rule.minimum !== undefined && n < rule.minimum) return undefined
+      if (rule.maximum !== undefined && n > rule.maximum) return undefined
+      if (rule.exclusiveMinimum !== undefined && n <= rule.exclusiveMinimum) return undefined
+      return n === 0 ? 0 : n // -0 → 0
+    }
+  }
+}
+
+export function compileQuery (schema: TObject): QueryValidator {
+  const required = new Set(schema.required ?? [])
+  // As with Ajv's useDefaults, a property with a default is filled in, never missing.
+  const rules = Object.entries(schema.properties).map(([name, s]) => ruleOf(name, s, required.has(name) && s.default === undefined))
+  const coordinates = rules.filter((r) => r.coordinate)
+
+  return (query) => {
+    const input = (query ?? {}) as Record<string, unknown>
+    const value: Record<string, unknown> = {}
+    const missing: string[] = []
+    let badCoordinate = false
+    const malformed: Record<string, string> = {}
+    let anyMalformed = false
+
+    for (const rule of rules) {
+      const raw = input[rule.name]
+      if (raw === undefined) {
+        if (rule.required) missing.push(rule.name)
+        else if (rule.defaultValue !== undefined) value[rule.name] = rule.defaultValue
+        continue
+      }
+      const parsed = typeof raw === 'string' ? parseValue(rule, raw) : undefined
+      if (parsed === undefined) {
+        if (rule.coordinate) badCoordinate = true
+        else {
+          malformed[rule.name] = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
+          anyMalformed = true
+        }
+        continue
+      }
+      value[rule.name] = parsed
+    }
+
+    if (missing.length > 0) return { error: missingParams(missing) }
+    if (badCoordinate) return { error: new ApiError('svc_partner_api_invalid_coordinates') }
+    if (coordinates.length > 0 && coordinates.every((r) => value[r.name] === 0)) {
+      return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
+    }
+    if (anyMalformed) return { error: invalidParams(malformed) }
+    return { value }
+  }
+}

@@ -1,0 +1,22 @@
+// Tokens never reach a log line: every logged URL passes through here.
+const SECRET_PARAM = /^(api[_-]?key|key|token|access[_-]?token)$/i
+
+function decodeName (name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '))
+  } catch {
+    return name
+  }
+}
+
+/** The URL with the value of any secret-looking query parameter replaced by [REDACTED]. */
+export function redactUrl (url: string): string {
+  const q = url.indexOf('?')
+  if (q < 0) return url
+  const pairs = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=')
+    const name = eq < 0 ? pair : pair.slice(0, eq)
+    return SECRET_PARAM.test(decodeName(name)) ? `${name}=[REDACTED]` : pair
+  })
+  return `${url.slice(0, q)}?${pairs.join('&')}`
+}

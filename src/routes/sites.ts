@@ -1,0 +1,67 @@
+// GET /sites and GET /sites/nearest: nearest-first search within a radius.
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ApiError, type ErrorCode } from '../errors.ts'
+import { datasetFor, type PartnerProfile } from '../partners/permissions.ts'
+import { linkPrefix, nearestRecord, siteRecord } from '../records.ts'
+import { errorResponses } from '../schemas/errors.ts'
+import { NearbyQuery } from '../schemas/queries.ts'
+import { NearestRecord, SiteRecord } from '../schemas/records.ts'
+import { findNearby } from '../sites/dataset.ts'
+
+const SEARCH_ERRORS: ErrorCode[] = [
+  'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
+  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner', 'svc_partner_api_category_not_permitted',
+  'svc_partner_api_rate_limited', 'svc_partner_api_query_failed'
+]
+
+/** The categories to search: the allow-list, or the one asked for if it is in the allow-list. */
+export function searchCategories (partner: PartnerProfile, categoryId: number | undefined): readonly number[] {
+  if (categoryId === undefined) return partner.allowedCategories
+  if (!partner.allowedCategories.includes(categoryId)) throw new ApiError('svc_partner_api_category_not_permitted')
+  return [categoryId]
+}
+
+const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
+  const links = linkPrefix(options.pilotAppUrl)
+
+  const search = (partner: PartnerProfile, query: NearbyQuery, limit: number) => {
+    const categories = searchCategories(partner, query.category_id)
+    const ds = app.datasets.get(datasetFor(partner, query.demo))
+    const hits = findNearby(ds, {
+      lng: query.lng,
+      lat: query.lat,
+      radiusKm: Math.min(query.radius, partner.radiusCapKm),
+      limit,
+      categories,
+      tag: query.tag
+    })
+    return { ds, hits }
+  }
+
+  app.get('/sites', {
+    config: { endpoint: 'sites' },
+    schema: {
+      summary: 'Sites near a point, nearest first',
+      querystring: NearbyQuery,
+      response: { 200: Type.Array(SiteRecord), ...errorResponses(SEARCH_ERRORS) }
+    }
+  }, async (request) => {
+    const { ds, hits } = search(request.partner, request.query, request.partner.maxResults)
+    return hits.map((hit) => siteRecord(ds, hit.position, links))
+  })
+
+  app.get('/sites/nearest', {
+    config: { endpoint: 'nearest' },
+    schema: {
+      summary: 'The nearest site within the radius, or null',
+      querystring: NearbyQuery,
+      response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }
+    }
+  }, async (request) => {
+    const { ds, hits } = search(request.partner, request.query, 1)
+    return hits.length === 0 ? null : nearestRecord(ds, hits[0].position, hits[0].h, links)
+  })
+}
+
+export default sitesRoutes

@@ -1,0 +1,17 @@
+// Small shared schema pieces. Query values arrive as text; src/query.ts parses them by these
+// schemas, so the schema is both the documentation and the validation of every parameter.
+import { Type } from '@sinclair/typebox'
+
+export const SITE_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$'
+export const TAG_PATTERN = '^~[a-z0-9-]{1,63}$'
+export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$'
+
+export const SiteId = Type.String({ pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -' })
+export const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 64, description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters)' })
+
+/** `x-coordinate` marks a parameter whose bad value is svc_partner_api_invalid_coordinates. */
+export const Latitude = Type.Number({ minimum: -90, maximum: 90, 'x-coordinate': 'lat', description: 'Latitude in decimal degrees, -90 to 90' })
+export const Longitude = Type.Number({ minimum: -180, maximum: 180, 'x-coordinate': 'lng', description: 'Longitude in decimal degrees, -180 to 180' })
+export const RadiusKm = Type.Number({ exclusiveMinimum: 0, default: 25, description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap' })
+export const CategoryId = Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Only sites of this category; it must be in the partner allow-list' })
+export const DemoFlag = Type.Boolean({ default: false, description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0' })

@@ -1,0 +1,30 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+const fields = {
+  id: Type.String({ description: 'Site ID' }),
+  category: Type.String({ description: 'Category ID' }),
+  name: Type.String({ description: 'Site name' }),
+  region: Type.String({ description: 'Region code, three upper-case letters (continent)' }),
+  country: Type.String({ description: 'Country code, two upper-case letters' }),
+  latitude: Type.Number({ description: 'Obscured, approximate latitude' }),
+  longitude: Type.Number({ description: 'Obscured, approximate longitude' }),
+  distance_nm: Type.Number({ description: 'Great-circle distance from the query point in nautical miles (km / 1.852, 3 decimals)' }),
+  helipaddy_link: Type.String({ description: 'Page of the site in the pilot web app' })
+}
+
+export const SiteRecord = Type.Object({
+  id: fields.id, category: fields.category, name: fields.name, region: fields.region, country: fields.country,
+  latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link
+}, { additionalProperties: false, description: 'Full site record' })
+export type SiteRecord = Static<typeof SiteRecord>
+
+export const NearestRecord = Type.Object({
+  id: fields.id, category: fields.category, name: fields.name,
+  latitude: fields.latitude, longitude: fields.longitude, distance_nm: fields.distance_nm, helipaddy_link: fields.helipaddy_link
+}, { additionalProperties: false, description: 'Nearest site record' })
+export type NearestRecord = Static<typeof NearestRecord>
+
+export const MapMinimalRecord = Type.Object({
+  id: fields.id, category: fields.category, latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link
+}, { additionalProperties: false, description: 'Map-minimal site record' })
+export type MapMinimalRecord = Static<typeof MapMinimalRecord>

@@ -1,0 +1,55 @@
+// Entry point: configuration, first-boot files, the app, listen; graceful close on SIGTERM/SIGINT.
+import { buildApp } from './app.ts'
+import { prepareDataDir } from './bootstrap.ts'
+import { ConfigError, loadConfig, type Config } from './config.ts'
+
+async function main () {
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`)
+      process.exit(1)
+    }
+    throw err
+  }
+  const prepared = prepareDataDir(config)
+  const app = await buildApp(config)
+  for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
+
+  let closing = false
+  const close = (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'closing')
+    const timer = setTimeout(() => {
+      app.log.error('graceful close timed out; exiting')
+      process.exit(1)
+    }, config.shutdownTimeoutMs)
+    timer.unref()
+    app.close().then(() => process.exit(0), (err) => {
+      app.log.error({ err }, 'close failed')
+      process.exit(1)
+    })
+  }
+  process.on('SIGTERM', () => close('SIGTERM'))
+  process.on('SIGINT', () => close('SIGINT'))
+
+  const address = await app.listen({ host: config.host, port: config.port })
+  if (prepared.demoToken) {
+    process.stdout.write([
+      '',
+      'Demo partner created (slug "demo"). Its token is shown this once; keep it:',
+      `  ${prepared.demoToken}`,
+      'First request:',
+      `  curl '${address}${config.apiPrefix}/sites?lat=51.507&lng=-0.128&api_key=${prepared.demoToken}'`,
+      ''
+    ].join('\n') + '\n')
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`start-up failed: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exit(1)
+})

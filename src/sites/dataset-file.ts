@@ -1,0 +1,122 @@
+// Dataset files: one SQLite file per dataset, tables fixed by the contract (section 2).
+// Writers build a new file beside the old one and rename it into place only when complete,
+// so a reader never sees a half-written dataset and a failed write loses nothing.
+import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
+import Database from 'better-sqlite3'
+
+export const SCHEMA_VERSION = '1'
+export const DATASETS = ['sandbox', 'production'] as const
+export type DatasetName = typeof DATASETS[number]
+
+export const DATASET_DDL = `
+CREATE TABLE sites (
+  id TEXT PRIMARY KEY, category INTEGER NOT NULL, name TEXT NOT NULL,
+  region TEXT NOT NULL, country TEXT NOT NULL,
+  latitude REAL NOT NULL, longitude REAL NOT NULL);
+CREATE TABLE site_tags (site_id TEXT NOT NULL REFERENCES sites(id), tag TEXT NOT NULL,
+  PRIMARY KEY (site_id, tag));
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`
+
+export interface SiteRow {
+  id: string
+  category: number
+  name: string
+  region: string
+  country: string
+  latitude: number
+  longitude: number
+  tags: string[]
+}
+
+export interface DatasetMeta {
+  schema_version: string
+  built_at: string
+  source: string
+  site_count: string
+  precision: string
+  [key: string]: string
+}
+
+export const datasetPath = (dataDir: string, name: DatasetName) => join(dataDir, `${name}.db`)
+
+/** Rounds a coordinate to `precision` decimal places: the obscuring step of every writer. */
+export function obscure (value: number, precision: number): number {
+  const factor = 10 ** precision
+  const rounded = Math.round(value * factor) / factor
+  return rounded === 0 ? 0 : rounded
+}
+
+export interface DatasetWriter {
+  add (site: SiteRow): void
+  /** Writes meta, closes, fsyncs and renames the file into place. */
+  commit (meta: { source: string, precision: number }): { siteCount: number, builtAt: string }
+  abort (): void
+}
+
+/**
+ * Opens a writer on a temporary file beside `path`. Sites are written in batches of one
+ * transaction each, so memory stays flat for any number of rows.
+ */
+export function openDatasetWriter (path: string): DatasetWriter {
+  const tmpPath = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
+  const db = new Database(tmpPath)
+  db.pragma('journal_mode = OFF')
+  db.pragma('synchronous = OFF')
+  db.exec(DATASET_DDL)
+  const insertSite = db.prepare('INSERT INTO sites (id, category, name, region, country, latitude, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const insertTag = db.prepare('INSERT OR IGNORE INTO site_tags (site_id, tag) VALUES (?, ?)')
+  let count = 0
+  let open = true
+  db.exec('BEGIN')
+
+  const finish = () => {
+    if (!open) return
+    open = false
+    if (db.inTransaction) db.exec('ROLLBACK')
+    db.close()
+  }
+
+  return {
+    add (site) {
+      insertSite.run(site.id, site.category, site.name, site.region, site.country, site.latitude, site.longitude)
+      for (const tag of site.tags) insertTag.run(site.id, tag)
+      count++
+      if (count % 50_000 === 0) {
+        db.exec('COMMIT')
+        db.exec('BEGIN')
+      }
+    },
+    commit ({ source, precision }) {
+      const builtAt = new Date().toISOString()
+      const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
+      const meta: DatasetMeta = { schema_version: SCHEMA_VERSION, built_at: builtAt, source, site_count: String(count), precision: String(precision) }
+      for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
+      db.exec('COMMIT')
+      db.pragma('journal_mode = DELETE')
+      db.close()
+      open = false
+      const fd = openSync(tmpPath, 'r')
+      try { fsyncSync(fd) } finally { closeSync(fd) }
+      renameSync(tmpPath, path)
+      return { siteCount: count, builtAt }
+    },
+    abort () {
+      finish()
+      rmSync(tmpPath, { force: true })
+    }
+  }
+}
+
+/** Writes a whole dataset file at once (fixtures, empty production file). */
+export function writeDataset (path: string, sites: Iterable<SiteRow>, meta: { source: string, precision: number }) {
+  const writer = openDatasetWriter(path)
+  try {
+    for (const site of sites) writer.add(site)
+    return writer.commit(meta)
+  } catch (err) {
+    writer.abort()
+    throw err
+  }
+}

@@ -1,0 +1,200 @@
+// A dataset in memory: the sites of one file in parallel arrays ordered by id (so a site's
+// position is its rank by id and ties "by id" are ties by position), one kdbush sub-index per
+// category and per large tag, and the sites of every tag in id order.
+import Database from 'better-sqlite3'
+import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
+import type { DatasetMeta, DatasetName } from './dataset-file.ts'
+import { buildSubIndex, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
+
+/** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
+export const TAG_INDEX_MIN_SITES = 1024
+
+export class DatasetError extends Error {
+  constructor (readonly path: string, reason: string) {
+    super(`${path}: ${reason}`)
+    this.name = 'DatasetError'
+  }
+}
+
+export interface Dataset {
+  name: DatasetName
+  path: string
+  meta: DatasetMeta
+  builtAt: string
+  /** Changes with every load, so cache keys of an older load never match. */
+  version: string
+  count: number
+  ids: string[]
+  names: string[]
+  regions: string[]
+  countries: string[]
+  categories: Int32Array
+  lats: Float64Array
+  lngs: Float64Array
+  byCategory: Map<number, SubIndex>
+  /** Sites of each tag, ascending positions (= id order). */
+  tagSites: Map<string, Uint32Array>
+  tagIndexes: Map<string, SubIndex>
+}
+
+export interface NearbyQuery extends SearchArea {
+  /** Allowed categories (already intersected with the partner allow-list). */
+  categories: readonly number[]
+  tag?: string
+}
+
+let loadCounter = 0
+
+const siteIdPattern = new RegExp(SITE_ID_PATTERN)
+const tagPattern = new RegExp(TAG_PATTERN)
+
+/** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
+export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
+  let db: Database.Database
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true })
+  } catch (err) {
+    throw new DatasetError(path, `cannot open (${(err as Error).message})`)
+  }
+  try {
+    return readDataset(db, path, name, options.quickCheck ?? true)
+  } catch (err) {
+    if (err instanceof DatasetError) throw err
+    throw new DatasetError(path, (err as Error).message)
+  } finally {
+    db.close()
+  }
+}
+
+function readDataset (db: Database.Database, path: string, name: DatasetName, quickCheck: boolean): Dataset {
+  if (quickCheck) {
+    const result = db.pragma('quick_check', { simple: true })
+    if (result !== 'ok') throw new DatasetError(path, `quick_check failed: ${String(result)}`)
+  }
+  const meta = Object.fromEntries(
+    (db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value])
+  ) as DatasetMeta
+  for (const key of ['schema_version', 'built_at', 'source', 'site_count', 'precision']) {
+    if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
+  }
+
+  const count = (db.prepare('SELECT count(*) FROM sites').pluck().get() as number)
+  if (String(count) !== meta.site_count) throw new DatasetError(path, `meta.site_count is ${meta.site_count} but sites holds ${count} rows`)
+
+  const ids = new Array<string>(count)
+  const names = new Array<string>(count)
+  const regions = new Array<string>(count)
+  const countries = new Array<string>(count)
+  const categories = new Int32Array(count)
+  const lats = new Float64Array(count)
+  const lngs = new Float64Array(count)
+  const interned = new Map<string, string>()
+  const intern = (s: string) => {
+    let v = interned.get(s)
+    if (v === undefined) interned.set(s, v = s)
+    return v
+  }
+
+  const rows = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id').raw().iterate() as IterableIterator<unknown[]>
+  let i = 0
+  for (const row of rows) {
+    const [id, category, siteName, region, country, latitude, longitude] = row as [string, number, string, string, string, number, number]
+    if (typeof id !== 'string' || !siteIdPattern.test(id)) throw new DatasetError(path, `site ${JSON.stringify(id)}: bad id`)
+    if (!Number.isInteger(category) || category < 1) throw new DatasetError(path, `site ${id}: bad category ${String(category)}`)
+    if (typeof latitude !== 'number' || !(latitude >= -90 && latitude <= 90)) throw new DatasetError(path, `site ${id}: bad latitude`)
+    if (typeof longitude !== 'number' || !(longitude >= -180 && longitude <= 180)) throw new DatasetError(path, `site ${id}: bad longitude`)
+    if (typeof region !== 'string' || !/^[A-Z]{3}$/.test(region)) throw new DatasetError(path, `site ${id}: bad region`)
+    if (typeof country !== 'string' || !/^[A-Z]{2}$/.test(country)) throw new DatasetError(path, `site ${id}: bad country`)
+    if (typeof siteName !== 'string') throw new DatasetError(path, `site ${id}: bad name`)
+    ids[i] = id
+    names[i] = siteName
+    regions[i] = intern(region)
+    countries[i] = intern(country)
+    categories[i] = category
+    lats[i] = latitude
+    lngs[i] = longitude
+    i++
+  }
+  if (i !== count) throw new DatasetError(path, 'sites changed while being read')
+
+  // Tags in site id order, merged against the id-ordered sites (no id → position map needed).
+  const tagLists = new Map<string, number[]>()
+  const tagRows = db.prepare('SELECT site_id, tag FROM site_tags ORDER BY site_id, tag').raw().iterate() as IterableIterator<[string, string]>
+  let position = 0
+  for (const [siteId, tag] of tagRows) {
+    while (position < count && ids[position] < siteId) position++
+    if (position >= count || ids[position] !== siteId) throw new DatasetError(path, `site_tags names unknown site ${JSON.stringify(siteId)}`)
+    if (typeof tag !== 'string' || tag.length > 64 || !tagPattern.test(tag)) throw new DatasetError(path, `site ${siteId}: bad tag ${JSON.stringify(tag)}`)
+    let list = tagLists.get(tag)
+    if (!list) tagLists.set(tag, list = [])
+    list.push(position)
+  }
+
+  const categoryLists = new Map<number, number[]>()
+  for (let p = 0; p < count; p++) {
+    let list = categoryLists.get(categories[p])
+    if (!list) categoryLists.set(categories[p], list = [])
+    list.push(p)
+  }
+  const byCategory = new Map<number, SubIndex>()
+  for (const [category, list] of categoryLists) byCategory.set(category, buildSubIndex(Uint32Array.from(list), lngs, lats))
+
+  const tagSites = new Map<string, Uint32Array>()
+  const tagIndexes = new Map<string, SubIndex>()
+  for (const [tag, list] of tagLists) {
+    const positions = Uint32Array.from(list)
+    tagSites.set(tag, positions)
+    if (positions.length >= TAG_INDEX_MIN_SITES) tagIndexes.set(tag, buildSubIndex(positions, lngs, lats))
+  }
+
+  return {
+    name,
+    path,
+    meta,
+    builtAt: meta.built_at,
+    version: `${meta.built_at}#${++loadCounter}`,
+    count,
+    ids,
+    names,
+    regions,
+    countries,
+    categories,
+    lats,
+    lngs,
+    byCategory,
+    tagSites,
+    tagIndexes
+  }
+}
+
+/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
+export function findNearby (ds: Dataset, query: NearbyQuery): Hit[] {
+  const allowed = query.categories
+  if (query.tag === undefined) {
+    const sources: SubIndex[] = []
+    for (const category of allowed) {
+      const index = ds.byCategory.get(category)
+      if (index) sources.push(index)
+    }
+    return searchNearby(ds, sources, query)
+  }
+  const candidates = ds.tagSites.get(query.tag)
+  if (!candidates) return []
+  const accept = (position: number) => allowed.includes(ds.categories[position])
+  const index = ds.tagIndexes.get(query.tag)
+  return index ? searchNearby(ds, [index], query, accept) : scanNearby(ds, candidates, query, accept)
+}
+
+/** Position of a site id, or -1 (ids are sorted, so a binary search). */
+export function positionOf (ds: Dataset, id: string): number {
+  let lo = 0
+  let hi = ds.count - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1
+    const v = ds.ids[mid]
+    if (v === id) return mid
+    if (v < id) lo = mid + 1
+    else hi = mid - 1
+  }
+  return -1
+}
