@@ -115,9 +115,9 @@ const COMMANDS: Record<string, Record<string, Command>> = {
           status: oneOf('status', options.status, ['active', 'pending'] as const)
         }
         const { partner, token } = withStore(config, (store) => store.create(input))
-        const view = partnerView(partner)
+        const { id, slug: createdSlug, ...rest } = partnerView(partner)
         return {
-          json: { id: view.id, slug: view.slug, token, ...view },
+          json: { id, slug: createdSlug, token, ...rest },
           text: `created partner ${partner.slug} (${partner.id})\ntoken (shown once, keep it secret): ${token}`
         }
       }
@@ -250,7 +250,7 @@ function datasetInfo (config: Config, dataset: DatasetName) {
 
 function helpText (): string {
   const lines = ['usage: npm run admin -- <group> <command> [options] [--json]', '']
-  for (const [group, commands] of Object.entries(COMMANDS)) {
+  for (const commands of Object.values(COMMANDS)) {
     for (const command of Object.values(commands)) lines.push(`  ${command.usage}`)
     lines.push('')
   }

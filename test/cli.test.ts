@@ -1,0 +1,121 @@
+// The operator CLI as real processes on a real control.db.
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { tmpDataDir } from './helper.ts'
+import { admin } from './run.ts'
+
+const dir = tmpDataDir(t)
+const env = { DATA_DIR: dir }
+const run = (...args: string[]) => admin(args, env)
+const oneLine = (s: string) => s.trim().split('\n').length === 1
+
+t.test('partners create prints the token once; only its SHA-256 is stored', async (t) => {
+  const r = run('partners', 'create', '--name', 'Acme Air Ambulance', '--tier', 'growth', '--json')
+  t.equal(r.status, 0, r.stderr)
+  const created = JSON.parse(r.stdout)
+  t.match(created.token, /^lsp_[A-Za-z0-9_-]{43}$/)
+  t.match(created.id, /^ptn_[0-9a-f]{12}$/)
+  t.same({ ...created, id: undefined, token: undefined, created_at: undefined, updated_at: undefined }, {
+    slug: 'acme-air-ambulance', name: 'Acme Air Ambulance', status: 'active', tier: 'growth', environment: 'sandbox',
+    categories: [4, 7], other_categories: false, site_by_id: false, radius_cap_km: 75, max_results: 100,
+    limits: { minute: 90, hour: 1200, day: 12000 }, limit_overrides: { minute: null, hour: null, day: null }
+  })
+  const db = new Database(join(dir, 'control.db'), { readonly: true })
+  const stored = db.prepare('SELECT * FROM partners WHERE slug = ?').get('acme-air-ambulance') as Record<string, unknown>
+  db.close()
+  t.equal(stored.token_sha256, createHash('sha256').update(created.token).digest('hex'))
+  t.notOk(JSON.stringify(stored).includes(created.token), 'the token itself is stored nowhere')
+})
+
+t.test('defaults of a new partner; text output', async (t) => {
+  const r = run('partners', 'create', '--name', 'Heli Tours', '--slug', 'heli', '--status', 'pending')
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stdout, /^created partner heli \(ptn_[0-9a-f]{12}\)\ntoken \(shown once, keep it secret\): lsp_[A-Za-z0-9_-]{43}\n$/)
+  const shown = JSON.parse(run('partners', 'show', 'heli', '--json').stdout)
+  t.equal(shown.status, 'pending')
+  t.equal(shown.tier, 'demo')
+  t.same(shown.limits, { minute: 30, hour: 200, day: 1000 })
+})
+
+t.test('list and show never print a token or its hash', async (t) => {
+  const list = run('partners', 'list', '--json')
+  t.equal(list.status, 0)
+  const partners = JSON.parse(list.stdout)
+  t.same(partners.map((p: { slug: string }) => p.slug), ['acme-air-ambulance', 'heli'])
+  t.notOk(/lsp_|token|sha256/.test(list.stdout))
+  const text = run('partners', 'list')
+  t.match(text.stdout, /^SLUG +STATUS +TIER +ENVIRONMENT CATEGORIES +NAME\nacme-air-ambulance +active +growth +sandbox +4,7 +Acme Air Ambulance\nheli +pending/)
+  const show = run('partners', 'show', 'heli')
+  t.equal(show.status, 0)
+  t.match(show.stdout, /^id +ptn_[0-9a-f]{12}\nslug +heli\nname +Heli Tours\nstatus +pending\n/)
+  t.notOk(/lsp_|sha256/.test(show.stdout))
+})
+
+t.test('update and rotate', async (t) => {
+  const r = run('partners', 'update', 'heli', '--status', 'active', '--categories', '9,4,4', '--other-categories', 'on',
+    '--limit-minute', 'unlimited', '--limit-day', '5000', '--radius-cap', '100', '--max-results', '250', '--json')
+  t.equal(r.status, 0, r.stderr)
+  const p = JSON.parse(r.stdout)
+  t.same([p.status, p.categories, p.other_categories, p.radius_cap_km, p.max_results], ['active', [4, 9], true, 100, 250])
+  t.same(p.limits, { minute: 'unlimited', hour: 200, day: 5000 })
+  const back = JSON.parse(run('partners', 'update', 'heli', '--limit-minute', 'tier', '--json').stdout)
+  t.same(back.limits, { minute: 30, hour: 200, day: 5000 })
+  const rotated = run('partners', 'rotate', 'heli', '--json')
+  t.equal(rotated.status, 0)
+  t.match(JSON.parse(rotated.stdout).token, /^lsp_/)
+})
+
+t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
+  const cases: [string[], number, RegExp][] = [
+    [['partners', 'show', 'nobody'], 1, /^error: no partner with slug 'nobody'$/],
+    [['partners', 'update', 'nobody', '--tier', 'scale'], 1, /^error: no partner with slug 'nobody'$/],
+    [['partners', 'rotate', 'nobody'], 1, /^error: no partner with slug 'nobody'$/],
+    [['partners', 'create', '--name', 'Heli', '--slug', 'heli'], 1, /^error: a partner with slug 'heli' exists already$/],
+    [['partners', 'create'], 2, /^error: --name is required$/],
+    [['partners', 'create', '--name', '  '], 2, /^error: --name must be 1 to 200 characters$/],
+    [['partners', 'create', '--name', 'X', '--tier', 'gold'], 2, /^error: --tier must be one of demo, growth, scale$/],
+    [['partners', 'create', '--name', 'X', '--status', 'suspended'], 2, /^error: --status must be one of active, pending$/],
+    [['partners', 'create', '--name', 'X', '--slug', 'Bad Slug'], 2, /^error: --slug must be/],
+    [['partners', 'create', '--name', '!!!'], 2, /^error: cannot derive a slug from the name; give --slug$/],
+    [['partners', 'create', '--name', 'X', '--colour', 'red'], 2, /^error: Unknown option '--colour'/],
+    [['partners', 'show'], 2, /^error: usage: partners show SLUG$/],
+    [['partners', 'update', 'heli'], 2, /^error: nothing to change/],
+    [['partners', 'update', 'heli', '--categories', '1,4'], 2, /^error: --categories: category 1 is reserved/],
+    [['partners', 'update', 'heli', '--categories', '4;7'], 2, /^error: --categories must be a comma-separated list/],
+    [['partners', 'update', 'heli', '--limit-hour=-5'], 2, /^error: --limit-hour must be a whole number from 0/],
+    [['partners', 'update', 'heli', '--radius-cap', '0'], 2, /^error: --radius-cap must be a number of km greater than 0/],
+    [['partners', 'update', 'heli', '--max-results', 'lots'], 2, /^error: --max-results must be a whole number from 1 to 10000$/],
+    [['partners', 'update', 'heli', '--site-by-id', 'yes'], 2, /^error: --site-by-id must be one of on, off$/],
+    [['partners', 'fly'], 2, /^error: unknown command 'partners fly'/],
+    [['datasets', 'generate'], 2, /^error: --dataset is required$/]
+  ]
+  for (const [args, status, message] of cases) {
+    const r = run(...args)
+    t.equal(r.status, status, args.join(' '))
+    t.match(r.stderr.trimEnd(), message, args.join(' '))
+    t.ok(oneLine(r.stderr), 'one line')
+    t.equal(r.stdout, '')
+  }
+})
+
+t.test('--help', async (t) => {
+  const r = run('partners', 'create', '--help')
+  t.equal(r.status, 0)
+  t.match(r.stdout, /^usage: npm run admin -- partners create --name NAME/)
+  t.match(run('--help').stdout, /partners update SLUG/)
+})
+
+t.test('datasets generate and info', async (t) => {
+  const g = run('datasets', 'generate', '--dataset', 'sandbox', '--count', '1500', '--seed', 'cli', '--json')
+  t.equal(g.status, 0, g.stderr)
+  t.equal(JSON.parse(g.stdout).site_count, 1500)
+  t.ok(existsSync(join(dir, 'sandbox.db')))
+  const info = JSON.parse(run('datasets', 'info', '--json').stdout)
+  t.equal(info[0].dataset, 'sandbox')
+  t.equal(info[0].site_count, 1500)
+  t.equal(info[0].source, 'generated count=1500 seed=cli')
+  t.equal(info[1].error, 'missing')
+})

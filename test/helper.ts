@@ -1,0 +1,127 @@
+// Builds the real app on real fixture files in a temporary data directory.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.ts'
+import { loadConfig, type Config } from '../src/config.ts'
+import { datasetPath, writeDataset, type SiteRow } from '../src/sites/dataset-file.ts'
+import { PartnerStore, controlPath, type NewPartner, type PartnerChanges } from '../src/partners/store.ts'
+import { seededRandom } from '../src/sites/generator.ts'
+
+interface Teardown { teardown (fn: () => unknown): void }
+
+export const REPO_ROOT = new URL('..', import.meta.url).pathname
+
+export function tmpDataDir (t: Teardown, prefix = 'lsp-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+export function testConfig (dataDir: string, env: Record<string, string> = {}): Config {
+  return loadConfig({ NODE_ENV: 'test', DATA_DIR: dataDir, LOG_LEVEL: 'silent', PILOT_APP_URL: 'https://pilot.test', ...env }, { envFile: false })
+}
+
+export function site (id: string, category: number, latitude: number, longitude: number, tags: string[] = [], extra: Partial<SiteRow> = {}): SiteRow {
+  return { id, category, name: `Site ${id}`, region: 'EUR', country: 'GB', latitude, longitude, tags, ...extra }
+}
+
+export type PartnerFixture = NewPartner & { slug: string } & PartnerChanges
+
+export interface TestApp {
+  app: FastifyInstance
+  dataDir: string
+  config: Config
+  tokens: Record<string, string>
+}
+
+export function writeFixture (dataDir: string, data: { sandbox?: SiteRow[], production?: SiteRow[], partners?: PartnerFixture[] }) {
+  writeDataset(datasetPath(dataDir, 'sandbox'), data.sandbox ?? [], { source: 'test fixture', precision: 3 })
+  writeDataset(datasetPath(dataDir, 'production'), data.production ?? [], { source: 'test fixture', precision: 3 })
+  const tokens: Record<string, string> = {}
+  const store = new PartnerStore(controlPath(dataDir))
+  try {
+    for (const p of data.partners ?? []) {
+      const { name, slug, tier, environment, status, ...changes } = p
+      const { token } = store.create({ name, slug, tier, environment, status })
+      if (Object.keys(changes).length > 0) store.update(slug, changes)
+      tokens[slug] = token
+    }
+  } finally {
+    store.close()
+  }
+  return tokens
+}
+
+export async function buildTestApp (
+  t: Teardown,
+  data: { sandbox?: SiteRow[], production?: SiteRow[], partners?: PartnerFixture[] },
+  env: Record<string, string> = {}
+): Promise<TestApp> {
+  const dataDir = tmpDataDir(t)
+  const tokens = writeFixture(dataDir, data)
+  const config = testConfig(dataDir, env)
+  const app = await buildApp(config)
+  t.teardown(() => app.close())
+  return { app, dataDir, config, tokens }
+}
+
+const TAGS = ['~fuel', '~grass', '~night-landing', '~ppr']
+
+/**
+ * Random sites for property tests: spread worldwide, crowded at the antimeridian and the poles,
+ * and with clusters of sites at identical coordinates so that ties by id are exercised.
+ */
+export function randomSites (seed: string, count: number, prefix = 'x'): SiteRow[] {
+  const random = seededRandom(seed)
+  const round = (v: number) => Math.round(v * 1000) / 1000
+  const sites: SiteRow[] = []
+  let n = 0
+  const id = () => `${prefix}${(n++).toString(36).padStart(5, '0')}`
+  while (sites.length < count) {
+    const zone = random()
+    let lat: number
+    let lng: number
+    if (zone < 0.25) { // antimeridian
+      lat = random() * 140 - 70
+      lng = random() < 0.5 ? 180 - random() * 3 : -180 + random() * 3
+    } else if (zone < 0.45) { // poles
+      lat = (random() < 0.5 ? 1 : -1) * (86 + random() * 4)
+      lng = random() * 360 - 180
+    } else if (zone < 0.8) { // a dense region
+      lat = 50 + random() * 2
+      lng = random() * 3
+    } else {
+      lat = random() * 180 - 90
+      lng = random() * 360 - 180
+    }
+    const clusterSize = random() < 0.1 ? 2 + Math.floor(random() * 12) : 1
+    const la = round(lat)
+    const lo = round(lng)
+    for (let k = 0; k < clusterSize && sites.length < count; k++) {
+      const tags = TAGS.filter(() => random() < 0.3)
+      sites.push(site(id(), 2 + Math.floor(random() * 9), la, lo, tags))
+    }
+  }
+  return sites
+}
+
+/** The textbook haversine, in km, for brute-force checks. */
+export function haversineKm (lat1: number, lng1: number, lat2: number, lng2: number): number {
+  const rad = Math.PI / 180
+  const sinDLat = Math.sin((lat1 - lat2) * rad / 2)
+  const sinDLng = Math.sin((lng1 - lng2) * rad / 2)
+  const a = Math.cos(lat1 * rad) * Math.cos(lat2 * rad) * (sinDLng * sinDLng) + sinDLat * sinDLat
+  return 2 * 6371 * Math.asin(Math.sqrt(a))
+}
+
+/** Brute force: every site, filtered, sorted by distance then id, cut at the limit. */
+export function bruteNearby (sites: SiteRow[], q: { lat: number, lng: number, radiusKm: number, limit: number, categories: readonly number[], tag?: string }) {
+  return sites
+    .filter((s) => q.categories.includes(s.category) && (q.tag === undefined || s.tags.includes(q.tag)))
+    .map((s) => ({ site: s, km: haversineKm(q.lat, q.lng, s.latitude, s.longitude) }))
+    .filter((x) => x.km <= q.radiusKm)
+    .sort((a, b) => (a.km - b.km) || (a.site.id < b.site.id ? -1 : a.site.id > b.site.id ? 1 : 0))
+    .slice(0, q.limit)
+}

@@ -1,0 +1,57 @@
+// Real processes for CLI and end-to-end tests: the same entry points an operator runs.
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { join } from 'node:path'
+import { REPO_ROOT } from './helper.ts'
+
+const baseEnv = (env: Record<string, string>) => {
+  const clean: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TAP')) clean[k] = v
+  return { ...clean, LOG_LEVEL: 'info', ...env }
+}
+
+export interface CliResult { status: number, stdout: string, stderr: string }
+
+export function admin (args: string[], env: Record<string, string>): CliResult {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args], {
+    cwd: REPO_ROOT, env: baseEnv(env), encoding: 'utf8', timeout: 60_000
+  })
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
+}
+
+export interface Server {
+  child: ChildProcessWithoutNullStreams
+  url: string
+  output: () => string
+  stop (signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/** Starts src/server.ts and resolves once it listens (its log says where). */
+export function startServer (env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
+    cwd: REPO_ROOT, env: baseEnv({ PORT: '0', ...env })
+  })
+  let out = ''
+  child.stdout.on('data', (d) => { out += d })
+  child.stderr.on('data', (d) => { out += d })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)) }, timeoutMs)
+    const check = () => {
+      const m = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(out)
+      if (!m) return
+      clearTimeout(timer)
+      child.stdout.off('data', check)
+      resolve({
+        child,
+        url: m[1],
+        output: () => out,
+        stop (signal: NodeJS.Signals = 'SIGTERM') {
+          if (child.exitCode === null) child.kill(signal)
+          return exited
+        }
+      })
+    }
+    child.stdout.on('data', check)
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${out}`)) })
+  })
+}

@@ -1,0 +1,54 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseEnv } from 'node:util'
+import t from 'tap'
+import { ConfigError, ENV_KEYS, EnvSchema, loadConfig } from '../../src/config.ts'
+import { REPO_ROOT, tmpDataDir } from '../helper.ts'
+
+t.test('.env.example lists every variable with its default, and nothing else', async (t) => {
+  const example = parseEnv(readFileSync(join(REPO_ROOT, '.env.example'), 'utf8')) as Record<string, string>
+  t.same(Object.keys(example).sort(), [...ENV_KEYS].sort())
+  for (const key of ENV_KEYS) t.equal(example[key], String(EnvSchema.properties[key].default), key)
+})
+
+t.test('defaults', async (t) => {
+  const config = loadConfig({}, { envFile: false, cwd: '/srv/app' })
+  t.same(config, {
+    nodeEnv: 'development', host: '127.0.0.1', port: 3000, apiPrefix: '/v1', dataDir: '/srv/app/data',
+    pilotAppUrl: 'https://helipaddy.com', logLevel: 'info', trustProxy: false, cacheTtlSeconds: 60, cacheMaxEntries: 10000,
+    sandboxSiteCount: 20000, sandboxSeed: 'sandbox', partnerRefreshMs: 1000, shutdownTimeoutMs: 10000
+  })
+})
+
+t.test('values are converted; TRUST_PROXY forms; trailing slash of PILOT_APP_URL dropped', async (t) => {
+  const c = loadConfig({ PORT: '8080', TRUST_PROXY: '2', PILOT_APP_URL: 'https://pilot.example/app/', NODE_ENV: 'production' }, { envFile: false })
+  t.equal(c.port, 8080)
+  t.equal(c.trustProxy, 2)
+  t.equal(c.pilotAppUrl, 'https://pilot.example/app')
+  t.equal(c.nodeEnv, 'production')
+  t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8,127.0.0.1' }, { envFile: false }).trustProxy, ['10.0.0.0/8', '127.0.0.1'])
+  t.equal(loadConfig({ TRUST_PROXY: 'true' }, { envFile: false }).trustProxy, true)
+})
+
+t.test('a bad value stops start-up naming the variable', async (t) => {
+  const bad: Record<string, string> = {
+    PORT: 'abc', NODE_ENV: 'staging', API_PREFIX: 'v1', PILOT_APP_URL: 'ftp://x', LOG_LEVEL: 'loud', TRUST_PROXY: 'maybe',
+    CACHE_TTL_SECONDS: '-1', CACHE_MAX_ENTRIES: '0', PARTNER_REFRESH_MS: '10', SANDBOX_SITE_COUNT: '1.5', SHUTDOWN_TIMEOUT_MS: '1e3'
+  }
+  for (const [key, value] of Object.entries(bad)) {
+    let caught: unknown
+    try { loadConfig({ [key]: value }, { envFile: false }) } catch (err) { caught = err }
+    t.ok(caught instanceof ConfigError, `${key}=${value} throws ConfigError`)
+    t.equal((caught as ConfigError).variable, key)
+    t.equal((caught as ConfigError).message.split('=')[0], `invalid configuration: ${key}`)
+  }
+  t.throws(() => loadConfig({ PORT: '70000' }, { envFile: false }), /^invalid configuration: PORT="70000"/)
+})
+
+t.test('.env is read, and the environment wins over it', async (t) => {
+  const dir = tmpDataDir(t)
+  writeFileSync(join(dir, '.env'), 'PORT=4000\nHOST=0.0.0.0\n')
+  const c = loadConfig({ HOST: '127.0.0.2' }, { cwd: dir })
+  t.equal(c.port, 4000)
+  t.equal(c.host, '127.0.0.2')
+})

@@ -1,0 +1,99 @@
+// Dataset files: the generator, the writer's all-or-nothing rename, and the loader's checks.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { generateDataset } from '../../src/bootstrap.ts'
+import { DATASET_DDL, datasetPath, openDatasetWriter, writeDataset } from '../../src/sites/dataset-file.ts'
+import { DatasetError, loadDataset } from '../../src/sites/dataset.ts'
+import { generateSites } from '../../src/sites/generator.ts'
+import { site, tmpDataDir } from '../helper.ts'
+
+t.test('the generator is deterministic and covers every continent and category 2 to 9', async (t) => {
+  const a = [...generateSites({ count: 4000, seed: 's1', prefix: 'sbx' })]
+  const b = [...generateSites({ count: 4000, seed: 's1', prefix: 'sbx' })]
+  const c = [...generateSites({ count: 4000, seed: 's2', prefix: 'sbx' })]
+  t.same(a, b, 'same seed, same sites')
+  t.not(JSON.stringify(a), JSON.stringify(c), 'another seed, other sites')
+  t.same([...new Set(a.map((s) => s.category))].sort(), [2, 3, 4, 5, 6, 7, 8, 9])
+  t.same([...new Set(a.map((s) => s.region))].sort(), ['AFR', 'ANT', 'ASI', 'EUR', 'NAM', 'OCE', 'SAM'])
+  for (const s of a) {
+    if (!/^sbx-\d{7}$/.test(s.id) || !/^[A-Z]{2}$/.test(s.country) || Math.abs(s.latitude) > 90 || Math.abs(s.longitude) > 180 ||
+      Math.round(s.latitude * 1000) / 1000 !== s.latitude || Math.round(s.longitude * 1000) / 1000 !== s.longitude ||
+      !s.tags.every((tag) => /^~[a-z0-9-]+$/.test(tag))) {
+      t.fail('invalid generated site', s)
+      return
+    }
+  }
+  const europe = [...generateSites({ count: 4000, seed: 's1', prefix: 'prd', europeShare: 0.8 })]
+  const share = europe.filter((s) => s.region === 'EUR').length / europe.length
+  t.ok(share > 0.8 && share < 0.9, `europeShare 0.8 puts ${share} of sites in Europe`)
+})
+
+t.test('a generated file has the contract tables and meta', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'sandbox')
+  generateDataset(path, { count: 300, seed: 'meta', prefix: 'sbx' })
+  const db = new Database(path, { readonly: true })
+  const meta = Object.fromEntries((db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value]))
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all()
+  const mode = db.pragma('journal_mode', { simple: true })
+  db.close()
+  t.same(tables, ['meta', 'site_tags', 'sites'])
+  t.same(Object.keys(meta).sort(), ['built_at', 'precision', 'schema_version', 'site_count', 'source'])
+  t.equal(meta.site_count, '300')
+  t.equal(meta.precision, '3')
+  t.equal(meta.schema_version, '1')
+  t.equal(mode, 'delete', 'a single file, no WAL beside it')
+  t.same(readdirSync(dir), ['sandbox.db'], 'no temporary file left')
+})
+
+t.test('a failed write leaves the old file untouched', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'sandbox')
+  writeDataset(path, [site('old-1', 4, 1, 1)], { source: 'old', precision: 3 })
+  const before = readFileSync(path)
+  t.throws(() => writeDataset(path, [site('new-1', 4, 1, 1), site('new-1', 4, 2, 2)], { source: 'new', precision: 3 }), /UNIQUE/)
+  t.same(readFileSync(path), before)
+  t.same(readdirSync(dir), ['sandbox.db'])
+  const w = openDatasetWriter(path)
+  w.add(site('x', 4, 1, 1))
+  w.abort()
+  t.same(readFileSync(path), before, 'an aborted writer changes nothing')
+  t.same(readdirSync(dir), ['sandbox.db'])
+})
+
+t.test('the loader refuses broken files with the reason', async (t) => {
+  const dir = tmpDataDir(t)
+  const make = (name: string, sql: string) => {
+    const path = join(dir, name)
+    const db = new Database(path)
+    db.pragma('foreign_keys = OFF') // files from other tools need not have enforced them
+    db.exec(DATASET_DDL)
+    db.exec("INSERT INTO meta VALUES ('schema_version','1'),('built_at','2026-01-01T00:00:00.000Z'),('source','t'),('precision','3')")
+    db.exec(sql)
+    db.close()
+    return path
+  }
+  const cases: [string, string, RegExp][] = [
+    ['count.db', "INSERT INTO meta VALUES ('site_count','2'); INSERT INTO sites VALUES ('a',4,'A','EUR','GB',1,1)", /meta.site_count is 2 but sites holds 1 rows/],
+    ['lat.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'A','EUR','GB',91,1)", /site a: bad latitude/],
+    ['cat.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a','x','A','EUR','GB',1,1)", /site a: bad category/],
+    ['id.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a b',4,'A','EUR','GB',1,1)", /bad id/],
+    ['tag.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'A','EUR','GB',1,1); INSERT INTO site_tags VALUES ('a','fuel')", /bad tag/],
+    ['orphan.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'A','EUR','GB',1,1); INSERT INTO site_tags VALUES ('b','~fuel')", /unknown site "b"/],
+    ['nometa.db', "DELETE FROM meta WHERE key = 'precision'; INSERT INTO meta VALUES ('site_count','0')", /meta has no precision/]
+  ]
+  for (const [name, sql, reason] of cases) {
+    t.throws(() => loadDataset(make(name, sql), 'sandbox'), reason, name)
+  }
+  t.throws(() => loadDataset(join(dir, 'absent.db'), 'sandbox'), DatasetError)
+  const garbage = join(dir, 'garbage.db')
+  writeFileSync(garbage, 'this is not a database')
+  t.throws(() => loadDataset(garbage, 'sandbox'), DatasetError)
+  const good = join(dir, 'good.db')
+  writeDataset(good, [site('a', 4, 1, 1, ['~fuel'])], { source: 't', precision: 3 })
+  const truncated = join(dir, 'truncated.db')
+  writeFileSync(truncated, readFileSync(good).subarray(0, 5000))
+  t.throws(() => loadDataset(truncated, 'sandbox'), DatasetError, 'a truncated file')
+})

@@ -1,0 +1,85 @@
+// findNearby against brute force, over thousands of random sites and queries: near the
+// antimeridian and the poles, with clusters of identical coordinates (ties by id at the limit).
+import t from 'tap'
+import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
+import { findNearby, loadDataset, positionOf } from '../../src/sites/dataset.ts'
+import { kmFromHaverSin } from '../../src/sites/spatial.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+import { bruteNearby, randomSites, site, tmpDataDir } from '../helper.ts'
+
+const dir = tmpDataDir(t)
+const sites = randomSites('spatial', 6000)
+writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 'test', precision: 3 })
+const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+
+t.test('positions are id order and every site is found by id', async (t) => {
+  t.equal(ds.count, sites.length)
+  const sorted = sites.map((s) => s.id).sort()
+  t.same(ds.ids, sorted)
+  t.equal(positionOf(ds, sorted[1234]), 1234)
+  t.equal(positionOf(ds, 'no-such-id'), -1)
+})
+
+t.test('random queries agree with brute force, order and distances included', async (t) => {
+  const random = seededRandom('queries')
+  const categorySets = [[2, 3, 4, 5, 6, 7, 8, 9, 10], [4, 7], [9], [3, 10], [5]]
+  let compared = 0
+  let nonEmpty = 0
+  let tieAtLimit = 0
+  for (let i = 0; i < 3000; i++) {
+    const anchor = sites[Math.floor(random() * sites.length)]
+    const kind = random()
+    // around a site (dense answers, exact-coordinate ties) or anywhere (antimeridian, poles, void)
+    const lat = kind < 0.6 ? Math.max(-90, Math.min(90, anchor.latitude + (random() - 0.5) * 2)) : random() * 180 - 90
+    const lng = kind < 0.6 ? anchor.longitude + (random() - 0.5) * 2 : random() * 360 - 180
+    const query = {
+      lat,
+      lng: lng > 180 ? lng - 360 : lng < -180 ? lng + 360 : lng,
+      radiusKm: [1, 10, 25, 75, 300, 2500][Math.floor(random() * 6)] * (0.5 + random()),
+      limit: [1, 2, 5, 17, 100][Math.floor(random() * 5)],
+      categories: categorySets[Math.floor(random() * categorySets.length)],
+      tag: random() < 0.3 ? ['~fuel', '~ppr', '~grass', '~none'][Math.floor(random() * 4)] : undefined
+    }
+    const expected = bruteNearby(sites, query)
+    const hits = findNearby(ds, query)
+    const got = hits.map((h) => ds.ids[h.position])
+    if (got.join() !== expected.map((e) => e.site.id).join()) {
+      t.fail('mismatch', { query, got, expected: expected.map((e) => e.site.id) })
+      return
+    }
+    for (let k = 0; k < hits.length; k++) {
+      if (Math.abs(kmFromHaverSin(hits[k].h) - expected[k].km) > 1e-9) t.fail('distance differs', { query, k })
+    }
+    const all = bruteNearby(sites, { ...query, limit: Infinity })
+    if (all.length > query.limit && all[query.limit].km === all[query.limit - 1].km) tieAtLimit++
+    compared++
+    if (hits.length > 0) nonEmpty++
+  }
+  t.equal(compared, 3000)
+  t.ok(nonEmpty > 900, `most queries find sites (${nonEmpty})`)
+  t.ok(tieAtLimit > 20, `ties at the limit were exercised (${tieAtLimit})`)
+})
+
+t.test('a tie at the limit is broken by id, whatever the insertion order', async (t) => {
+  const d = tmpDataDir(t)
+  const cluster = ['m', 'c', 'x', 'a', 'q', 'b', 'z', 'k'].map((id) => site(`t-${id}`, 4, 10, 20))
+  writeDataset(datasetPath(d, 'sandbox'), [...cluster, site('t-far', 4, 10.5, 20)], { source: 'test', precision: 3 })
+  const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
+  for (let limit = 1; limit <= 9; limit++) {
+    const got = findNearby(small, { lat: 10.1, lng: 20.1, radiusKm: 200, limit, categories: [4] }).map((h) => small.ids[h.position])
+    const expected = ['t-a', 't-b', 't-c', 't-k', 't-m', 't-q', 't-x', 't-z', 't-far'].slice(0, limit)
+    t.same(got, expected, `limit ${limit}`)
+  }
+})
+
+t.test('across the antimeridian and over the pole', async (t) => {
+  const d = tmpDataDir(t)
+  writeDataset(datasetPath(d, 'sandbox'), [
+    site('east', 4, 0.5, 179.9), site('west', 4, 0.5, -179.9), site('pole-a', 4, 89.9, 0), site('pole-b', 4, 89.9, 180)
+  ], { source: 'test', precision: 3 })
+  const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
+  const ids = (lat: number, lng: number, radiusKm: number) =>
+    findNearby(small, { lat, lng, radiusKm, limit: 10, categories: [4] }).map((h) => small.ids[h.position])
+  t.same(ids(0.5, -179.95, 20), ['west', 'east'], 'both sides of 180° within 20 km')
+  t.same(ids(89.95, 90, 30), ['pole-a', 'pole-b'], 'sites 180° of longitude apart near the pole')
+})
