@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
 import { loadDataset, type Dataset } from '../src/sites/dataset.ts'
+import type { ReloadOutcome, ServedDataset } from '../src/instances.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +14,9 @@ declare module 'fastify' {
 
 export class DatasetRegistry {
   private current: Record<DatasetName, Dataset>
+  private readonly swapListeners: ((datasets: Record<DatasetName, Dataset>) => void)[] = []
+  reloads = 0
+  failedReloads = 0
 
   constructor (readonly dataDir: string) {
     this.current = this.loadAll()
@@ -22,10 +26,32 @@ export class DatasetRegistry {
     return this.current[name]
   }
 
-  /** Loads both files anew; on any error the old datasets stay and the error is thrown. */
-  reload (): Record<DatasetName, Dataset> {
-    this.current = this.loadAll()
-    return this.current
+  served (): ServedDataset[] {
+    return DATASETS.map((name) => ({ dataset: name, site_count: this.current[name].count, built_at: this.current[name].builtAt }))
+  }
+
+  /** Called after every swap (the response cache empties itself here). */
+  onSwap (listener: (datasets: Record<DatasetName, Dataset>) => void) {
+    this.swapListeners.push(listener)
+  }
+
+  /**
+   * Reads both files anew (read-only, quick_check, tables, row count, values), builds new
+   * indexes and swaps them in with one assignment. On any defect the old datasets keep serving.
+   * Requests already running hold the old Dataset object and finish on it.
+   */
+  reload (): ReloadOutcome {
+    let next: Record<DatasetName, Dataset>
+    try {
+      next = this.loadAll()
+    } catch (err) {
+      this.failedReloads++
+      return { ok: false, error: (err as Error).message, datasets: this.served() }
+    }
+    this.current = next
+    this.reloads++
+    for (const listener of this.swapListeners) listener(next)
+    return { ok: true, datasets: this.served() }
   }
 
   private loadAll (): Record<DatasetName, Dataset> {

@@ -5,6 +5,10 @@ import { existsSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import Database from 'better-sqlite3'
 import { generateDataset } from '../src/bootstrap.ts'
+import { requestReload } from '../src/instances.ts'
+import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
+import { importSites } from '../src/sites/import.ts'
+import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { ConfigError, loadConfig, type Config } from '../src/config.ts'
 import { SLUG_PATTERN } from '../src/schemas/common.ts'
 import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
@@ -17,12 +21,13 @@ export class UsageError extends Error {}
 class FailedError extends Error {}
 
 type Options = Record<string, string | boolean | undefined>
+interface Result { text: string, json: unknown, exitCode?: number }
 interface Command {
   summary: string
   usage: string
   options: NonNullable<ParseArgsConfig['options']>
   positionals?: number
-  run (ctx: { config: Config, options: Options, args: string[], json: boolean }): { text: string, json: unknown }
+  run (ctx: { config: Config, options: Options, args: string[], json: boolean }): Result | Promise<Result>
 }
 
 const str = { type: 'string' } as const
@@ -217,6 +222,63 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         }
       }
     },
+    import: {
+      summary: 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing',
+      usage: 'datasets import --dataset sandbox|production --file PATH [--format csv|geojson|ndjson] [--precision DIGITS] [--reload]',
+      options: { dataset: str, file: str, format: str, precision: str, reload: { type: 'boolean' } },
+      async run ({ config, options }) {
+        const dataset = oneOf('dataset', options.dataset, DATASETS)
+        if (!dataset) throw new UsageError('--dataset is required')
+        const file = options.file
+        if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+        const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
+        if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
+        const precision = integer('precision', options.precision, 0, 10) ?? 3
+        if (!existsSync(file)) throw new FailedError(`no file at ${file}`)
+        const target = datasetPath(config.dataDir, dataset)
+        const progress = process.stderr.isTTY ? progressBar(dataset) : undefined
+        const started = performance.now()
+        const result = await importSites({ file, format, target, precision, onProgress: progress?.update })
+        progress?.done()
+        const seconds = Math.round(performance.now() - started) / 1000
+        if (!result.ok) {
+          const more = result.errorCount > result.errors.length ? [`... and ${result.errorCount - result.errors.length} more invalid rows`] : []
+          return {
+            exitCode: 1,
+            json: { ok: false, dataset, file, rows: result.rows, error_count: result.errorCount, errors: result.errors },
+            text: [...result.errors, ...more, `error: import refused: ${result.errorCount} invalid row${result.errorCount === 1 ? '' : 's'}; ${target} is unchanged`].join('\n')
+          }
+        }
+        const summary = { ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds }
+        const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s (coordinates rounded to ${precision} decimals)`
+        if (!options.reload) return { json: summary, text: `${text}\nrun 'datasets reload' to serve them` }
+        const reloaded = await reloadAll(config)
+        return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
+      }
+    },
+    export: {
+      summary: 'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file',
+      usage: 'datasets export --dataset sandbox|production --file PATH [--format csv|geojson|ndjson]',
+      options: { dataset: str, file: str, format: str },
+      async run ({ config, options }) {
+        const dataset = oneOf('dataset', options.dataset, DATASETS)
+        if (!dataset) throw new UsageError('--dataset is required')
+        const file = options.file
+        if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+        const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
+        if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
+        const source = datasetPath(config.dataDir, dataset)
+        if (!existsSync(source)) throw new FailedError(`no dataset file at ${source}`)
+        const count = await writeSitesFile(file, format, readSites(source))
+        return { json: { dataset, file, format, site_count: count }, text: `wrote ${count} sites of ${dataset} to ${file}` }
+      }
+    },
+    reload: {
+      summary: 'make every running service instance load the dataset files anew',
+      usage: 'datasets reload',
+      options: {},
+      run: ({ config }) => reloadAll(config)
+    },
     info: {
       summary: 'show each dataset file: site count, built_at, source, precision',
       usage: 'datasets info',
@@ -228,6 +290,53 @@ const COMMANDS: Record<string, Record<string, Command>> = {
           : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`).join('\n')
         return { json: infos, text }
       }
+    }
+  }
+}
+
+async function reloadAll (config: Config): Promise<Result> {
+  const store = new PartnerStore(controlPath(config.dataDir))
+  try {
+    const { instances, results } = await requestReload(store.db, { timeoutMs: 120_000 })
+    if (instances.length === 0) {
+      return { exitCode: 1, json: { ok: false, instances: [] }, text: 'error: no running service: no instance has reported in control.db within the last 10 s' }
+    }
+    const rows = instances.map((instance) => {
+      const outcome = results.get(instance.id)
+      const base = { instance: instance.id, pid: instance.pid, address: instance.address }
+      if (typeof outcome === 'string' || outcome === undefined) return { ...base, ok: false, error: outcome ?? 'no answer', datasets: [] }
+      return { ...base, ...outcome }
+    })
+    const ok = rows.every((r) => r.ok)
+    const lines = rows.flatMap((r) => [
+      `${r.instance} (${r.address ?? 'not listening'}): ${r.ok ? 'reloaded' : `reload refused: ${'error' in r ? r.error : ''}`}`,
+      ...r.datasets.map((d) => `  ${d.dataset.padEnd(11)} ${String(d.site_count).padStart(9)} sites  built_at ${d.built_at}${r.ok ? '' : '  (still served)'}`)
+    ])
+    if (!ok) lines.push('error: the reload was refused; the instances above keep serving their old datasets')
+    return { exitCode: ok ? 0 : 1, json: { ok, instances: rows }, text: lines.join('\n') }
+  } finally {
+    store.close()
+  }
+}
+
+/** A one-line progress bar on stderr, for terminals only. */
+function progressBar (label: string) {
+  let last = 0
+  const draw = (bytes: number, total: number, rows: number) => {
+    const share = total === 0 ? 1 : Math.min(1, bytes / total)
+    const width = 30
+    const filled = Math.round(share * width)
+    process.stderr.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(share * 100).toFixed(0).padStart(3)}%  ${rows.toLocaleString('en')} rows`)
+  }
+  return {
+    update (bytes: number, total: number, rows: number) {
+      const now = Date.now()
+      if (now - last < 100 && bytes < total) return
+      last = now
+      draw(bytes, total, rows)
+    },
+    done () {
+      process.stderr.write('\n')
     }
   }
 }
@@ -258,7 +367,7 @@ function helpText (): string {
   return lines.join('\n')
 }
 
-export function main (argv: string[]): number {
+export async function main (argv: string[]): Promise<number> {
   const [group, commandName, ...rest] = argv
   if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
     process.stdout.write(helpText() + '\n')
@@ -288,9 +397,13 @@ export function main (argv: string[]): number {
       throw new UsageError(expected === 0 ? `unexpected argument '${positionals[0]}'` : `usage: ${command.usage}`)
     }
     const config = loadConfig()
-    const result = command.run({ config, options: values as Options, args: positionals, json })
-    process.stdout.write((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n')
-    return 0
+    const result = await command.run({ config, options: values as Options, args: positionals, json })
+    if (result.exitCode && !json) {
+      process.stderr.write(result.text + '\n')
+    } else {
+      process.stdout.write((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n')
+    }
+    return result.exitCode ?? 0
   } catch (err) {
     const message = (err as Error).message.split('\n')[0]
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
@@ -306,4 +419,4 @@ export function main (argv: string[]): number {
   }
 }
 
-process.exitCode = main(process.argv.slice(2))
+process.exitCode = await main(process.argv.slice(2))

@@ -12,6 +12,7 @@ import errors from '../plugins/errors.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
 import auth from '../plugins/auth.ts'
+import reload from '../plugins/reload.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -66,6 +67,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(datasets, { dataDir: config.dataDir })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
+  await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(sitesRoutes, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
   await app.ready()
   return app

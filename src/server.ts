@@ -1,4 +1,5 @@
-// Entry point: configuration, first-boot files, the app, listen; graceful close on SIGTERM/SIGINT.
+// Entry point: configuration, first-boot files, the app, listen; SIGHUP reloads the datasets,
+// SIGTERM/SIGINT close gracefully.
 import { buildApp } from './app.ts'
 import { prepareDataDir } from './bootstrap.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
@@ -33,6 +34,9 @@ async function main () {
       process.exit(1)
     })
   }
+  process.on('SIGHUP', () => {
+    if (!closing) app.reloadDatasets('SIGHUP')
+  })
   process.on('SIGTERM', () => close('SIGTERM'))
   process.on('SIGINT', () => close('SIGINT'))
 

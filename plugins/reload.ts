@@ -1,0 +1,53 @@
+// Dataset reloads on request: `datasets reload` (a request row in control.db, answered by every
+// live instance) and SIGHUP (src/server.ts) both end in reloadDatasets(). The instance also
+// writes a heartbeat, so the CLI knows which instances should answer.
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import { InstanceRecord, type ReloadOutcome } from '../src/instances.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    reloadDatasets (reason: string): ReloadOutcome
+    instance: InstanceRecord
+  }
+}
+
+async function reload (app: FastifyInstance, options: { pollMs: number }) {
+  const instance = new InstanceRecord(app.partners.store.db)
+
+  app.decorate('reloadDatasets', (reason: string) => {
+    const started = performance.now()
+    const outcome = app.datasets.reload()
+    const ms = Math.round(performance.now() - started)
+    if (outcome.ok) app.log.info({ reason, ms, datasets: outcome.datasets }, 'datasets reloaded')
+    else app.log.error({ reason, ms, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
+    return outcome
+  })
+  app.decorate('instance', instance)
+
+  let failing = false
+  const timer = setInterval(() => {
+    try {
+      instance.heartbeat()
+      const pending = instance.pendingRequests()
+      if (pending.length > 0) instance.answer(pending, app.reloadDatasets(`request ${pending.join(',')}`))
+      failing = false
+    } catch (err) {
+      if (!failing) app.log.error({ err }, 'control.db could not be read or written for reload requests')
+      failing = true
+    }
+  }, options.pollMs)
+  timer.unref()
+
+  app.addHook('onListen', async () => {
+    const address = app.server.address()
+    if (address && typeof address === 'object') instance.setAddress(`${address.address}:${address.port}`)
+  })
+  // preClose runs before any onClose hook, so control.db is still open here
+  app.addHook('preClose', async () => {
+    clearInterval(timer)
+    try { instance.remove() } catch { /* control.db unavailable: the row goes stale on its own */ }
+  })
+}
+
+export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners'] })

@@ -1,0 +1,93 @@
+// Running service instances and reload requests, kept in control.db: the CLI asks for a reload
+// by adding a request; every live instance reloads its datasets and writes back its result.
+import { hostname } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import type Database from 'better-sqlite3'
+
+/** An instance that has not written its heartbeat for this long is taken as gone. */
+export const INSTANCE_STALE_MS = 10_000
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS instances (
+  id TEXT PRIMARY KEY, pid INTEGER NOT NULL, hostname TEXT NOT NULL, address TEXT,
+  started_at TEXT NOT NULL, seen_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS reload_requests (id INTEGER PRIMARY KEY AUTOINCREMENT, requested_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reload_results (
+  request_id INTEGER NOT NULL, instance_id TEXT NOT NULL, ok INTEGER NOT NULL, detail TEXT NOT NULL,
+  finished_at TEXT NOT NULL, PRIMARY KEY (request_id, instance_id));
+`
+
+export function ensureInstanceTables (db: Database.Database) {
+  db.exec(SCHEMA)
+}
+
+export interface InstanceRow { id: string, pid: number, hostname: string, address: string | null, started_at: string, seen_at: number }
+
+export interface ServedDataset { dataset: string, site_count: number, built_at: string }
+export type ReloadOutcome = { ok: true, datasets: ServedDataset[] } | { ok: false, error: string, datasets: ServedDataset[] }
+
+/** The service's side: heartbeat, and the reload requests it has not answered yet. */
+export class InstanceRecord {
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`
+  private lastRequestId: number
+
+  constructor (private readonly db: Database.Database) {
+    ensureInstanceTables(db)
+    this.lastRequestId = (db.prepare('SELECT coalesce(max(id), 0) FROM reload_requests').pluck().get() as number)
+    db.prepare('INSERT INTO instances (id, pid, hostname, address, started_at, seen_at) VALUES (?, ?, ?, NULL, ?, ?)')
+      .run(this.id, process.pid, hostname(), new Date().toISOString(), Date.now())
+  }
+
+  setAddress (address: string) {
+    this.db.prepare('UPDATE instances SET address = ? WHERE id = ?').run(address, this.id)
+  }
+
+  heartbeat () {
+    this.db.prepare('UPDATE instances SET seen_at = ? WHERE id = ?').run(Date.now(), this.id)
+  }
+
+  /** Ids of reload requests made since this instance last looked. */
+  pendingRequests (): number[] {
+    const ids = this.db.prepare('SELECT id FROM reload_requests WHERE id > ? ORDER BY id').pluck().all(this.lastRequestId) as number[]
+    if (ids.length > 0) this.lastRequestId = ids[ids.length - 1]
+    return ids
+  }
+
+  answer (requestIds: number[], outcome: ReloadOutcome) {
+    const insert = this.db.prepare('INSERT OR REPLACE INTO reload_results (request_id, instance_id, ok, detail, finished_at) VALUES (?, ?, ?, ?, ?)')
+    const now = new Date().toISOString()
+    for (const id of requestIds) insert.run(id, this.id, outcome.ok ? 1 : 0, JSON.stringify(outcome), now)
+  }
+
+  remove () {
+    this.db.prepare('DELETE FROM instances WHERE id = ?').run(this.id)
+  }
+}
+
+/** The CLI's side: ask every live instance to reload and collect the answers. */
+export async function requestReload (db: Database.Database, options: { timeoutMs: number, pollMs?: number }) {
+  ensureInstanceTables(db)
+  const live = () => db.prepare('SELECT * FROM instances WHERE seen_at > ? ORDER BY started_at').all(Date.now() - INSTANCE_STALE_MS) as InstanceRow[]
+  const instances = live()
+  if (instances.length === 0) return { requestId: undefined, instances, results: new Map<string, ReloadOutcome | string>() }
+  const requestId = Number(db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)').run(new Date().toISOString()).lastInsertRowid)
+  const results = new Map<string, ReloadOutcome | string>()
+  const deadline = Date.now() + options.timeoutMs
+  const select = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?')
+  while (results.size < instances.length) {
+    for (const row of select.all(requestId) as { instance_id: string, detail: string }[]) {
+      if (!results.has(row.instance_id)) results.set(row.instance_id, JSON.parse(row.detail) as ReloadOutcome)
+    }
+    if (results.size === instances.length) break
+    const alive = new Set(live().map((i) => i.id))
+    for (const instance of instances) {
+      if (!results.has(instance.id) && !alive.has(instance.id)) results.set(instance.id, 'stopped answering before it reloaded')
+    }
+    if (Date.now() > deadline) {
+      for (const instance of instances) if (!results.has(instance.id)) results.set(instance.id, `no answer within ${options.timeoutMs / 1000} s`)
+      break
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100))
+  }
+  return { requestId, instances, results }
+}

@@ -1,0 +1,56 @@
+// Sites written in the import formats: `datasets export`, and the files of tests and benchmarks.
+import { createWriteStream } from 'node:fs'
+import { once } from 'node:events'
+import Database from 'better-sqlite3'
+import { CSV_HEADER, type ImportFormat } from './import-formats.ts'
+import type { SiteRow } from './dataset-file.ts'
+
+const csvField = (value: string) => /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value
+
+export function siteLine (site: SiteRow, format: ImportFormat): string {
+  switch (format) {
+    case 'csv':
+      return [site.id, String(site.category), csvField(site.name), site.region, site.country, String(site.latitude), String(site.longitude), site.tags.join('|')].join(',')
+    case 'ndjson':
+      return JSON.stringify(site)
+    case 'geojson': {
+      const { latitude, longitude, ...properties } = site
+      return JSON.stringify({ type: 'Feature', geometry: { type: 'Point', coordinates: [longitude, latitude] }, properties })
+    }
+  }
+}
+
+/** Writes sites to a file in the format, streaming (a million sites take no more memory than ten). */
+export async function writeSitesFile (path: string, format: ImportFormat, sites: Iterable<SiteRow>): Promise<number> {
+  const out = createWriteStream(path)
+  let count = 0
+  const write = async (text: string) => {
+    if (!out.write(text)) await once(out, 'drain')
+  }
+  if (format === 'csv') await write(CSV_HEADER.join(',') + '\n')
+  if (format === 'geojson') await write('{"type":"FeatureCollection","features":[\n')
+  for (const site of sites) {
+    await write((format === 'geojson' && count > 0 ? ',\n' : '') + siteLine(site, format) + (format === 'geojson' ? '' : '\n'))
+    count++
+  }
+  if (format === 'geojson') await write('\n]}\n')
+  out.end()
+  await once(out, 'finish')
+  return count
+}
+
+/** The sites of a dataset file, in id order, with their tags. */
+export function * readSites (path: string): Generator<SiteRow> {
+  // two connections: better-sqlite3 runs no other statement on a connection while one iterates
+  const db = new Database(path, { readonly: true, fileMustExist: true })
+  const tagDb = new Database(path, { readonly: true, fileMustExist: true })
+  try {
+    const tags = tagDb.prepare('SELECT tag FROM site_tags WHERE site_id = ? ORDER BY tag').pluck()
+    for (const row of db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id').iterate() as IterableIterator<Omit<SiteRow, 'tags'>>) {
+      yield { ...row, tags: tags.all(row.id) as string[] }
+    }
+  } finally {
+    db.close()
+    tagDb.close()
+  }
+}

@@ -1,0 +1,137 @@
+// datasets import: every row validated, coordinates obscured by rounding, all or nothing.
+// The new file is written beside the old one and renamed into place only when every row is valid.
+import { statSync } from 'node:fs'
+import { basename } from 'node:path'
+import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
+import { obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
+import { readRecords, type ImportFormat } from './import-formats.ts'
+
+export const MAX_REPORTED_ERRORS = 20
+export const MAX_NAME_LENGTH = 200
+
+const siteId = new RegExp(SITE_ID_PATTERN)
+const tagPattern = new RegExp(TAG_PATTERN)
+const DECIMAL = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/
+
+function number (value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined
+  if (typeof value === 'string' && DECIMAL.test(value)) return Number(value)
+  return undefined
+}
+
+/** A valid site from a raw record, or the reasons it is not one. */
+export function validateRecord (fields: Record<string, unknown>, precision: number, tagsAsText: boolean): { site: SiteRow } | { reasons: string[] } {
+  const reasons: string[] = []
+  const id = fields.id
+  if (typeof id !== 'string' || !siteId.test(id)) reasons.push('id must be 1 to 64 characters of A-Z a-z 0-9 _ -')
+
+  const categoryValue = fields.category
+  const category = typeof categoryValue === 'string' && /^\s*\d+\s*$/.test(categoryValue) ? Number(categoryValue) : categoryValue
+  if (typeof category !== 'number' || !Number.isSafeInteger(category) || category < 1 || category > 2147483647) {
+    reasons.push('category must be a whole number from 1')
+  }
+
+  const name = fields.name
+  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
+    reasons.push(`name must be 1 to ${MAX_NAME_LENGTH} characters without control characters`)
+  }
+  const region = fields.region
+  if (typeof region !== 'string' || !/^[A-Z]{3}$/.test(region)) reasons.push('region must be three upper-case letters')
+  const country = fields.country
+  if (typeof country !== 'string' || !/^[A-Z]{2}$/.test(country)) reasons.push('country must be two upper-case letters')
+
+  const latitude = number(fields.latitude)
+  if (latitude === undefined || latitude < -90 || latitude > 90) reasons.push('latitude must be a number from -90 to 90')
+  const longitude = number(fields.longitude)
+  if (longitude === undefined || longitude < -180 || longitude > 180) reasons.push('longitude must be a number from -180 to 180')
+
+  let tags: string[] = []
+  const tagsValue = fields.tags
+  if (tagsAsText) {
+    if (typeof tagsValue === 'string' && tagsValue !== '') tags = tagsValue.split('|')
+  } else if (Array.isArray(tagsValue)) {
+    tags = tagsValue as string[]
+  } else if (tagsValue !== undefined && tagsValue !== null) {
+    reasons.push('tags must be an array of tags')
+  }
+  const badTag = tags.find((tag) => typeof tag !== 'string' || tag.length > 64 || !tagPattern.test(tag))
+  if (badTag !== undefined) reasons.push(`tag ${JSON.stringify(badTag)} must be ~ then lowercase letters, digits and hyphens (at most 64 characters)`)
+
+  if (reasons.length > 0) return { reasons }
+  return {
+    site: {
+      id: id as string,
+      category: category as number,
+      name: (name as string).trim(),
+      region: region as string,
+      country: country as string,
+      latitude: obscure(latitude!, precision),
+      longitude: obscure(longitude!, precision),
+      tags: [...new Set(tags)].sort()
+    }
+  }
+}
+
+export interface ImportOptions {
+  file: string
+  format: ImportFormat
+  target: string
+  precision: number
+  /** called with (bytes read, file size, rows read) as the file is read */
+  onProgress?: (bytes: number, total: number, rows: number) => void
+}
+
+export interface ImportResult {
+  ok: boolean
+  rows: number
+  siteCount: number
+  builtAt?: string
+  /** at most MAX_REPORTED_ERRORS, each `line N: reason` (or `feature N: reason`) */
+  errors: string[]
+  errorCount: number
+}
+
+export async function importSites (options: ImportOptions): Promise<ImportResult> {
+  const total = statSync(options.file).size
+  const writer = openDatasetWriter(options.target)
+  const errors: string[] = []
+  let errorCount = 0
+  let rows = 0
+  const fail = (label: string, reason: string) => {
+    errorCount++
+    if (errors.length < MAX_REPORTED_ERRORS) errors.push(`${label}: ${reason}`)
+  }
+  try {
+    let bytes = 0
+    for await (const record of readRecords(options.format, options.file, (b) => { bytes = b })) {
+      if (record.error !== undefined) {
+        fail(record.label, record.error)
+        continue
+      }
+      rows++
+      if (options.onProgress && (rows & 0x3fff) === 0) options.onProgress(bytes, total, rows)
+      const result = validateRecord(record.fields!, options.precision, options.format === 'csv')
+      if ('reasons' in result) {
+        fail(record.label, result.reasons.join('; '))
+        continue
+      }
+      try { // rows after a refusal are still written, so duplicates among them are reported too
+        writer.add(result.site)
+      } catch (err) {
+        if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') fail(record.label, `duplicate id ${JSON.stringify(result.site.id)}`)
+        else throw err
+      }
+    }
+    options.onProgress?.(total, total, rows)
+    if (errorCount === 0 && rows === 0) fail('file', 'holds no sites')
+    if (errorCount > 0) {
+      writer.abort()
+      return { ok: false, rows, siteCount: 0, errors, errorCount }
+    }
+    const { siteCount, builtAt } = writer.commit({ source: `import ${basename(options.file)} (${options.format})`, precision: options.precision })
+    return { ok: true, rows, siteCount, builtAt, errors, errorCount }
+  } catch (err) {
+    writer.abort()
+    throw err
+  }
+}

@@ -1,0 +1,177 @@
+// Import readers and validation: the three formats, line/feature numbers, quoting, chunk
+// boundaries anywhere, all or nothing, and the error report.
+import { readFileSync, writeFileSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
+import { loadDataset } from '../../src/sites/dataset.ts'
+import { writeSitesFile } from '../../src/sites/export.ts'
+import { generateSites } from '../../src/sites/generator.ts'
+import { readOptions, readRecords, splitCsvRecord, type ImportFormat, type RawRecord } from '../../src/sites/import-formats.ts'
+import { importSites } from '../../src/sites/import.ts'
+import { site, tmpDataDir } from '../helper.ts'
+
+const dir = tmpDataDir(t)
+const HEADER = 'id,category,name,region,country,latitude,longitude,tags'
+
+async function collect (format: ImportFormat, text: string, name = `f.${format}`): Promise<RawRecord[]> {
+  const path = join(dir, name)
+  writeFileSync(path, text)
+  const out: RawRecord[] = []
+  for await (const r of readRecords(format, path)) out.push(r)
+  return out
+}
+
+t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM, blank lines', async (t) => {
+  t.same(splitCsvRecord('a,"b,c","d""e",'), ['a', 'b,c', 'd"e', ''])
+  t.equal(splitCsvRecord('a,b"c'), null)
+  t.equal(splitCsvRecord('"a"b'), null)
+  const text = '\uFEFF' + HEADER + '\r\n' +
+    'a1,4,"Inn, ""The Crown""",EUR,GB,51.5,-0.1,~fuel|~ppr\r\n' +
+    '\r\n' +
+    'a2,7,"Two\nline name",EUR,GB,51.6,-0.2,\n' +
+    'a3,7,N,EUR,GB,51.7,-0.3\n' +
+    'a4,7,"open,EUR,GB,1,1,\n'
+  const records = await collect('csv', text)
+  t.same(records, [
+    { label: 'line 2', fields: { id: 'a1', category: '4', name: 'Inn, "The Crown"', region: 'EUR', country: 'GB', latitude: '51.5', longitude: '-0.1', tags: '~fuel|~ppr' } },
+    { label: 'line 4', fields: { id: 'a2', category: '7', name: 'Two\nline name', region: 'EUR', country: 'GB', latitude: '51.6', longitude: '-0.2', tags: '' } },
+    { label: 'line 6', error: 'expected 8 fields, found 7' },
+    { label: 'line 7', error: 'unterminated quoted field' }
+  ])
+  t.same(await collect('csv', 'id,name\n1,2\n'), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
+  t.same(await collect('csv', ''), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
+  const reordered = await collect('csv', 'tags,id,category,name,region,country,latitude,longitude\n~a,x,4,N,EUR,GB,1,2\n')
+  t.same(reordered[0].fields, { tags: '~a', id: 'x', category: '4', name: 'N', region: 'EUR', country: 'GB', latitude: '1', longitude: '2' })
+})
+
+t.test('NDJSON: one object a line, blank lines skipped but counted', async (t) => {
+  const records = await collect('ndjson', '{"id":"a"}\n\n[1]\nnot json\n{"id":"b"}')
+  t.same(records, [
+    { label: 'line 1', fields: { id: 'a' } },
+    { label: 'line 3', error: 'not a JSON object' },
+    { label: 'line 4', error: 'not valid JSON' },
+    { label: 'line 5', fields: { id: 'b' } }
+  ])
+})
+
+t.test('GeoJSON: features streamed one by one, whatever the chunk boundaries', async (t) => {
+  const text = JSON.stringify({
+    features: [
+      { type: 'Feature', geometry: { type: 'Point', coordinates: [-0.1, 51.5] }, properties: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'] } },
+      { type: 'Feature', geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] }, properties: {} },
+      42,
+      { type: 'Feature', geometry: { type: 'Point', coordinates: [2, 3] }, properties: { id: 'g3', 'features': [], type: 'x' } }
+    ],
+    crs: { type: 'ignored', features: 1 },
+    type: 'FeatureCollection'
+  }, null, 1)
+  const expected = [
+    { label: 'feature 1', fields: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'], longitude: -0.1, latitude: 51.5 } },
+    { label: 'feature 2', error: 'geometry must be a Point with [longitude, latitude]' },
+    { label: 'feature 3', error: 'not a JSON object' },
+    { label: 'feature 4', fields: { id: 'g3', features: [], type: 'x', longitude: 2, latitude: 3 } }
+  ]
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const size of [1, 2, 3, 7, 64, 1 << 20]) {
+    readOptions.chunkBytes = size
+    t.same(await collect('geojson', text), expected, `chunks of ${size} bytes`)
+  }
+  readOptions.chunkBytes = original
+  t.same(await collect('geojson', '[1,2]'), [{ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' }])
+  t.same(await collect('geojson', '{"type":"FeatureCollection"}'), [{ label: 'feature 0', error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }])
+  t.same(await collect('geojson', '{"type":"Feature","features":[]}'), [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }])
+  const cut = await collect('geojson', text.slice(0, text.length / 2))
+  t.same(cut.at(-1), { label: 'feature 2', error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }, 'a truncated file')
+})
+
+t.test('round trip: export then import in every format gives the same dataset', async (t) => {
+  const sites = [...generateSites({ count: 3000, seed: 'round', prefix: 'r' })]
+  sites[5] = { ...sites[5], name: 'Quote " and, comma' }
+  for (const format of ['csv', 'geojson', 'ndjson'] as const) {
+    const file = join(dir, `round.${format}`)
+    t.equal(await writeSitesFile(file, format, sites), 3000)
+    const target = join(dir, `round-${format}.db`)
+    const result = await importSites({ file, format, target, precision: 3 })
+    t.same([result.ok, result.siteCount, result.errorCount], [true, 3000, 0], format)
+    const ds = loadDataset(target, 'sandbox')
+    const byId = new Map(sites.map((s) => [s.id, s]))
+    let same = 0
+    for (let p = 0; p < ds.count; p++) {
+      const s = byId.get(ds.ids[p])!
+      if (s.name === ds.names[p] && s.category === ds.categories[p] && s.latitude === ds.lats[p] && s.longitude === ds.lngs[p] &&
+        s.region === ds.regions[p] && s.country === ds.countries[p]) same++
+    }
+    t.equal(same, 3000, `${format}: every field back as it was`)
+    t.equal([...ds.tagSites.values()].reduce((n, list) => n + list.length, 0), sites.reduce((n, s) => n + s.tags.length, 0), `${format}: every tag`)
+  }
+})
+
+t.test('coordinates are obscured by rounding to --precision', async (t) => {
+  const file = join(dir, 'precise.ndjson')
+  writeFileSync(file, JSON.stringify({ id: 'p', category: 4, name: 'P', region: 'EUR', country: 'GB', latitude: 51.123456, longitude: -0.987654, tags: [] }) + '\n')
+  for (const [precision, lat, lng] of [[3, 51.123, -0.988], [1, 51.1, -1], [0, 51, -1]] as const) {
+    const target = join(dir, `precise-${precision}.db`)
+    t.ok((await importSites({ file, format: 'ndjson', target, precision })).ok)
+    const ds = loadDataset(target, 'sandbox')
+    t.same([ds.lats[0], ds.lngs[0], ds.meta.precision], [lat, lng, String(precision)], `precision ${precision}`)
+  }
+})
+
+t.test('every invalid value is reported with its line; nothing is written', async (t) => {
+  const target = datasetPath(dir, 'production')
+  writeDataset(target, [site('old', 4, 1, 1)], { source: 'old', precision: 3 })
+  const before = readFileSync(target)
+  const rows = [
+    HEADER,
+    'ok1,4,Fine,EUR,GB,51.5,-0.1,~fuel',
+    'bad id,4,N,EUR,GB,1,1,',
+    'c1,0,N,EUR,GB,1,1,',
+    'c2,4.5,N,EUR,GB,1,1,',
+    'n1,4,,EUR,GB,1,1,',
+    'r1,4,N,eur,GB,1,1,',
+    'k1,4,N,EUR,GBR,1,1,',
+    'l1,4,N,EUR,GB,90.5,1,',
+    'l2,4,N,EUR,GB,1,-181,',
+    'l3,4,N,EUR,GB,NaN,1,',
+    't1,4,N,EUR,GB,1,1,~ok|Bad',
+    'ok1,4,Again,EUR,GB,1,1,'
+  ]
+  const file = join(dir, 'bad.csv')
+  writeFileSync(file, rows.join('\n') + '\n')
+  const result = await importSites({ file, format: 'csv', target, precision: 3 })
+  t.equal(result.ok, false)
+  t.same(result.errors, [
+    'line 3: id must be 1 to 64 characters of A-Z a-z 0-9 _ -',
+    'line 4: category must be a whole number from 1',
+    'line 5: category must be a whole number from 1',
+    'line 6: name must be 1 to 200 characters without control characters',
+    'line 7: region must be three upper-case letters',
+    'line 8: country must be two upper-case letters',
+    'line 9: latitude must be a number from -90 to 90',
+    'line 10: longitude must be a number from -180 to 180',
+    'line 11: latitude must be a number from -90 to 90',
+    'line 12: tag "Bad" must be ~ then lowercase letters, digits and hyphens (at most 64 characters)',
+    'line 13: duplicate id "ok1"'
+  ])
+  t.equal(result.errorCount, 11)
+  t.same(readFileSync(target), before, 'the old file is untouched')
+  t.same(readdirSync(dir).filter((f) => f.endsWith('.tmp')), [], 'no temporary file left')
+})
+
+t.test('at most 20 errors are listed, then the count', async (t) => {
+  const file = join(dir, 'many.ndjson')
+  writeFileSync(file, Array.from({ length: 57 }, (_, i) => JSON.stringify({ id: `x${i}`, category: 4 })).join('\n'))
+  const result = await importSites({ file, format: 'ndjson', target: join(dir, 'many.db'), precision: 3 })
+  t.equal(result.errors.length, 20)
+  t.equal(result.errorCount, 57)
+  t.match(result.errors[19], /^line 20: name must be/)
+})
+
+t.test('a file with no sites is refused', async (t) => {
+  const file = join(dir, 'empty.csv')
+  writeFileSync(file, HEADER + '\n')
+  const result = await importSites({ file, format: 'csv', target: join(dir, 'empty.db'), precision: 3 })
+  t.same([result.ok, result.errors], [false, ['file: holds no sites']])
+})
