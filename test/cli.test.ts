@@ -1,6 +1,6 @@
 // The operator CLI as real processes on a real control.db.
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
@@ -118,4 +118,48 @@ t.test('datasets generate and info', async (t) => {
   t.equal(info[0].site_count, 1500)
   t.equal(info[0].source, 'generated count=1500 seed=cli')
   t.equal(info[1].error, 'missing')
+})
+
+t.test('datasets export, import and reload as an operator runs them', async (t) => {
+  const csv = join(dir, 'out.csv')
+  const exported = run('datasets', 'export', '--dataset', 'sandbox', '--file', csv)
+  t.equal(exported.status, 0, exported.stderr)
+  t.equal(exported.stdout, `wrote 1500 sites of sandbox to ${csv}\n`)
+  const imported = run('datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '2', '--json')
+  t.equal(imported.status, 0, imported.stderr)
+  const report = JSON.parse(imported.stdout)
+  t.same([report.ok, report.dataset, report.format, report.precision, report.site_count], [true, 'production', 'csv', 2, 1500])
+  t.equal(imported.stderr, '', 'no progress bar when stderr is not a terminal')
+  const info = JSON.parse(run('datasets', 'info', '--json').stdout)
+  t.same([info[1].site_count, info[1].precision, info[1].source], [1500, 2, 'import out.csv (csv)'])
+
+  const bad = join(dir, 'bad.ndjson')
+  writeFileSync(bad, '{"id":"a","category":4,"name":"A","region":"EUR","country":"GB","latitude":1,"longitude":2}\n{"id":"b"}\n')
+  const before = readFileSync(join(dir, 'production.db'))
+  const refused = run('datasets', 'import', '--dataset', 'production', '--file', bad)
+  t.equal(refused.status, 1)
+  t.equal(refused.stderr, 'line 2: category must be a whole number from 1; name must be 1 to 200 characters without control characters; ' +
+    'region must be three upper-case letters; country must be two upper-case letters; latitude must be a number from -90 to 90; ' +
+    `longitude must be a number from -180 to 180\nerror: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`)
+  t.same(readFileSync(join(dir, 'production.db')), before)
+
+  const usage: [string[], RegExp][] = [
+    [['datasets', 'import', '--dataset', 'production'], /^error: --file is required$/],
+    [['datasets', 'import', '--dataset', 'production', '--file', join(dir, 'x.txt')], /^error: cannot tell the format from/],
+    [['datasets', 'import', '--dataset', 'production', '--file', csv, '--format', 'xml'], /^error: --format must be one of csv, geojson, ndjson$/],
+    [['datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '11'], /^error: --precision must be a whole number from 0 to 10$/],
+    [['datasets', 'import', '--dataset', 'staging', '--file', csv], /^error: --dataset must be one of sandbox, production$/]
+  ]
+  for (const [args, message] of usage) {
+    const r = run(...args)
+    t.equal(r.status, 2, args.join(' '))
+    t.match(r.stderr.trimEnd(), message)
+  }
+
+  const reload = run('datasets', 'reload')
+  t.equal(reload.status, 1)
+  t.equal(reload.stderr, 'error: no running service: no instance has reported in control.db within the last 10 s\n')
+  const importReload = run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
+  t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
+  t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
 })

@@ -18,6 +18,16 @@ export function admin (args: string[], env: Record<string, string>): CliResult {
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
 }
 
+/** The CLI without blocking this process, so that a test can keep sending requests meanwhile. */
+export function adminAsync (args: string[], env: Record<string, string>): Promise<CliResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args], { cwd: REPO_ROOT, env: baseEnv(env) })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => { stdout += d })
+  child.stderr.on('data', (d) => { stderr += d })
+  return new Promise((resolve) => child.on('close', (code) => resolve({ status: code ?? -1, stdout, stderr })))
+}
+
 export interface Server {
   child: ChildProcessWithoutNullStreams
   url: string
