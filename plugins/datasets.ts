@@ -5,10 +5,15 @@ import type { FastifyInstance } from 'fastify'
 import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
 import { loadDataset, type Dataset } from '../src/sites/dataset.ts'
 import type { ReloadOutcome, ServedDataset } from '../src/instances.ts'
+import { datasetFor } from '../src/partners/permissions.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     datasets: DatasetRegistry
+  }
+  interface FastifyRequest {
+    /** the dataset that answers this request, fixed once so a reload mid-request changes nothing */
+    dataset?: Dataset
   }
 }
 
@@ -68,6 +73,14 @@ async function datasets (app: FastifyInstance, options: { dataDir: string }) {
     app.log.info({ dataset: name, sites: ds.count, builtAt: ds.builtAt }, 'dataset loaded')
   }
   app.decorate('datasets', registry)
+  app.decorateRequest('dataset', undefined)
+  // After validation (demo is known) and before the cache (its key holds the dataset version).
+  app.addHook('preHandler', async (request) => {
+    const endpoint = request.routeOptions.config.endpoint
+    if (endpoint === undefined || endpoint === 'usage') return
+    const demo = (request.query as { demo?: boolean }).demo === true
+    request.dataset = registry.get(datasetFor(request.partner, demo))
+  })
 }
 
 export default fp(datasets, { name: 'datasets' })

@@ -8,11 +8,16 @@ import type { Config } from './config.ts'
 import { compileQuery } from './query.ts'
 import { redactUrl } from './redact.ts'
 import sitesRoutes from './routes/sites.ts'
+import byTagRoutes from './routes/by-tag.ts'
+import siteByIdRoutes from './routes/site-by-id.ts'
+import usageRoutes from './routes/usage.ts'
 import errors from '../plugins/errors.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
 import auth from '../plugins/auth.ts'
 import reload from '../plugins/reload.ts'
+import rateLimit from '../plugins/rate-limit.ts'
+import cache from '../plugins/cache.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,6 +34,8 @@ export interface BuildOptions {
   /** pino options or a logger; defaults to JSON lines at config.logLevel */
   logger?: FastifyServerOptions['logger']
   loggerInstance?: FastifyServerOptions['loggerInstance']
+  /** the rate limiter's clock (tests inject one); Date.now by default */
+  clock?: () => number
 }
 
 export function loggerOptions (config: Config) {
@@ -68,7 +75,13 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(sitesRoutes, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
+  await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
+  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries })
+  const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }
+  await app.register(sitesRoutes, routeOptions)
+  await app.register(byTagRoutes, routeOptions)
+  await app.register(siteByIdRoutes, routeOptions)
+  await app.register(usageRoutes, { prefix: config.apiPrefix })
   await app.ready()
   return app
 }

@@ -37,6 +37,7 @@ export const EnvSchema = Type.Object({
   SANDBOX_SITE_COUNT: Type.Integer({ minimum: 0, maximum: 10_000_000, default: 20000, description: 'sites generated into a missing sandbox.db at first boot' }),
   SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
   PARTNER_REFRESH_MS: Type.Integer({ minimum: 50, maximum: 5000, default: 1000, description: 'how often control.db is checked for partner changes (changes apply within this time)' }),
+  COUNTER_SAVE_MS: Type.Integer({ minimum: 100, maximum: 5000, default: 2000, description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight' })
 })
 
@@ -56,6 +57,7 @@ export interface Config {
   sandboxSiteCount: number
   sandboxSeed: string
   partnerRefreshMs: number
+  counterSaveMs: number
   shutdownTimeoutMs: number
 }
 
@@ -115,6 +117,7 @@ export function loadConfig (
     sandboxSiteCount: e.SANDBOX_SITE_COUNT,
     sandboxSeed: e.SANDBOX_SEED,
     partnerRefreshMs: e.PARTNER_REFRESH_MS,
+    counterSaveMs: e.COUNTER_SAVE_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS
   }
 }

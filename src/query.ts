@@ -17,6 +17,7 @@ interface ParamRule {
   exclusiveMinimum?: number
   maxLength?: number
   pattern?: RegExp
+  values?: string[]
   coordinate: boolean
 }
 
@@ -41,6 +42,7 @@ function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
     exclusiveMinimum: schema.exclusiveMinimum,
     maxLength: schema.maxLength,
     pattern: schema.pattern ? new RegExp(schema.pattern) : undefined,
+    values: Array.isArray(schema.enum) ? schema.enum : undefined,
     coordinate: schema['x-coordinate'] !== undefined
   }
 }
@@ -49,7 +51,7 @@ function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
 function describe (rule: ParamRule): string {
   switch (rule.kind) {
     case 'boolean': return `${rule.name} must be true, false, 1 or 0`
-    case 'string': return `${rule.name} does not have the required format`
+    case 'string': return rule.values ? `${rule.name} must be ${rule.values.join(' or ')}` : `${rule.name} does not have the required format`
     default: {
       const what = rule.kind === 'integer' ? 'an integer' : 'a number'
       if (rule.exclusiveMinimum === 0) return `${rule.name} must be ${what} greater than 0`
@@ -70,6 +72,7 @@ function parseValue (rule: ParamRule, text: string): unknown {
     case 'string':
       if (rule.maxLength !== undefined && text.length > rule.maxLength) return undefined
       if (rule.pattern && !rule.pattern.test(text)) return undefined
+      if (rule.values && !rule.values.includes(text)) return undefined
       return text
     default: {
       if (text.length > MAX_SHOWN || !(rule.kind === 'integer' ? INTEGER : DECIMAL).test(text)) return undefined

@@ -27,6 +27,9 @@ export function site (id: string, category: number, latitude: number, longitude:
   return { id, category, name: `Site ${id}`, region: 'EUR', country: 'GB', latitude, longitude, tags, ...extra }
 }
 
+/** Limit overrides that take the rate limiter out of tests about something else. */
+export const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
+
 export type PartnerFixture = NewPartner & { slug: string } & PartnerChanges
 
 export interface TestApp {

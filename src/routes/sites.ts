@@ -2,12 +2,12 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
-import { datasetFor, type PartnerProfile } from '../partners/permissions.ts'
+import type { PartnerProfile } from '../partners/permissions.ts'
 import { linkPrefix, nearestRecord, siteRecord } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery } from '../schemas/queries.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
-import { findNearby } from '../sites/dataset.ts'
+import { findNearby, type Dataset } from '../sites/dataset.ts'
 
 const SEARCH_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
@@ -25,9 +25,10 @@ export function searchCategories (partner: PartnerProfile, categoryId: number | 
 const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
   const links = linkPrefix(options.pilotAppUrl)
 
-  const search = (partner: PartnerProfile, query: NearbyQuery, limit: number) => {
+  const search = (request: { partner: PartnerProfile, query: NearbyQuery, dataset?: Dataset }, limit: number) => {
+    const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
-    const ds = app.datasets.get(datasetFor(partner, query.demo))
+    const ds = request.dataset!
     const hits = findNearby(ds, {
       lng: query.lng,
       lat: query.lat,
@@ -40,26 +41,28 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }
 
   app.get('/sites', {
-    config: { endpoint: 'sites' },
+    config: { endpoint: 'sites', cache: true },
     schema: {
       summary: 'Sites near a point, nearest first',
       querystring: NearbyQuery,
       response: { 200: Type.Array(SiteRecord), ...errorResponses(SEARCH_ERRORS) }
     }
   }, async (request) => {
-    const { ds, hits } = search(request.partner, request.query, request.partner.maxResults)
+    const { ds, hits } = search(request, request.partner.maxResults)
+    request.rows = hits.length
     return hits.map((hit) => siteRecord(ds, hit.position, links))
   })
 
   app.get('/sites/nearest', {
-    config: { endpoint: 'nearest' },
+    config: { endpoint: 'nearest', cache: true },
     schema: {
       summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
       response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }
     }
   }, async (request) => {
-    const { ds, hits } = search(request.partner, request.query, 1)
+    const { ds, hits } = search(request, 1)
+    request.rows = hits.length
     return hits.length === 0 ? null : nearestRecord(ds, hits[0].position, hits[0].h, links)
   })
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { CategoryId, DemoFlag, Latitude, Longitude, RadiusKm, Tag } from './common.ts'
+import { CategoryId, DemoFlag, Latitude, Longitude, RadiusKm, SiteId, Tag } from './common.ts'
 
 export const NearbyQuery = Type.Object({
   lat: Latitude,
@@ -10,3 +10,24 @@ export const NearbyQuery = Type.Object({
   demo: DemoFlag
 })
 export type NearbyQuery = Static<typeof NearbyQuery>
+
+export const MAX_PER_PAGE = 500
+
+export const ByTagQuery = Type.Object({
+  tag: Tag,
+  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1; past the last page the sites array is empty' }),
+  per_page: Type.Integer({ minimum: 1, default: 200, description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}` }),
+  demo: DemoFlag
+})
+export type ByTagQuery = Static<typeof ByTagQuery>
+
+export const SiteParams = Type.Object({ id: SiteId })
+export type SiteParams = Static<typeof SiteParams>
+
+export const DemoQuery = Type.Object({ demo: DemoFlag })
+export type DemoQuery = Static<typeof DemoQuery>
+
+export const UsageQuery = Type.Object({
+  expand: Type.Optional(Type.Unsafe<'telemetry'>({ type: 'string', enum: ['telemetry'], description: 'telemetry adds the telemetry block' }))
+})
+export type UsageQuery = Static<typeof UsageQuery>

@@ -28,3 +28,13 @@ export const MapMinimalRecord = Type.Object({
   id: fields.id, category: fields.category, latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link
 }, { additionalProperties: false, description: 'Map-minimal site record' })
 export type MapMinimalRecord = Static<typeof MapMinimalRecord>
+
+export const TagPage = Type.Object({
+  tag: Type.String(),
+  page: Type.Integer(),
+  per_page: Type.Integer(),
+  total: Type.Integer({ description: 'Sites of the tag the partner may see' }),
+  total_pages: Type.Integer(),
+  sites: Type.Array(MapMinimalRecord)
+})
+export type TagPage = Static<typeof TagPage>

@@ -198,3 +198,20 @@ export function positionOf (ds: Dataset, id: string): number {
   }
   return -1
 }
+
+/** One page of a tag's sites in the allowed categories, in id order, with the true total. */
+export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): { total: number, positions: number[] } {
+  const list = ds.tagSites.get(tag)
+  if (!list) return { total: 0, positions: [] }
+  const from = (page - 1) * perPage
+  const to = from + perPage
+  const positions: number[] = []
+  let total = 0
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i]
+    if (!categories.includes(ds.categories[p])) continue
+    if (total >= from && total < to) positions.push(p)
+    total++
+  }
+  return { total, positions }
+}

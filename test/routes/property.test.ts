@@ -2,13 +2,13 @@
 // and queries, near the antimeridian and the poles, partners with different allow-lists and caps.
 import t from 'tap'
 import { seededRandom } from '../../src/sites/generator.ts'
-import { bruteNearby, buildTestApp, randomSites } from '../helper.ts'
+import { UNLIMITED, bruteNearby, buildTestApp, randomSites } from '../helper.ts'
 
 const sites = randomSites('http-property', 5000, 's')
 const partners = [
-  { name: 'Wide', slug: 'wide', tier: 'scale' as const, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, radiusCapKm: 5000, maxResults: 100 },
-  { name: 'Narrow', slug: 'narrow', tier: 'growth' as const, categories: [4, 7, 9], radiusCapKm: 300, maxResults: 7 },
-  { name: 'Rare', slug: 'rare', tier: 'growth' as const, categories: [10], otherCategories: true, radiusCapKm: 2000, maxResults: 3 }
+  { name: 'Wide', slug: 'wide', tier: 'scale' as const, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, radiusCapKm: 5000, maxResults: 100, limitOverrides: UNLIMITED },
+  { name: 'Narrow', slug: 'narrow', tier: 'growth' as const, categories: [4, 7, 9], radiusCapKm: 300, maxResults: 7, limitOverrides: UNLIMITED },
+  { name: 'Rare', slug: 'rare', tier: 'growth' as const, categories: [10], otherCategories: true, radiusCapKm: 2000, maxResults: 3, limitOverrides: UNLIMITED }
 ]
 const allowed: Record<string, number[]> = { wide: [2, 3, 4, 5, 6, 7, 8, 9, 10], narrow: [4, 7], rare: [10] }
 const { app, tokens } = await buildTestApp(t, { sandbox: sites, partners })

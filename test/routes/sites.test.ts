@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp, loggerOptions } from '../../src/app.ts'
-import { buildTestApp, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import { UNLIMITED, buildTestApp, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
 
 const KM_PER_DEG = 6371 * Math.PI / 180
 const north = (km: number) => Math.round((51.5 + km / KM_PER_DEG) * 1000) / 1000
@@ -30,10 +30,10 @@ const fixture = {
   production,
   partners: [
     { name: 'Demo Tier', slug: 'demo', tier: 'demo' as const, environment: 'production' as const },
-    { name: 'Live', slug: 'live', tier: 'growth' as const, environment: 'production' as const, categories: [4, 7, 9] },
-    { name: 'Sandboxed', slug: 'sandboxed', tier: 'growth' as const },
-    { name: 'Others', slug: 'others', tier: 'scale' as const, categories: [1, 4, 8, 9], otherCategories: true },
-    { name: 'Capped', slug: 'capped', tier: 'growth' as const, radiusCapKm: 5, maxResults: 3, categories: [4, 5, 7, 8, 9], otherCategories: true },
+    { name: 'Live', slug: 'live', tier: 'growth' as const, environment: 'production' as const, categories: [4, 7, 9], limitOverrides: UNLIMITED },
+    { name: 'Sandboxed', slug: 'sandboxed', tier: 'growth' as const, limitOverrides: UNLIMITED },
+    { name: 'Others', slug: 'others', tier: 'scale' as const, categories: [1, 4, 8, 9], otherCategories: true, limitOverrides: UNLIMITED },
+    { name: 'Capped', slug: 'capped', tier: 'growth' as const, radiusCapKm: 5, maxResults: 3, categories: [4, 5, 7, 8, 9], otherCategories: true, limitOverrides: UNLIMITED },
     { name: 'Suspended', slug: 'suspended', status: 'suspended' as const },
     { name: 'Pending', slug: 'pending', status: 'pending' as const }
   ]

@@ -1,0 +1,114 @@
+// The log of one partner's accepted requests: time (ms) and rows answered, oldest first, in a
+// ring that grows on demand up to a capacity. Exact sliding windows follow from it: a window of
+// length W with limit L is full when the L-th most recent accepted request is younger than W.
+
+export class AcceptLog {
+  private times: Float64Array
+  private rows: Uint32Array
+  private head = 0 // index of the oldest entry
+  size = 0
+  /** sequence number of the next entry; entries are addressed by it for setRows */
+  nextSeq = 0
+
+  constructor (public capacity: number, initial = 16) {
+    const n = Math.max(1, Math.min(capacity, initial))
+    this.times = new Float64Array(n)
+    this.rows = new Uint32Array(n)
+  }
+
+  /** Time of the k-th most recent entry (k = 1 is the newest). */
+  recent (k: number): number {
+    return this.times[(this.head + this.size - k) % this.times.length]
+  }
+
+  at (i: number): number { // i-th oldest
+    return this.times[(this.head + i) % this.times.length]
+  }
+
+  rowsAt (i: number): number {
+    return this.rows[(this.head + i) % this.rows.length]
+  }
+
+  get newest (): number {
+    return this.size === 0 ? -Infinity : this.recent(1)
+  }
+
+  push (time: number, rows = 0): number {
+    if (this.size === this.times.length) {
+      if (this.times.length < this.capacity) this.grow(Math.min(this.capacity, this.times.length * 2))
+      else {
+        this.head = (this.head + 1) % this.times.length // full: the oldest entry leaves
+        this.size--
+      }
+    }
+    const i = (this.head + this.size) % this.times.length
+    this.times[i] = time
+    this.rows[i] = rows
+    this.size++
+    return this.nextSeq++
+  }
+
+  /** Sets the rows of entry `seq`, if it is still in the log. */
+  setRows (seq: number, rows: number) {
+    const age = this.nextSeq - 1 - seq
+    if (age < 0 || age >= this.size) return
+    this.rows[(this.head + this.size - 1 - age) % this.rows.length] = rows
+  }
+
+  /** Index (oldest = 0) of the first entry with time > after; size when none. */
+  firstAfter (after: number): number {
+    let lo = 0
+    let hi = this.size
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.at(mid) > after) hi = mid
+      else lo = mid + 1
+    }
+    return lo
+  }
+
+  /** Drops entries at or before `time`. */
+  dropUntil (time: number) {
+    const k = this.firstAfter(time)
+    this.head = (this.head + k) % this.times.length
+    this.size -= k
+  }
+
+  resize (capacity: number) {
+    this.capacity = Math.max(1, capacity)
+    if (this.size > this.capacity) {
+      const drop = this.size - this.capacity
+      this.head = (this.head + drop) % this.times.length
+      this.size = this.capacity
+    }
+    if (this.times.length > this.capacity) this.grow(this.capacity)
+  }
+
+  private grow (n: number) {
+    const times = new Float64Array(n)
+    const rows = new Uint32Array(n)
+    for (let i = 0; i < this.size; i++) {
+      times[i] = this.at(i)
+      rows[i] = this.rowsAt(i)
+    }
+    this.times = times
+    this.rows = rows
+    this.head = 0
+  }
+
+  /** Entries as [time, rows] pairs in a flat array, oldest first (for saving). */
+  toArray (): number[] {
+    const out = new Array<number>(this.size * 2)
+    for (let i = 0; i < this.size; i++) {
+      out[2 * i] = this.at(i)
+      out[2 * i + 1] = this.rowsAt(i)
+    }
+    return out
+  }
+
+  static fromArray (capacity: number, flat: ArrayLike<number>): AcceptLog {
+    const log = new AcceptLog(capacity, Math.max(16, flat.length / 2))
+    for (let i = 0; i + 1 < flat.length; i += 2) log.push(flat[i], flat[i + 1])
+    return log
+  }
+}

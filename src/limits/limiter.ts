@@ -1,0 +1,188 @@
+// Three rolling windows per partner, exact: in no interval of a window's length are more
+// requests accepted than its limit. Pure logic: time comes from an injected clock and the
+// counts from a store (LocalStore here; a shared store can take its place behind the interface).
+import { WINDOWS, WINDOW_SECONDS, type Limits, type WindowName } from '../partners/tiers.ts'
+import { AcceptLog } from './accept-log.ts'
+
+export interface WindowSpec {
+  name: WindowName
+  seconds: number
+  /** null: unlimited */
+  limit: number | null
+}
+
+export interface WindowState extends WindowSpec {
+  used: number
+  /** null when unlimited */
+  remaining: number | null
+  /** records answered by the requests in the window */
+  rows: number
+  /** ms until the oldest request in the window leaves it (0 when it is empty); null when unlimited */
+  resetsInMs: number | null
+}
+
+export interface HitResult {
+  allowed: boolean
+  /** the accepted request's entry, for its rows */
+  seq?: number
+  windows: WindowState[]
+  refusedBy?: WindowName
+  /** ms until a request would be accepted by every window */
+  retryAfterMs?: number
+}
+
+export interface LimiterStore {
+  /** Checks every window and, if all admit it, records the request; atomically. */
+  hit (key: string, windows: WindowSpec[], now: number): HitResult | Promise<HitResult>
+  setRows (key: string, seq: number, rows: number): void | Promise<void>
+  state (key: string, windows: WindowSpec[], now: number): WindowState[] | Promise<WindowState[]>
+}
+
+/** Most entries one partner's log keeps: bounds memory when every window is unlimited. */
+export const MAX_LOG_ENTRIES = 1_000_000
+const DAY_MS = 86_400_000
+
+export function windowSpecs (limits: Limits): WindowSpec[] {
+  return WINDOWS.map((name) => ({ name, seconds: WINDOW_SECONDS[name], limit: limits[name] }))
+}
+
+/**
+ * Entries a log must keep so that every window is exact: every request of the last day, which
+ * the limited windows bound (a limit L per W seconds admits at most L * ceil(day / W) a day).
+ */
+export function logCapacity (windows: WindowSpec[]): number {
+  let bound = MAX_LOG_ENTRIES
+  for (const w of windows) {
+    if (w.limit !== null) bound = Math.min(bound, Math.max(1, w.limit) * Math.ceil(86_400 / w.seconds))
+  }
+  return bound
+}
+
+export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number): WindowState {
+  const windowMs = spec.seconds * 1000
+  let used = 0
+  let rows = 0
+  let resetsInMs = 0
+  if (log && log.size > 0) {
+    const from = log.firstAfter(now - windowMs)
+    used = log.size - from
+    for (let i = from; i < log.size; i++) rows += log.rowsAt(i)
+    if (used > 0) resetsInMs = log.at(from) + windowMs - now
+  }
+  if (spec.limit === null) return { ...spec, used, remaining: null, rows, resetsInMs: null }
+  return { ...spec, used, remaining: Math.max(0, spec.limit - used), rows, resetsInMs }
+}
+
+/** In-process store: one AcceptLog per key. Single-threaded, so each hit is atomic. */
+export class LocalStore implements LimiterStore {
+  readonly logs = new Map<string, AcceptLog>()
+  /** keys changed since the last save */
+  readonly dirty = new Set<string>()
+
+  hit (key: string, windows: WindowSpec[], now: number): HitResult {
+    let log = this.logs.get(key)
+    const capacity = logCapacity(windows)
+    if (log && log.capacity !== capacity) log.resize(capacity)
+    if (log && now < log.newest) now = log.newest // the clock stepped back: keep the log in order
+    let refusedBy: WindowName | undefined
+    let retryAfterMs = 0
+    for (const w of windows) {
+      if (w.limit === null) continue
+      const windowMs = w.seconds * 1000
+      let wait = 0
+      if (w.limit === 0) wait = windowMs
+      else if (log && log.size >= w.limit) {
+        const lth = log.recent(w.limit)
+        if (lth > now - windowMs) wait = lth + windowMs - now
+      }
+      if (wait > retryAfterMs) {
+        retryAfterMs = wait
+        refusedBy = w.name
+      }
+    }
+    if (refusedBy !== undefined) {
+      return { allowed: false, refusedBy, retryAfterMs, windows: windows.map((w) => windowState(log, w, now)) }
+    }
+    if (!log) this.logs.set(key, log = new AcceptLog(capacity))
+    log.dropUntil(now - DAY_MS)
+    const seq = log.push(now)
+    this.dirty.add(key)
+    return { allowed: true, seq, windows: windows.map((w) => windowState(log, w, now)) }
+  }
+
+  setRows (key: string, seq: number, rows: number) {
+    const log = this.logs.get(key)
+    if (!log) return
+    log.setRows(seq, rows)
+    this.dirty.add(key)
+  }
+
+  state (key: string, windows: WindowSpec[], now: number): WindowState[] {
+    const log = this.logs.get(key)
+    if (log && now < log.newest) now = log.newest
+    return windows.map((w) => windowState(log, w, now))
+  }
+
+  /** The logs changed since the last call, as flat [time, rows, ...] arrays; marks them clean. */
+  takeDirty (): { key: string, entries: number[] }[] {
+    const out = [...this.dirty].map((key) => ({ key, entries: this.logs.get(key)?.toArray() ?? [] }))
+    this.dirty.clear()
+    return out
+  }
+
+  restore (key: string, entries: ArrayLike<number>, now: number) {
+    const log = AcceptLog.fromArray(MAX_LOG_ENTRIES, entries) // resized to the partner's limits at its next hit
+    log.dropUntil(now - DAY_MS)
+    this.logs.set(key, log)
+  }
+}
+
+export class RateLimiter {
+  constructor (readonly store: LimiterStore, readonly clock: () => number = Date.now) {}
+
+  /** Checks and (if admitted) records a request now; `now` is the instant the answer describes. */
+  async hit (key: string, limits: Limits): Promise<HitResult & { now: number }> {
+    const now = this.clock()
+    return { ...await this.store.hit(key, windowSpecs(limits), now), now }
+  }
+
+  async setRows (key: string, seq: number, rows: number) {
+    await this.store.setRows(key, seq, rows)
+  }
+
+  async state (key: string, limits: Limits): Promise<{ now: number, windows: WindowState[] }> {
+    const now = this.clock()
+    return { now, windows: await this.store.state(key, windowSpecs(limits), now) }
+  }
+}
+
+const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
+
+/** The limited window with the least remaining (the first such, minute before hour before day). */
+export function tightestWindow (windows: WindowState[]): WindowState | undefined {
+  let tightest: WindowState | undefined
+  for (const w of windows) {
+    if (w.remaining === null) continue
+    if (!tightest || w.remaining < tightest.remaining!) tightest = w
+  }
+  return tightest
+}
+
+/** IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. */
+export function rateLimitHeaders (windows: WindowState[], now: number): Record<string, string> {
+  const limited = windows.filter((w) => w.limit !== null)
+  const headers: Record<string, string> = {}
+  if (limited.length === 0) return headers
+  headers['ratelimit-policy'] = limited.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ')
+  const t = tightestWindow(windows)!
+  const resetSeconds = seconds(t.resetsInMs!)
+  headers.ratelimit = `"${t.name}";r=${t.remaining};t=${resetSeconds}`
+  headers['x-ratelimit-limit'] = String(t.limit)
+  headers['x-ratelimit-remaining'] = String(t.remaining)
+  headers['x-ratelimit-used'] = String(t.used)
+  headers['x-ratelimit-reset'] = String(Math.ceil((now + t.resetsInMs!) / 1000))
+  return headers
+}
+
+/** Retry-After in whole seconds, at least 1: a request sent that much later is accepted. */
+export const retryAfterSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))

@@ -1,0 +1,41 @@
+// GET /sites/by-tag: one tag's sites the partner may see, map-minimal, in id order, in pages.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ErrorCode } from '../errors.ts'
+import { linkPrefix, mapMinimalRecord } from '../records.ts'
+import { errorResponses } from '../schemas/errors.ts'
+import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
+import { TagPage } from '../schemas/records.ts'
+import { tagPage } from '../sites/dataset.ts'
+
+const BY_TAG_ERRORS: ErrorCode[] = [
+  'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_missing_key', 'svc_partner_api_invalid_key',
+  'svc_partner_api_inactive_partner', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_query_failed'
+]
+
+const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
+  const links = linkPrefix(options.pilotAppUrl)
+  app.get('/sites/by-tag', {
+    config: { endpoint: 'by-tag', cache: true },
+    schema: {
+      summary: 'Sites of one tag, map-minimal, in id order, paginated',
+      querystring: ByTagQuery,
+      response: { 200: TagPage, ...errorResponses(BY_TAG_ERRORS) }
+    }
+  }, async (request) => {
+    const { tag, page } = request.query
+    const perPage = Math.min(request.query.per_page, MAX_PER_PAGE)
+    const ds = request.dataset!
+    const { total, positions } = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
+    request.rows = positions.length
+    return {
+      tag,
+      page,
+      per_page: perPage,
+      total,
+      total_pages: Math.ceil(total / perPage),
+      sites: positions.map((p) => mapMinimalRecord(ds, p, links))
+    }
+  })
+}
+
+export default byTagRoutes

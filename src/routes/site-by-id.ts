@@ -1,0 +1,35 @@
+// GET /sites/{id}: one full record, for partners with site_by_id; null when unknown or not allowed.
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ErrorCode } from '../errors.ts'
+import { linkPrefix, siteRecord } from '../records.ts'
+import { errorResponses } from '../schemas/errors.ts'
+import { DemoQuery, SiteParams } from '../schemas/queries.ts'
+import { SiteRecord } from '../schemas/records.ts'
+import { positionOf } from '../sites/dataset.ts'
+
+const SITE_ERRORS: ErrorCode[] = [
+  'rest_invalid_param', 'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
+  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_query_failed'
+]
+
+const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
+  const links = linkPrefix(options.pilotAppUrl)
+  app.get('/sites/:id', {
+    config: { endpoint: 'site', cache: true },
+    schema: {
+      summary: 'One site by id, or null when it is unknown or outside the allow-list',
+      params: SiteParams,
+      querystring: DemoQuery,
+      response: { 200: Type.Union([SiteRecord, Type.Null()]), ...errorResponses(SITE_ERRORS) }
+    }
+  }, async (request) => {
+    const ds = request.dataset!
+    const position = positionOf(ds, request.params.id)
+    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return null
+    request.rows = 1
+    return siteRecord(ds, position, links)
+  })
+}
+
+export default siteByIdRoutes

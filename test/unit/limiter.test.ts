@@ -1,0 +1,221 @@
+// The limiter as pure logic with an injected clock: exact windows, Retry-After, rows,
+// refusals that count nothing, unlimited windows, persistence, and a model check against a
+// reference sliding log.
+import t from 'tap'
+import { LocalStore, RateLimiter, logCapacity, rateLimitHeaders, retryAfterSeconds, windowSpecs } from '../../src/limits/limiter.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+import type { Limits } from '../../src/partners/tiers.ts'
+
+const DEMO: Limits = { minute: 30, hour: 200, day: 1000 }
+
+function setup (start = 0) {
+  let now = start
+  const store = new LocalStore()
+  const limiter = new RateLimiter(store, () => now)
+  return { limiter, store, at: (ms: number) => { now = ms }, now: () => now }
+}
+
+t.test('30 requests at 59 s, the 31st at 61 s refused, accepted again at 119 s', async (t) => {
+  const { limiter, at } = setup()
+  at(59_000)
+  for (let i = 0; i < 30; i++) t.ok((await limiter.hit('p', DEMO)).allowed)
+  at(61_000)
+  const refused = await limiter.hit('p', DEMO)
+  t.equal(refused.allowed, false)
+  t.equal(refused.refusedBy, 'minute')
+  t.equal(refused.retryAfterMs, 58_000)
+  t.equal(retryAfterSeconds(refused.retryAfterMs!), 58)
+  at(118_999)
+  t.equal((await limiter.hit('p', DEMO)).allowed, false, 'one ms before the window frees up')
+  at(61_000 + 58_000) // exactly Retry-After seconds later
+  t.equal((await limiter.hit('p', DEMO)).allowed, true, 'a request sent Retry-After seconds later is accepted')
+})
+
+t.test('Retry-After is exact to the second and always admits the retry', async (t) => {
+  const random = seededRandom('retry')
+  for (let round = 0; round < 200; round++) {
+    const { limiter, at, now } = setup(1_000_000)
+    const limits: Limits = { minute: 1 + Math.floor(random() * 5), hour: 3 + Math.floor(random() * 10), day: null }
+    let time = 1_000_000
+    let refused: Awaited<ReturnType<RateLimiter['hit']>> | undefined
+    while (!refused) {
+      time += Math.floor(random() * 20_000)
+      at(time)
+      const r = await limiter.hit('p', limits)
+      if (!r.allowed) refused = r
+    }
+    const wait = retryAfterSeconds(refused.retryAfterMs!)
+    at(now() + wait * 1000 - 1000)
+    const early = await limiter.hit('p', limits)
+    at(refused.now + wait * 1000)
+    const onTime = await limiter.hit('p', limits)
+    if (onTime.allowed !== true) { t.fail('retry after Retry-After was refused', { round, wait }); return }
+    if (wait > 1 && early.allowed) { t.fail('Retry-After was not the shortest wait', { round, wait }); return }
+  }
+  t.pass('200 random histories')
+})
+
+t.test('refused requests count against nothing; hour and day untouched', async (t) => {
+  const { limiter, at } = setup()
+  at(1000)
+  for (let i = 0; i < 30; i++) await limiter.hit('p', DEMO)
+  for (let i = 0; i < 500; i++) t.equal((await limiter.hit('p', DEMO)).allowed, false)
+  const { windows } = await limiter.state('p', DEMO)
+  t.same(windows.map((w) => [w.name, w.used, w.remaining]), [['minute', 30, 0], ['hour', 30, 170], ['day', 30, 970]])
+  at(61_000)
+  t.equal((await limiter.hit('p', DEMO)).allowed, true, 'a partner that kept calling is served once the window frees up')
+})
+
+t.test('used + remaining = limit; rows per window; resets', async (t) => {
+  const { limiter, at } = setup()
+  const random = seededRandom('rows')
+  let time = 0
+  const accepted: { time: number, rows: number }[] = []
+  for (let i = 0; i < 400; i++) {
+    time += Math.floor(random() * 30_000)
+    at(time)
+    const r = await limiter.hit('p', DEMO)
+    if (r.allowed) {
+      const rows = Math.floor(random() * 100)
+      await limiter.setRows('p', r.seq!, rows)
+      accepted.push({ time, rows })
+    }
+    for (const w of r.windows) {
+      if (w.used + w.remaining! !== w.limit) { t.fail(`used + remaining != limit in ${w.name}`); return }
+    }
+  }
+  const { now, windows } = await limiter.state('p', DEMO)
+  for (const w of windows) {
+    const inWindow = accepted.filter((a) => a.time > now - w.seconds * 1000)
+    t.equal(w.used, inWindow.length, `${w.name} used`)
+    t.equal(w.rows, inWindow.reduce((sum, a) => sum + a.rows, 0), `${w.name} rows`)
+    t.equal(w.resetsInMs, inWindow.length === 0 ? 0 : inWindow[0].time + w.seconds * 1000 - now, `${w.name} resets when its oldest request leaves`)
+  }
+})
+
+t.test('unlimited windows report used and rows, with null remaining and reset', async (t) => {
+  const { limiter, at } = setup()
+  const limits: Limits = { minute: null, hour: 5, day: null }
+  at(10)
+  for (let i = 0; i < 5; i++) await limiter.hit('p', limits)
+  const r = await limiter.hit('p', limits)
+  t.equal(r.allowed, false)
+  t.equal(r.refusedBy, 'hour')
+  t.same(r.windows.map((w) => [w.name, w.limit, w.used, w.remaining, w.resetsInMs]), [
+    ['minute', null, 5, null, null], ['hour', 5, 5, 0, 3_600_000], ['day', null, 5, null, null]
+  ])
+  const all = { minute: null, hour: null, day: null }
+  for (let i = 0; i < 1000; i++) t.equal((await limiter.hit('q', all)).allowed, true)
+  t.equal((await limiter.state('q', all)).windows[2].used, 1000)
+  const blocked = await limiter.hit('z', { minute: 0, hour: null, day: null })
+  t.same([blocked.allowed, blocked.refusedBy, blocked.retryAfterMs], [false, 'minute', 60_000], 'a limit of 0 admits nothing')
+})
+
+t.test('the longest wait wins when several windows are full', async (t) => {
+  const { limiter, at } = setup()
+  const limits: Limits = { minute: 2, hour: 3, day: null }
+  at(0); await limiter.hit('p', limits)
+  at(1000); await limiter.hit('p', limits)
+  at(120_000); await limiter.hit('p', limits)
+  at(121_000)
+  const r = await limiter.hit('p', limits)
+  t.same([r.allowed, r.refusedBy, r.retryAfterMs], [false, 'hour', 3_600_000 - 121_000])
+})
+
+t.test('headers: policy, the tightest window, GitHub-style fields', async (t) => {
+  const { limiter, at } = setup()
+  at(1_700_000_000_000)
+  for (let i = 0; i < 12; i++) await limiter.hit('p', DEMO)
+  at(1_700_000_026_400)
+  const r = await limiter.hit('p', DEMO)
+  t.same(rateLimitHeaders(r.windows, r.now), {
+    'ratelimit-policy': '"minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400',
+    ratelimit: '"minute";r=17;t=34',
+    'x-ratelimit-limit': '30',
+    'x-ratelimit-remaining': '17',
+    'x-ratelimit-used': '13',
+    'x-ratelimit-reset': '1700000060'
+  })
+  const partial = await limiter.hit('u', { minute: null, hour: 50, day: null })
+  t.same(rateLimitHeaders(partial.windows, partial.now)['ratelimit-policy'], '"hour";q=50;w=3600', 'unlimited windows left out')
+  t.same(rateLimitHeaders((await limiter.hit('v', { minute: null, hour: null, day: null })).windows, 0), {}, 'no limited window, no fields')
+})
+
+t.test('limits that change (tier or override) keep the windows exact', async (t) => {
+  const { limiter, store, at } = setup()
+  at(0)
+  for (let i = 0; i < 30; i++) await limiter.hit('p', DEMO)
+  const growth: Limits = { minute: 90, hour: 1200, day: 12000 }
+  t.equal((await limiter.hit('p', growth)).allowed, true, 'more room once upgraded')
+  t.equal(store.logs.get('p')!.capacity, logCapacity(windowSpecs(growth)))
+  const tight: Limits = { minute: 5, hour: 200, day: 1000 }
+  const r = await limiter.hit('p', tight)
+  t.same([r.allowed, r.windows[0].used], [false, 31], 'a lower limit applies to what was already accepted')
+})
+
+t.test('saved and restored counters give the same answers', async (t) => {
+  const { limiter, store, at } = setup()
+  at(5_000_000)
+  for (let i = 0; i < 25; i++) {
+    const r = await limiter.hit('p', DEMO)
+    await limiter.setRows('p', r.seq!, i)
+  }
+  const saved = store.takeDirty()
+  t.same(saved.map((s) => s.key), ['p'])
+  t.same(store.takeDirty(), [], 'nothing dirty after a save')
+  const copy = new LocalStore()
+  copy.restore('p', Float64Array.from(saved[0].entries), 5_000_000)
+  const restored = new RateLimiter(copy, () => 5_000_500)
+  t.same((await restored.state('p', DEMO)).windows, (await new RateLimiter(store, () => 5_000_500).state('p', DEMO)).windows)
+  for (let i = 0; i < 5; i++) t.equal((await restored.hit('p', DEMO)).allowed, true)
+  t.equal((await restored.hit('p', DEMO)).allowed, false, 'the 31st in the minute is refused after a restore')
+  const later = new LocalStore()
+  later.restore('p', Float64Array.from(saved[0].entries), 5_000_000 + 86_400_001)
+  t.equal(later.logs.get('p')!.size, 0, 'entries older than a day are dropped on restore')
+})
+
+t.test('a clock that steps back does not break the log', async (t) => {
+  const { limiter, at } = setup()
+  at(100_000)
+  for (let i = 0; i < 30; i++) await limiter.hit('p', DEMO)
+  at(50_000)
+  const r = await limiter.hit('p', DEMO)
+  t.same([r.allowed, r.retryAfterMs], [false, 60_000])
+})
+
+t.test('model check against a reference sliding log', async (t) => {
+  const random = seededRandom('model')
+  for (let run = 0; run < 40; run++) {
+    const limits: Limits = {
+      minute: random() < 0.2 ? null : 1 + Math.floor(random() * 8),
+      hour: random() < 0.2 ? null : 5 + Math.floor(random() * 30),
+      day: random() < 0.3 ? null : 20 + Math.floor(random() * 60)
+    }
+    const { limiter, at } = setup()
+    const reference: number[] = []
+    let time = 0
+    for (let step = 0; step < 600; step++) {
+      time += Math.floor(random() * random() * 600_000)
+      at(time)
+      const burst = 1 + Math.floor(random() * 3)
+      for (let b = 0; b < burst; b++) {
+        const expected = (['minute', 'hour', 'day'] as const).every((w) => {
+          const limit = limits[w]
+          if (limit === null) return true
+          const seconds = { minute: 60, hour: 3600, day: 86400 }[w]
+          return reference.filter((ts) => ts > time - seconds * 1000).length < limit
+        })
+        const r = await limiter.hit('p', limits)
+        if (r.allowed !== expected) { t.fail('limiter and reference disagree', { run, step, time, limits }); return }
+        if (r.allowed) reference.push(time)
+      }
+      const { windows } = await limiter.state('p', limits)
+      for (const w of windows) {
+        const used = reference.filter((ts) => ts > time - w.seconds * 1000).length
+        if (w.used !== used) { t.fail(`${w.name} used differs`, { run, step }); return }
+        if (w.limit !== null && used > w.limit) { t.fail('a window admitted more than its limit'); return }
+      }
+    }
+  }
+  t.pass('40 runs of 600 steps agree')
+})
