@@ -6,6 +6,7 @@ import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-fi
 import { loadDataset, type Dataset } from '../src/sites/dataset.ts'
 import type { ReloadOutcome, ServedDataset } from '../src/instances.ts'
 import { datasetFor } from '../src/partners/permissions.ts'
+import { ApiError } from '../src/errors.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -79,7 +80,9 @@ async function datasets (app: FastifyInstance, options: { dataDir: string }) {
     const endpoint = request.routeOptions.config.endpoint
     if (endpoint === undefined || endpoint === 'usage') return
     const demo = (request.query as { demo?: boolean }).demo === true
-    request.dataset = registry.get(datasetFor(request.partner, demo))
+    const dataset = registry.get(datasetFor(request.partner, demo))
+    if (dataset === undefined) throw new ApiError('svc_partner_api_prepare_failed')
+    request.dataset = dataset
   })
 }
 

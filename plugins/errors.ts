@@ -6,7 +6,10 @@ import { ApiError } from '../src/errors.ts'
 
 async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    if (err instanceof ApiError) return reply.code(err.statusCode).send(err.toBody())
+    if (err instanceof ApiError) {
+      if (err.statusCode >= 500) request.log.error({ code: err.code }, 'request failed')
+      return reply.code(err.statusCode).send(err.toBody())
+    }
     const status = err.statusCode ?? 500
     if (status >= 500) {
       request.log.error({ err }, 'request failed')

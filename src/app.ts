@@ -1,10 +1,11 @@
 // buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
 // then routes. server.ts listens on it; tests drive the very same instance with inject().
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import type { Config } from './config.ts'
+import { ApiError } from './errors.ts'
 import { compileQuery } from './query.ts'
 import { redactUrl } from './redact.ts'
 import sitesRoutes from './routes/sites.ts'
@@ -58,6 +59,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     routerOptions: { ignoreTrailingSlash: true },
+    // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
+    frameworkErrors: (error, request, reply) => {
+      request.log.info({ code: error.code }, 'request refused by the framework')
+      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).code(400).send(new ApiError('rest_bad_request').toBody())
+    },
     forceCloseConnections: 'idle'
   }).withTypeProvider<TypeBoxTypeProvider>()
 

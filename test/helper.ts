@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../src/app.ts'
+import { buildApp, type BuildOptions } from '../src/app.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { datasetPath, writeDataset, type SiteRow } from '../src/sites/dataset-file.ts'
 import { PartnerStore, controlPath, type NewPartner, type PartnerChanges } from '../src/partners/store.ts'
@@ -60,12 +60,13 @@ export function writeFixture (dataDir: string, data: { sandbox?: SiteRow[], prod
 export async function buildTestApp (
   t: Teardown,
   data: { sandbox?: SiteRow[], production?: SiteRow[], partners?: PartnerFixture[] },
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  options: BuildOptions = {}
 ): Promise<TestApp> {
   const dataDir = tmpDataDir(t)
   const tokens = writeFixture(dataDir, data)
   const config = testConfig(dataDir, env)
-  const app = await buildApp(config)
+  const app = await buildApp(config, options)
   t.teardown(() => app.close())
   return { app, dataDir, config, tokens }
 }

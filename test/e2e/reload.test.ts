@@ -11,6 +11,7 @@ const dir = tmpDataDir(t)
 const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', PARTNER_REFRESH_MS: '200' }
 const created = admin(['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json'], env)
 let token = JSON.parse(created.stdout).token as string
+admin(['partners', 'update', 'live', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
 const server = await startServer(env)
 t.teardown(() => server.stop('SIGKILL'))
 

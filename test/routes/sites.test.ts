@@ -243,3 +243,13 @@ t.test('the request log never shows a token', async (t) => {
   t.notOk(log.includes(logTokens.s))
   t.notOk(log.includes(secret.slice(4, 20)), 'not even a part of it')
 })
+
+t.test('a URL the router cannot decode: rest_bad_request, and the token is not echoed', async (t) => {
+  for (const url of ['/v1/%zz', `/v1/sites/%zz?api_key=${tokens.live}`, '/v1/sites/%E0%A4%A']) {
+    const res = await get(url)
+    t.equal(res.statusCode, 400, url)
+    t.same(JSON.parse(res.body), error('rest_bad_request', 400, 'The request is malformed.'))
+    t.notOk(res.body.includes(tokens.live))
+    t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/)
+  }
+})
