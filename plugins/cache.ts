@@ -43,9 +43,15 @@ function keyOf (request: FastifyRequest): string {
   ].join('\u0000')
 }
 
-async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number }) {
+async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number }) {
   const enabled = options.ttlSeconds > 0
-  const lru = new LRUCache<string, Entry>({ max: options.maxEntries, ttl: Math.max(1, options.ttlSeconds) * 1000, ttlAutopurge: false })
+  const lru = new LRUCache<string, Entry>({
+    max: options.maxEntries,
+    maxSize: options.maxMb * 1024 * 1024,
+    sizeCalculation: (entry, key) => 2 * (entry.body.length + key.length) + 200, // UTF-16 strings, and the entry itself
+    ttl: Math.max(1, options.ttlSeconds) * 1000,
+    ttlAutopurge: false
+  })
   const cacheControl = `private, max-age=${options.ttlSeconds}`
   app.datasets.onSwap(() => lru.clear())
   app.decorateRequest('cacheKey', undefined)

@@ -82,7 +82,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auth)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
-  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries })
+  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb })
   const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }
   await app.register(sitesRoutes, routeOptions)
   await app.register(byTagRoutes, routeOptions)

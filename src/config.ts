@@ -34,6 +34,7 @@ export const EnvSchema = Type.Object({
   }),
   CACHE_TTL_SECONDS: Type.Integer({ minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache' }),
   CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries' }),
+  CACHE_MAX_MB: Type.Integer({ minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies' }),
   SANDBOX_SITE_COUNT: Type.Integer({ minimum: 0, maximum: 10_000_000, default: 20000, description: 'sites generated into a missing sandbox.db at first boot' }),
   SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
   PARTNER_REFRESH_MS: Type.Integer({ minimum: 50, maximum: 5000, default: 1000, description: 'how often control.db is checked for partner changes (changes apply within this time)' }),
@@ -54,6 +55,7 @@ export interface Config {
   trustProxy: boolean | number | string[]
   cacheTtlSeconds: number
   cacheMaxEntries: number
+  cacheMaxMb: number
   sandboxSiteCount: number
   sandboxSeed: string
   partnerRefreshMs: number
@@ -114,6 +116,7 @@ export function loadConfig (
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     cacheTtlSeconds: e.CACHE_TTL_SECONDS,
     cacheMaxEntries: e.CACHE_MAX_ENTRIES,
+    cacheMaxMb: e.CACHE_MAX_MB,
     sandboxSiteCount: e.SANDBOX_SITE_COUNT,
     sandboxSeed: e.SANDBOX_SEED,
     partnerRefreshMs: e.PARTNER_REFRESH_MS,
