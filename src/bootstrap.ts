@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import type { Config } from './config.ts'
 import { datasetPath, openDatasetWriter, writeDataset } from './sites/dataset-file.ts'
-import { generateSites } from './sites/generator.ts'
+import { generateSites, type GenerateOptions } from './sites/generator.ts'
 import { PartnerStore, controlPath } from './partners/store.ts'
 
 export const DEMO_SLUG = 'demo'
@@ -13,7 +13,7 @@ export interface Prepared {
   demoToken?: string
 }
 
-export function generateDataset (path: string, options: { count: number, seed: string, prefix: string, europeShare?: number, precision?: number }) {
+export function generateDataset (path: string, options: GenerateOptions) {
   const writer = openDatasetWriter(path)
   try {
     for (const site of generateSites(options)) writer.add(site)

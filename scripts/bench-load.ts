@@ -1,0 +1,29 @@
+// The load generator, in a process of its own: autocannon on one target, cycling through the
+// given paths; prints the figures as one JSON line.
+import { readFileSync } from 'node:fs'
+import autocannon from 'autocannon'
+
+interface Job { base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string> }
+const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job
+let next = 0
+
+const result = await autocannon({
+  url: job.base,
+  connections: job.connections,
+  duration: job.seconds,
+  headers: job.headers,
+  requests: [{
+    method: 'GET',
+    setupRequest: (request) => ({ ...request, path: job.paths[next++ % job.paths.length] })
+  }]
+})
+process.stdout.write(JSON.stringify({
+  rps: result.requests.average,
+  p50: result.latency.p50,
+  p99: result.latency.p99,
+  total: result.requests.total,
+  non2xx: result.non2xx,
+  errors: result.errors,
+  timeouts: result.timeouts,
+  statusCodes: (result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats
+}) + '\n')

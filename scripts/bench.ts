@@ -1,0 +1,224 @@
+// npm run bench: one command, one run. Builds a 1,000,000-site production dataset, starts the
+// real service process on it and a bare Fastify hello-world (the ceiling) in another process, and
+// drives both with autocannon from a third (-c 50, 10 s, 3 interleaved rounds, 10,000 distinct
+// URLs per case). Prints medians, p50/p99 and each case's ratio to the ceiling of the same run,
+// boot time and RSS, and writes bench/results.json.
+//   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { cpus, totalmem } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { generateDataset } from '../src/bootstrap.ts'
+import { PartnerStore, controlPath } from '../src/partners/store.ts'
+import { writeDataset, datasetPath } from '../src/sites/dataset-file.ts'
+import { seededRandom } from '../src/sites/generator.ts'
+
+const ROOT = new URL('..', import.meta.url).pathname
+const DATA = join(ROOT, 'bench/data')
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const DISTINCT = 10_000
+const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
+
+const log = (line: string) => process.stderr.write(`${line}\n`)
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+    server.on('error', reject)
+  })
+}
+
+function rssKb (pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
+}
+
+async function waitForHttp (url: string, child: ChildProcess, timeoutMs: number): Promise<number> {
+  const started = performance.now()
+  while (performance.now() - started < timeoutMs) {
+    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`)
+    try {
+      await fetch(url)
+      return performance.now()
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`)
+}
+
+// 1. Data: 1M production sites (80% in Europe, all categories, category 10 rare at 1%), partners.
+rmSync(DATA, { recursive: true, force: true })
+mkdirSync(DATA, { recursive: true })
+log(`building ${SITES.toLocaleString('en')} production sites...`)
+let started = performance.now()
+generateDataset(datasetPath(DATA, 'production'), {
+  count: SITES,
+  seed: 'bench',
+  prefix: 'prd',
+  europeShare: 0.8,
+  categoryWeights: [[2, 12], [3, 24], [4, 15], [5, 12], [6, 12], [7, 8], [8, 8], [9, 8], [10, 1]]
+})
+const buildSeconds = (performance.now() - started) / 1000
+writeDataset(datasetPath(DATA, 'sandbox'), [], { source: 'empty', precision: 3 })
+const store = new PartnerStore(controlPath(DATA))
+const partner = (slug: string, changes: Parameters<PartnerStore['update']>[1], tier: 'growth' | 'scale' = 'scale') => {
+  const { token } = store.create({ name: slug, slug, tier, environment: 'production' })
+  store.update(slug, changes)
+  return token
+}
+const tokens = {
+  wide: partner('wide', { categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED }),
+  rare: partner('rare', { categories: [10], otherCategories: true, limitOverrides: UNLIMITED }),
+  limited: partner('limited', { limitOverrides: { minute: 30, hour: 'unlimited', day: 'unlimited' } }, 'growth')
+}
+store.close()
+
+// 2. Query URLs: points near random sites (so most answers are full), and tag pages.
+const db = new Database(datasetPath(DATA, 'production'), { readonly: true })
+const random = seededRandom('bench-queries')
+const pointAt = db.prepare('SELECT latitude, longitude FROM sites WHERE rowid = ?')
+const points = Array.from({ length: DISTINCT }, () => {
+  const p = pointAt.get(1 + Math.floor(random() * SITES)) as { latitude: number, longitude: number }
+  const lat = Math.max(-89.9, Math.min(89.9, p.latitude + (random() - 0.5) * 0.1))
+  let lng = p.longitude + (random() - 0.5) * 0.1
+  if (lng > 180) lng -= 360
+  if (lng < -180) lng += 360
+  return { lat: lat.toFixed(4), lng: lng.toFixed(4) }
+})
+const tags = db.prepare('SELECT tag, count(*) AS n FROM site_tags GROUP BY tag').all() as { tag: string, n: number }[]
+db.close()
+const near = (path: string, extra: string) => points.map((p) => `/v1${path}?lat=${p.lat}&lng=${p.lng}${extra}`)
+const tagPages = tags.flatMap(({ tag, n }) => Array.from({ length: Math.ceil(n / 500) }, (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=500&page=${i + 1}`))
+for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requests differ
+  const j = Math.floor(random() * (i + 1));
+  [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
+}
+
+interface Case { name: string, paths: string[], token?: string, note: string }
+const CASES: Case[] = [
+  { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
+  { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
+  { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
+  { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
+  { name: '/sites/nearest', paths: near('/sites/nearest', ''), token: tokens.wide, note: 'default radius 25' },
+  { name: '/sites/by-tag', paths: tagPages, token: tokens.wide, note: `pages of 500, ${tagPages.length} distinct` },
+  { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries' },
+  { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
+]
+
+// 3. Processes: the service (cache of 1,000 entries, so 10,000 cycling URLs always miss while a
+// hot set of 100 always hits) and the ceiling.
+const servicePort = await freePort()
+const helloPort = await freePort()
+started = performance.now()
+const service = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/server.ts')], {
+  cwd: ROOT,
+  env: { ...process.env, DATA_DIR: DATA, PORT: String(servicePort), NODE_ENV: 'production', LOG_LEVEL: 'warn', CACHE_MAX_ENTRIES: '1000' },
+  stdio: ['ignore', 'inherit', 'inherit']
+})
+const serviceUrl = `http://127.0.0.1:${servicePort}`
+const bootMs = (await waitForHttp(`${serviceUrl}/`, service, 60_000)) - started
+log(`service ready in ${Math.round(bootMs)} ms`)
+await new Promise((resolve) => setTimeout(resolve, 2000))
+const rssRestKb = rssKb(service.pid!)
+const hello = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-hello.ts')], {
+  cwd: ROOT, env: { ...process.env, PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
+})
+await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
+
+let rssPeakKb = rssRestKb
+const sampler = setInterval(() => { rssPeakKb = Math.max(rssPeakKb, rssKb(service.pid!)) }, 250)
+
+interface Run { rps: number, p50: number, p99: number, total: number, non2xx: number, errors: number, timeouts: number, statusCodes: Record<string, { count: number }> }
+function load (c: Case): Promise<Run> {
+  const job = join(DATA, 'job.json')
+  writeFileSync(job, JSON.stringify({
+    base: c.name === 'hello-world' ? `http://127.0.0.1:${helloPort}` : serviceUrl,
+    paths: c.paths,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    headers: c.token ? { authorization: `Bearer ${c.token}` } : undefined
+  }))
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), job], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.on('close', (code) => code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited with ${code}`)))
+  })
+}
+
+// 4. Rounds: every case once per round, the ceiling first in each.
+const runs = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const c of CASES) {
+    const run = await load(c)
+    runs.get(c.name)!.push(run)
+    log(`round ${round} ${c.name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
+  }
+}
+clearInterval(sampler)
+service.kill('SIGTERM')
+hello.kill('SIGTERM')
+
+// 5. The 1M-row CSV import, in a process of its own (time and peak RSS).
+const csv = join(DATA, 'sites.csv')
+spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/admin.ts'), 'datasets', 'export', '--dataset', 'production', '--file', csv],
+  { cwd: ROOT, env: { ...process.env, DATA_DIR: DATA } })
+const imported = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-import.ts'), csv, join(DATA, 'imported.db')], { cwd: ROOT, encoding: 'utf8' })
+const importFigures = JSON.parse(imported.stdout) as { seconds: number, maxRssKb: number, sites: number }
+
+const ceiling = median(runs.get('hello-world')!.map((r) => r.rps))
+const rows = CASES.map((c) => {
+  const list = runs.get(c.name)!
+  const rps = median(list.map((r) => r.rps))
+  return {
+    case: c.name,
+    note: c.note,
+    rps: Math.round(rps),
+    p50_ms: median(list.map((r) => r.p50)),
+    p99_ms: median(list.map((r) => r.p99)),
+    ratio: Math.round((rps / ceiling) * 1000) / 1000,
+    statuses: Object.fromEntries(Object.entries(list[list.length - 1].statusCodes ?? {}).map(([k, v]) => [k, v.count])),
+    errors: list.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    rounds: list.map((r) => Math.round(r.rps))
+  }
+})
+const results = {
+  date: new Date().toISOString(),
+  command: 'npm run bench',
+  machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version },
+  settings: { sites: SITES, connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, distinct_urls: DISTINCT, service_cache_entries: 1000 },
+  dataset_build_seconds: Math.round(buildSeconds * 10) / 10,
+  boot_ms: Math.round(bootMs),
+  rss_rest_mb: Math.round(rssRestKb / 1024),
+  rss_load_mb: Math.round(rssPeakKb / 1024),
+  import_1m_csv: { seconds: importFigures.seconds, peak_rss_mb: Math.round(importFigures.maxRssKb / 1024), sites: importFigures.sites },
+  cases: rows
+}
+mkdirSync(join(ROOT, 'bench'), { recursive: true })
+writeFileSync(join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n')
+
+const table = [
+  `${'case'.padEnd(16)} ${'req/s'.padStart(8)} ${'ratio'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`,
+  ...rows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${String(r.p50_ms).padStart(7)} ${String(r.p99_ms).padStart(7)}  ${JSON.stringify(r.statuses)}`),
+  '',
+  `boot with ${SITES.toLocaleString('en')} sites: ${results.boot_ms} ms; RSS at rest ${results.rss_rest_mb} MB, under load ${results.rss_load_mb} MB`,
+  `import of a ${importFigures.sites.toLocaleString('en')}-row CSV: ${importFigures.seconds} s, peak RSS ${results.import_1m_csv.peak_rss_mb} MB`,
+  `machine: ${results.machine.cpus} x ${results.machine.cpu}, ${results.machine.memory_gb} GiB, Node ${results.machine.node}`
+]
+process.stdout.write(table.join('\n') + '\n')
