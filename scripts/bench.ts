@@ -3,9 +3,11 @@
 // drives both with autocannon from a third (-c 50, 10 s, 3 interleaved rounds, 10,000 distinct
 // URLs per case). Prints medians, p50/p99 and each case's ratio to the ceiling of the same run,
 // boot time and RSS, and writes bench/results.json.
-//   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look).
+//   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look);
+//   BENCH_CASES=a,b runs only the cases whose names contain a or b (and the ceiling);
+//   BENCH_REUSE=1 keeps bench/data from the last run; BENCH_NO_IMPORT=1 skips the import figure.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
@@ -62,19 +64,26 @@ async function waitForHttp (url: string, child: ChildProcess, timeoutMs: number)
 }
 
 // 1. Data: 1M production sites (80% in Europe, all categories, category 10 rare at 1%), partners.
-rmSync(DATA, { recursive: true, force: true })
-mkdirSync(DATA, { recursive: true })
-log(`building ${SITES.toLocaleString('en')} production sites...`)
+const reuse = process.env.BENCH_REUSE === '1' && existsSync(datasetPath(DATA, 'production'))
 let started = performance.now()
-generateDataset(datasetPath(DATA, 'production'), {
-  count: SITES,
-  seed: 'bench',
-  prefix: 'prd',
-  europeShare: 0.8,
-  categoryWeights: [[2, 12], [3, 24], [4, 15], [5, 12], [6, 12], [7, 8], [8, 8], [9, 8], [10, 1]]
-})
+if (!reuse) {
+  rmSync(DATA, { recursive: true, force: true })
+  mkdirSync(DATA, { recursive: true })
+  log(`building ${SITES.toLocaleString('en')} production sites...`)
+  generateDataset(datasetPath(DATA, 'production'), {
+    count: SITES,
+    seed: 'bench',
+    prefix: 'prd',
+    europeShare: 0.8,
+    categoryWeights: [[2, 12], [3, 24], [4, 15], [5, 12], [6, 12], [7, 8], [8, 8], [9, 8], [10, 1]]
+  })
+  writeDataset(datasetPath(DATA, 'sandbox'), [], { source: 'empty', precision: 3 })
+} else {
+  rmSync(controlPath(DATA), { force: true })
+  rmSync(`${controlPath(DATA)}-wal`, { force: true })
+  rmSync(`${controlPath(DATA)}-shm`, { force: true })
+}
 const buildSeconds = (performance.now() - started) / 1000
-writeDataset(datasetPath(DATA, 'sandbox'), [], { source: 'empty', precision: 3 })
 const store = new PartnerStore(controlPath(DATA))
 const partner = (slug: string, changes: Parameters<PartnerStore['update']>[1], tier: 'growth' | 'scale' = 'scale') => {
   const { token } = store.create({ name: slug, slug, tier, environment: 'production' })
@@ -110,7 +119,7 @@ for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requ
 }
 
 interface Case { name: string, paths: string[], token?: string, note: string }
-const CASES: Case[] = [
+const ALL_CASES: Case[] = [
   { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
   { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
   { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
@@ -120,6 +129,8 @@ const CASES: Case[] = [
   { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries' },
   { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
 ]
+const only = process.env.BENCH_CASES?.split(',')
+const CASES = only ? ALL_CASES.filter((c) => c.name === 'hello-world' || only.some((o) => c.name.includes(o))) : ALL_CASES
 
 // 3. Processes: the service (cache of 1,000 entries, so 10,000 cycling URLs always miss while a
 // hot set of 100 always hits) and the ceiling.
@@ -176,11 +187,15 @@ service.kill('SIGTERM')
 hello.kill('SIGTERM')
 
 // 5. The 1M-row CSV import, in a process of its own (time and peak RSS).
-const csv = join(DATA, 'sites.csv')
-spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/admin.ts'), 'datasets', 'export', '--dataset', 'production', '--file', csv],
-  { cwd: ROOT, env: { ...process.env, DATA_DIR: DATA } })
-const imported = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-import.ts'), csv, join(DATA, 'imported.db')], { cwd: ROOT, encoding: 'utf8' })
-const importFigures = JSON.parse(imported.stdout) as { seconds: number, maxRssKb: number, sites: number }
+let importFigures = { seconds: 0, maxRssKb: 0, sites: 0 }
+if (process.env.BENCH_NO_IMPORT !== '1') {
+  const csv = join(DATA, 'sites.csv')
+  spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/admin.ts'), 'datasets', 'export', '--dataset', 'production', '--file', csv],
+    { cwd: ROOT, env: { ...process.env, DATA_DIR: DATA } })
+  const imported = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-import.ts'), csv, join(DATA, 'imported.db')], { cwd: ROOT, encoding: 'utf8' })
+  importFigures = JSON.parse(imported.stdout)
+  rmSync(join(DATA, 'imported.db'), { force: true })
+}
 
 const ceiling = median(runs.get('hello-world')!.map((r) => r.rps))
 const rows = CASES.map((c) => {

@@ -15,7 +15,7 @@ export interface WindowState extends WindowSpec {
   used: number
   /** null when unlimited */
   remaining: number | null
-  /** records answered by the requests in the window */
+  /** records answered by the requests in the window (0 unless asked for: see windowState) */
   rows: number
   /** ms until the oldest request in the window leaves it (0 when it is empty); null when unlimited */
   resetsInMs: number | null
@@ -58,7 +58,8 @@ export function logCapacity (windows: WindowSpec[]): number {
   return bound
 }
 
-export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number): WindowState {
+/** A window's figures; `rows` costs a pass over the window, so only /usage asks for it. */
+export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number, withRows = false): WindowState {
   const windowMs = spec.seconds * 1000
   let used = 0
   let rows = 0
@@ -66,7 +67,7 @@ export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: 
   if (log && log.size > 0) {
     const from = log.firstAfter(now - windowMs)
     used = log.size - from
-    for (let i = from; i < log.size; i++) rows += log.rowsAt(i)
+    if (withRows) for (let i = from; i < log.size; i++) rows += log.rowsAt(i)
     if (used > 0) resetsInMs = log.at(from) + windowMs - now
   }
   if (spec.limit === null) return { ...spec, used, remaining: null, rows, resetsInMs: null }
@@ -120,7 +121,7 @@ export class LocalStore implements LimiterStore {
   state (key: string, windows: WindowSpec[], now: number): WindowState[] {
     const log = this.logs.get(key)
     if (log && now < log.newest) now = log.newest
-    return windows.map((w) => windowState(log, w, now))
+    return windows.map((w) => windowState(log, w, now, true))
   }
 
   /** The logs changed since the last call, as flat [time, rows, ...] arrays; marks them clean. */

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { linkPrefix, siteRecord } from '../records.ts'
+import { sendJson, linkPrefix, siteJson } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
@@ -23,12 +23,12 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
       querystring: DemoQuery,
       response: { 200: Type.Union([SiteRecord, Type.Null()]), ...errorResponses(SITE_ERRORS) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
     if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return null
     request.rows = 1
-    return siteRecord(ds, position, links)
+    return sendJson(reply, siteJson(ds, position, links))
   })
 }
 

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { linkPrefix, nearestRecord, siteRecord } from '../records.ts'
+import { sendJson, linkPrefix, nearestRecord, sitesJson } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery } from '../schemas/queries.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
@@ -47,10 +47,12 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       querystring: NearbyQuery,
       response: { 200: Type.Array(SiteRecord), ...errorResponses(SEARCH_ERRORS) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { ds, hits } = search(request, request.partner.maxResults)
     request.rows = hits.length
-    return hits.map((hit) => siteRecord(ds, hit.position, links))
+    const positions = new Uint32Array(hits.length)
+    for (let i = 0; i < hits.length; i++) positions[i] = hits[i].position
+    return sendJson(reply, sitesJson(ds, positions, links))
   })
 
   app.get('/sites/nearest', {

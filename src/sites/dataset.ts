@@ -31,6 +31,8 @@ export interface Dataset {
   categories: Int32Array
   lats: Float64Array
   lngs: Float64Array
+  /** every site, for allow-lists that cover most of the dataset */
+  all: SubIndex | undefined
   byCategory: Map<number, SubIndex>
   /** Sites of each tag, ascending positions (= id order). */
   tagSites: Map<string, Uint32Array>
@@ -138,6 +140,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, qu
   }
   const byCategory = new Map<number, SubIndex>()
   for (const [category, list] of categoryLists) byCategory.set(category, buildSubIndex(Uint32Array.from(list), lngs, lats))
+  const all = count === 0 ? undefined : buildSubIndex(Uint32Array.from({ length: count }, (_, i) => i), lngs, lats)
 
   const tagSites = new Map<string, Uint32Array>()
   const tagIndexes = new Map<string, SubIndex>()
@@ -161,26 +164,40 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, qu
     categories,
     lats,
     lngs,
+    all,
     byCategory,
     tagSites,
     tagIndexes
   }
 }
 
-/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
+/**
+ * Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`.
+ * The plan: the index of all sites when the allowed categories hold every site (no filter) or
+ * at least half of them (a filter that rejects at most one site in two); otherwise the
+ * categories' own indexes, so rare categories never walk sites they cannot return.
+ */
 export function findNearby (ds: Dataset, query: NearbyQuery): Hit[] {
   const allowed = query.categories
+  const accept = (position: number) => allowed.includes(ds.categories[position])
   if (query.tag === undefined) {
     const sources: SubIndex[] = []
+    let covered = 0
     for (const category of allowed) {
       const index = ds.byCategory.get(category)
-      if (index) sources.push(index)
+      if (index) {
+        sources.push(index)
+        covered += index.positions.length
+      }
+    }
+    if (sources.length > 1 && ds.all) {
+      if (covered === ds.count) return searchNearby(ds, [ds.all], query)
+      if (covered * 2 >= ds.count) return searchNearby(ds, [ds.all], query, accept)
     }
     return searchNearby(ds, sources, query)
   }
   const candidates = ds.tagSites.get(query.tag)
   if (!candidates) return []
-  const accept = (position: number) => allowed.includes(ds.categories[position])
   const index = ds.tagIndexes.get(query.tag)
   return index ? searchNearby(ds, [index], query, accept) : scanNearby(ds, candidates, query, accept)
 }
@@ -200,11 +217,15 @@ export function positionOf (ds: Dataset, id: string): number {
 }
 
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
-export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): { total: number, positions: number[] } {
+export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): { total: number, positions: ArrayLike<number> } {
   const list = ds.tagSites.get(tag)
   if (!list) return { total: 0, positions: [] }
   const from = (page - 1) * perPage
   const to = from + perPage
+  // Allowed categories that hold every site of the dataset: the page is a slice.
+  let covered = 0
+  for (const c of categories) covered += ds.byCategory.get(c)?.positions.length ?? 0
+  if (covered === ds.count) return { total: list.length, positions: list.subarray(Math.min(from, list.length), Math.min(to, list.length)) }
   const positions: number[] = []
   let total = 0
   for (let i = 0; i < list.length; i++) {

@@ -1,0 +1,42 @@
+// The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
+import t from 'tap'
+import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
+import { loadDataset } from '../../src/sites/dataset.ts'
+import { mapMinimalRecord, minimalSitesJson, siteJson, siteRecord, sitesJson } from '../../src/records.ts'
+import { buildTestApp, site, tmpDataDir, UNLIMITED } from '../helper.ts'
+
+const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', 'Tab\there', 'Emoji 🚁', '</script>', 'Null\u0000byte', '']
+const sites = NAMES.map((name, i) => site(`n-${i}`, 4, 10 + i / 100, 20, ['~odd'], { name, latitude: i % 2 ? -0.001 : 89.999, longitude: i % 3 ? 179.999 : -180 }))
+
+t.test('fragments equal JSON.stringify of the records', async (t) => {
+  const dir = tmpDataDir(t)
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  const links = 'https://pilot.example/x/pad/'
+  const all = Array.from({ length: ds.count }, (_, i) => i)
+  const reversed = [...all].reverse()
+  for (const positions of [all, reversed, [3], []]) {
+    t.equal(sitesJson(ds, positions, links), JSON.stringify(positions.map((p) => siteRecord(ds, p, links))))
+    t.equal(minimalSitesJson(ds, positions, links), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
+  }
+  for (const p of all) t.equal(siteJson(ds, p, links), JSON.stringify(siteRecord(ds, p, links)))
+  t.equal(sitesJson(ds, all, 'https://other/pad/'), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
+})
+
+t.test('answers over HTTP are byte for byte JSON.stringify of the records', async (t) => {
+  const { app, tokens } = await buildTestApp(t, { sandbox: sites, partners: [{ name: 'A', slug: 'a', tier: 'scale', siteById: true, limitOverrides: UNLIMITED }] })
+  const get = async (url: string) => (await app.inject({ method: 'GET', url: `${url}&api_key=${tokens.a}` })).body
+  // names as stored: SQLite keeps text as UTF-8, so a lone surrogate comes back as U+FFFD
+  const ds = app.datasets.get('sandbox')
+  const storedName = (id: string) => ds.names[ds.ids.indexOf(id)]
+  t.equal(storedName('n-4'), 'Lone \ufffd surrogate')
+  const record = (s: typeof sites[number]) => ({ id: s.id, category: '4', name: storedName(s.id), region: 'EUR', country: 'GB', latitude: s.latitude, longitude: s.longitude, helipaddy_link: `https://pilot.test/pad/${s.id}` })
+  const byId = [...sites].sort((a, b) => a.id < b.id ? -1 : 1)
+  t.equal(await get('/v1/sites/n-0?demo=false'), JSON.stringify(record(sites[0])))
+  t.equal(await get('/v1/sites/by-tag?tag=~odd&per_page=3&page=2'), JSON.stringify({
+    tag: '~odd', page: 2, per_page: 3, total: 10, total_pages: 4,
+    sites: byId.slice(3, 6).map((s) => ({ id: s.id, category: '4', latitude: s.latitude, longitude: s.longitude, helipaddy_link: `https://pilot.test/pad/${s.id}` }))
+  }))
+  const body = await get('/v1/sites?lat=89.999&lng=-180&radius=75')
+  t.equal(body, JSON.stringify((JSON.parse(body) as { id: string }[]).map((r) => record(sites.find((s) => s.id === r.id)!))))
+})
