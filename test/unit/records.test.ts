@@ -26,7 +26,7 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
 t.test('answers over HTTP are byte for byte JSON.stringify of the records', async (t) => {
   const { app, tokens } = await buildTestApp(t, { sandbox: sites, partners: [{ name: 'A', slug: 'a', tier: 'scale', siteById: true, limitOverrides: UNLIMITED }] })
   const get = async (url: string) => (await app.inject({ method: 'GET', url: `${url}&api_key=${tokens.a}` })).body
-  // names as stored: SQLite keeps text as UTF-8, so a lone surrogate comes back as U+FFFD
+  // names as stored: SQLite keeps text as UTF-8: a lone surrogate comes back as three U+FFFD
   const ds = app.datasets.get('sandbox')
   const storedName = (id: string) => ds.names[ds.ids.indexOf(id)]
   t.equal(storedName('n-4'), 'Lone \ufffd surrogate')
