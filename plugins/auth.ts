@@ -35,16 +35,17 @@ export function tokenOf (request: FastifyRequest): string | null | false {
 
 async function auth (app: FastifyInstance) {
   app.decorateRequest('partner', null as unknown as PartnerProfile)
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, reply, done) => {
     const endpoint = request.routeOptions.config.endpoint
-    if (endpoint === undefined) return
+    if (endpoint === undefined) return done()
     const token = tokenOf(request)
-    if (token === null) throw new ApiError('svc_partner_api_missing_key')
+    if (token === null) return done(new ApiError('svc_partner_api_missing_key'))
     const partner = token === false ? undefined : app.partners.byToken(token)
-    if (!partner) throw new ApiError('svc_partner_api_invalid_key')
-    if (partner.status !== 'active') throw new ApiError('svc_partner_api_inactive_partner')
-    if (!endpointOpen(partner, endpoint)) throw new ApiError('svc_partner_api_feature_disabled')
+    if (!partner) return done(new ApiError('svc_partner_api_invalid_key'))
+    if (partner.status !== 'active') return done(new ApiError('svc_partner_api_inactive_partner'))
+    if (!endpointOpen(partner, endpoint)) return done(new ApiError('svc_partner_api_feature_disabled'))
     request.partner = partner
+    done()
   })
 }
 

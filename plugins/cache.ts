@@ -3,10 +3,13 @@
 // route, the validated parameters and the partner's permission fingerprint, never the token.
 // Only 200s are stored; every 200 carries an ETag and Cache-Control, and a matching
 // If-None-Match gets 304. Runs after the limiter, so cached answers count; emptied on reload.
+// Hooks are callback-style and bodies are kept as Buffers: this is the hot path.
 import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
+import { canonicalOf } from '../src/query.ts'
+import { JSON_TYPE } from '../src/records.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,74 +22,76 @@ declare module 'fastify' {
 }
 
 interface Entry {
-  body: string
+  body: Buffer
   etag: string
   rows: number
 }
 
-export const etagOf = (body: string) => `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+/** Bump when the serialised form of any answer changes, so old ETags stop matching. */
+const SERIALISATION_VERSION = '1'
 
 /** If-None-Match holds the tag (or *); weak comparison, as RFC 9110 asks for GET. */
-function matches (ifNoneMatch: string | undefined, etag: string): boolean {
+export function etagMatches (ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false
   if (ifNoneMatch.trim() === '*') return true
   return ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
 }
 
+/** Everything an answer depends on; the same key always means the same bytes. */
 function keyOf (request: FastifyRequest): string {
-  return [
-    request.dataset!.version,
-    request.routeOptions.url,
-    JSON.stringify(request.params),
-    JSON.stringify(request.query),
-    request.partner.fingerprint
-  ].join('\u0000')
+  return `${request.dataset!.version}\u0000${request.routeOptions.url}\u0000${canonicalOf(request.params)}\u0000${canonicalOf(request.query)}\u0000${request.partner.fingerprint}`
 }
 
-async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number }) {
+async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
   const enabled = options.ttlSeconds > 0
   const lru = new LRUCache<string, Entry>({
     max: options.maxEntries,
     maxSize: options.maxMb * 1024 * 1024,
-    sizeCalculation: (entry, key) => 2 * (entry.body.length + key.length) + 200, // UTF-16 strings, and the entry itself
+    sizeCalculation: (entry, key) => entry.body.length + 2 * key.length + 200,
     ttl: Math.max(1, options.ttlSeconds) * 1000,
     ttlAutopurge: false
   })
   const cacheControl = `private, max-age=${options.ttlSeconds}`
+  // The ETag is a digest of the key (cheaper than of the body, and as exact: the key determines
+  // the body), salted with what shapes every body but is not in the key.
+  const salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
+  const etagOf = (key: string) => `"${createHash('sha1').update(salt + key).digest('base64url')}"`
   app.datasets.onSwap(() => lru.clear())
   app.decorateRequest('cacheKey', undefined)
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (!request.routeOptions.config.cache || !enabled) return
+  app.addHook('preHandler', (request, reply, done) => {
+    if (!request.routeOptions.config.cache) return done()
     const key = keyOf(request)
-    const entry = lru.get(key)
+    request.cacheKey = key
+    const entry = enabled ? lru.get(key) : undefined
     if (!entry) {
-      request.cacheKey = key
       request.cacheStatus = 'miss'
-      return
+      return done()
     }
     request.cacheStatus = 'hit'
     request.rows = entry.rows
     reply.header('etag', entry.etag).header('cache-control', cacheControl)
-    if (matches(request.headers['if-none-match'], entry.etag)) return reply.code(304).send()
-    return reply.type('application/json; charset=utf-8').send(entry.body)
+    if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
+    else reply.type(JSON_TYPE).send(entry.body)
+    // answered: done() is not called
   })
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (!request.routeOptions.config.cache) return payload
-    if (reply.statusCode !== 200 || typeof payload !== 'string') {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (!request.routeOptions.config.cache) return done(null, payload)
+    if (reply.statusCode !== 200 || request.cacheKey === undefined) {
       if (reply.statusCode !== 304) reply.header('cache-control', 'no-store')
-      return payload
+      return done(null, payload)
     }
-    if (request.cacheStatus === 'hit') return payload
-    const etag = etagOf(payload)
+    if (request.cacheStatus === 'hit') return done(null, payload)
+    const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
+    const etag = etagOf(request.cacheKey)
     reply.header('etag', etag).header('cache-control', cacheControl)
-    if (request.cacheKey !== undefined) lru.set(request.cacheKey, { body: payload, etag, rows: request.rows })
-    if (matches(request.headers['if-none-match'], etag)) {
+    if (enabled) lru.set(request.cacheKey, { body, etag, rows: request.rows })
+    if (etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
-      return ''
+      return done(null, '')
     }
-    return payload
+    done(null, body)
   })
 }
 

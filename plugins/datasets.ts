@@ -76,13 +76,14 @@ async function datasets (app: FastifyInstance, options: { dataDir: string }) {
   app.decorate('datasets', registry)
   app.decorateRequest('dataset', undefined)
   // After validation (demo is known) and before the cache (its key holds the dataset version).
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, reply, done) => {
     const endpoint = request.routeOptions.config.endpoint
-    if (endpoint === undefined || endpoint === 'usage') return
+    if (endpoint === undefined || endpoint === 'usage') return done()
     const demo = (request.query as { demo?: boolean }).demo === true
     const dataset = registry.get(datasetFor(request.partner, demo))
-    if (dataset === undefined) throw new ApiError('svc_partner_api_prepare_failed')
+    if (dataset === undefined) return done(new ApiError('svc_partner_api_prepare_failed'))
     request.dataset = dataset
+    done()
   })
 }
 

@@ -7,7 +7,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type Database from 'better-sqlite3'
 import { ApiError } from '../src/errors.ts'
-import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds } from '../src/limits/limiter.ts'
+import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds, type HitResult } from '../src/limits/limiter.ts'
 import { TelemetryFeed } from '../src/usage/telemetry.ts'
 
 declare module 'fastify' {
@@ -79,24 +79,33 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   app.decorateRequest('limitSeq', undefined)
   app.decorateRequest('cacheStatus', 'none')
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     const endpoint = request.routeOptions.config.endpoint
-    if (endpoint === undefined || endpoint === 'usage') return
-    const result = await limiter.hit(request.partner.id, request.partner.limits)
-    reply.headers(rateLimitHeaders(result.windows, result.now))
-    if (!result.allowed) {
-      const retryAfter = retryAfterSeconds(result.retryAfterMs!)
-      reply.header('retry-after', String(retryAfter))
-      throw new ApiError('svc_partner_api_rate_limited', { window: result.refusedBy, retry_after: retryAfter })
+    if (endpoint === undefined || endpoint === 'usage') return done()
+    const apply = (result: HitResult & { now: number }) => {
+      reply.headers(rateLimitHeaders(result.windows, result.now))
+      if (!result.allowed) {
+        const retryAfter = retryAfterSeconds(result.retryAfterMs!)
+        reply.header('retry-after', String(retryAfter))
+        return done(new ApiError('svc_partner_api_rate_limited', { window: result.refusedBy, retry_after: retryAfter }))
+      }
+      request.limitSeq = result.seq
+      done()
     }
-    request.limitSeq = result.seq
+    const result = limiter.hit(request.partner.id, request.partner.limits)
+    if (result instanceof Promise) result.then(apply, done)
+    else apply(result)
   })
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    done()
     const endpoint = request.routeOptions.config.endpoint
     if (endpoint === undefined || !request.partner) return
     const rows = reply.statusCode === 200 ? request.rows : 0
-    if (request.limitSeq !== undefined && rows > 0) await limiter.setRows(request.partner.id, request.limitSeq, rows)
+    if (request.limitSeq !== undefined && rows > 0) {
+      const set = limiter.setRows(request.partner.id, request.limitSeq, rows)
+      if (set instanceof Promise) set.catch((err) => app.log.error({ err }, 'rows could not be recorded'))
+    }
     if (endpoint === 'usage') return
     telemetry.record(request.partner.id, {
       timestamp: clock(),

@@ -72,8 +72,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     if (httpPart !== 'querystring' && httpPart !== 'params') throw new Error(`no validator for ${httpPart}`)
     return compileQuery(schema as TObject)
   })
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    done()
   })
 
   await app.register(errors)
@@ -82,7 +83,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auth)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
-  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb })
+  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }
   await app.register(sitesRoutes, routeOptions)
   await app.register(byTagRoutes, routeOptions)

@@ -41,7 +41,11 @@ export class ApiError extends Error {
   /** `status` overrides the catalogue's only for rest_bad_request (a framework 4xx passed on). */
   constructor (readonly code: ErrorCode, extra: Omit<ErrorData, 'status'> = {}, message?: string, status?: number) {
     const entry = ERRORS[code]
+    // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
+    const stackTraceLimit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message ?? fill(entry.message, extra))
+    Error.stackTraceLimit = stackTraceLimit
     this.name = 'ApiError'
     this.statusCode = status ?? entry.status
     this.data = { status: this.statusCode, ...extra }

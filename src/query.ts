@@ -23,6 +23,14 @@ interface ParamRule {
 
 export type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
 
+/**
+ * The validated values in one string, parameters in schema order (defaults included), so that
+ * two requests asking the same thing, however written, have the same string: the response cache
+ * keys on it. A non-enumerable property of the validated object.
+ */
+export const CANONICAL = Symbol('canonical parameters')
+export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?: string })[CANONICAL] ?? ''
+
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 const INTEGER = /^[+-]?\d+$/
 const MAX_SHOWN = 64
@@ -126,6 +134,12 @@ export function compileQuery (schema: TObject): QueryValidator {
       return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
     }
     if (anyMalformed) return { error: invalidParams(malformed) }
+    let canonical = ''
+    for (const rule of rules) {
+      const v = value[rule.name]
+      if (v !== undefined) canonical += `${rule.name}=${String(v)}&`
+    }
+    Object.defineProperty(value, CANONICAL, { value: canonical })
     return { value }
   }
 }

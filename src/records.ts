@@ -9,10 +9,10 @@ import { kmFromHaverSin } from './sites/spatial.ts'
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
 
-/** Sends JSON that is already serialised (Fastify passes a string with a JSON type through as is). */
+/** Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer). */
 export function sendJson (reply: object, json: string): FastifyReply {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.
-  return (reply as FastifyReply).type(JSON_TYPE).send(json)
+  return (reply as FastifyReply).type(JSON_TYPE).send(Buffer.from(json))
 }
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */

@@ -62,10 +62,10 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       querystring: NearbyQuery,
       response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { ds, hits } = search(request, 1)
     request.rows = hits.length
-    return hits.length === 0 ? null : nearestRecord(ds, hits[0].position, hits[0].h, links)
+    return sendJson(reply, hits.length === 0 ? 'null' : JSON.stringify(nearestRecord(ds, hits[0].position, hits[0].h, links)))
   })
 }
 

@@ -21,7 +21,7 @@ export interface Dataset {
   path: string
   meta: DatasetMeta
   builtAt: string
-  /** Changes with every load, so cache keys of an older load never match. */
+  /** Names the file's content (built_at, site count, source): part of cache keys and ETags. */
   version: string
   count: number
   ids: string[]
@@ -44,8 +44,6 @@ export interface NearbyQuery extends SearchArea {
   categories: readonly number[]
   tag?: string
 }
-
-let loadCounter = 0
 
 const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
@@ -155,7 +153,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, qu
     path,
     meta,
     builtAt: meta.built_at,
-    version: `${meta.built_at}#${++loadCounter}`,
+    version: `${meta.built_at}|${meta.site_count}|${meta.source}`,
     count,
     ids,
     names,
