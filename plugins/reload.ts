@@ -7,7 +7,7 @@ import { InstanceRecord, type ReloadOutcome } from '../src/instances.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    reloadDatasets (reason: string): ReloadOutcome
+    reloadDatasets (reason: string): Promise<ReloadOutcome>
     instance: InstanceRecord
   }
 }
@@ -15,9 +15,9 @@ declare module 'fastify' {
 async function reload (app: FastifyInstance, options: { pollMs: number }) {
   const instance = new InstanceRecord(app.partners.store.db)
 
-  app.decorate('reloadDatasets', (reason: string) => {
+  app.decorate('reloadDatasets', async (reason: string) => {
     const started = performance.now()
-    const outcome = app.datasets.reload()
+    const outcome = await app.datasets.reload()
     const ms = Math.round(performance.now() - started)
     if (outcome.ok) app.log.info({ reason, ms, datasets: outcome.datasets }, 'datasets reloaded')
     else app.log.error({ reason, ms, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
@@ -26,15 +26,20 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   app.decorate('instance', instance)
 
   let failing = false
+  const fail = (err: unknown) => {
+    if (!failing) app.log.error({ err }, 'control.db could not be read or written for reload requests')
+    failing = true
+  }
   const timer = setInterval(() => {
     try {
       instance.heartbeat()
       const pending = instance.pendingRequests()
-      if (pending.length > 0) instance.answer(pending, app.reloadDatasets(`request ${pending.join(',')}`))
+      if (pending.length > 0) {
+        app.reloadDatasets(`request ${pending.join(',')}`).then((outcome) => instance.answer(pending, outcome)).catch(fail)
+      }
       failing = false
     } catch (err) {
-      if (!failing) app.log.error({ err }, 'control.db could not be read or written for reload requests')
-      failing = true
+      fail(err)
     }
   }, options.pollMs)
   timer.unref()

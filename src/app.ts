@@ -78,7 +78,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(errors)
-  await app.register(datasets, { dataDir: config.dataDir })
+  await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
   await app.register(reload, { pollMs: config.partnerRefreshMs })

@@ -37,6 +37,7 @@ export const EnvSchema = Type.Object({
   CACHE_MAX_MB: Type.Integer({ minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies' }),
   SANDBOX_SITE_COUNT: Type.Integer({ minimum: 0, maximum: 10_000_000, default: 20000, description: 'sites generated into a missing sandbox.db at first boot' }),
   SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
+  INDEX_WORKER_MIN_MB: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 16, description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot for fast boots' }),
   PARTNER_REFRESH_MS: Type.Integer({ minimum: 50, maximum: 5000, default: 1000, description: 'how often control.db is checked for partner changes (changes apply within this time)' }),
   COUNTER_SAVE_MS: Type.Integer({ minimum: 100, maximum: 5000, default: 2000, description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight' })
@@ -58,6 +59,7 @@ export interface Config {
   cacheMaxMb: number
   sandboxSiteCount: number
   sandboxSeed: string
+  indexWorkerMinMb: number
   partnerRefreshMs: number
   counterSaveMs: number
   shutdownTimeoutMs: number
@@ -119,6 +121,7 @@ export function loadConfig (
     cacheMaxMb: e.CACHE_MAX_MB,
     sandboxSiteCount: e.SANDBOX_SITE_COUNT,
     sandboxSeed: e.SANDBOX_SEED,
+    indexWorkerMinMb: e.INDEX_WORKER_MIN_MB,
     partnerRefreshMs: e.PARTNER_REFRESH_MS,
     counterSaveMs: e.COUNTER_SAVE_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS

@@ -35,7 +35,7 @@ async function main () {
     })
   }
   process.on('SIGHUP', () => {
-    if (!closing) app.reloadDatasets('SIGHUP')
+    if (!closing) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
   })
   process.on('SIGTERM', () => close('SIGTERM'))
   process.on('SIGINT', () => close('SIGINT'))

@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
-import { buildSubIndex, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
+import { buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
 export const TAG_INDEX_MIN_SITES = 1024
@@ -44,6 +44,9 @@ export interface NearbyQuery extends SearchArea {
   categories: readonly number[]
   tag?: string
 }
+
+/** Names the file's content: part of cache keys and ETags, the same in every process. */
+export const datasetVersion = (meta: DatasetMeta) => `${meta.built_at}|${meta.site_count}|${meta.source}`
 
 const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
@@ -138,7 +141,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, qu
   }
   const byCategory = new Map<number, SubIndex>()
   for (const [category, list] of categoryLists) byCategory.set(category, buildSubIndex(Uint32Array.from(list), lngs, lats))
-  const all = count === 0 ? undefined : buildSubIndex(Uint32Array.from({ length: count }, (_, i) => i), lngs, lats)
+  const all = count === 0 ? undefined : buildSubIndex(identity(count), lngs, lats)
 
   const tagSites = new Map<string, Uint32Array>()
   const tagIndexes = new Map<string, SubIndex>()
@@ -153,7 +156,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, qu
     path,
     meta,
     builtAt: meta.built_at,
-    version: `${meta.built_at}|${meta.site_count}|${meta.source}`,
+    version: datasetVersion(meta),
     count,
     ids,
     names,

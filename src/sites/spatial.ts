@@ -19,6 +19,13 @@ export interface Hit {
   h: number
 }
 
+/** 0, 1, ..., count - 1: the positions of an index over every site. */
+export function identity (count: number): Uint32Array {
+  const out = new Uint32Array(count)
+  for (let i = 0; i < count; i++) out[i] = i
+  return out
+}
+
 export function buildSubIndex (positions: Uint32Array, lngs: Float64Array, lats: Float64Array): SubIndex {
   if (positions.length === 0) throw new Error('a sub-index needs at least one site')
   const kd = new KDBush(positions.length)

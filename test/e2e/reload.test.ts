@@ -8,7 +8,8 @@ import { site, tmpDataDir } from '../helper.ts'
 import { admin, adminAsync, startServer } from '../run.ts'
 
 const dir = tmpDataDir(t)
-const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', PARTNER_REFRESH_MS: '200' }
+// INDEX_WORKER_MIN_MB=0: every file goes through the worker and its index snapshot, as 1M-site files do
+const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', PARTNER_REFRESH_MS: '200', INDEX_WORKER_MIN_MB: '0' }
 const created = admin(['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json'], env)
 let token = JSON.parse(created.stdout).token as string
 admin(['partners', 'update', 'live', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)

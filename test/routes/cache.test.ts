@@ -82,6 +82,6 @@ t.test('tags are the same in another process on the same data (restarts, several
 t.test('a reload makes new data visible at once', async (t) => {
   t.same(ids((await get('hotels')).body), ['c-4'])
   writeDataset(join(dataDir, 'sandbox.db'), [site('new-4', 4, 51.5, -0.12)], { source: 'test', precision: 3 })
-  t.equal(app.reloadDatasets('test').ok, true)
+  t.equal((await app.reloadDatasets('test')).ok, true)
   t.same(ids((await get('hotels')).body), ['new-4'])
 })

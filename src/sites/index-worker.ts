@@ -1,0 +1,37 @@
+// Worker thread: verifies a dataset file and makes sure its index snapshot is current, so that
+// the main thread only reads the snapshot and never stalls on a million SQLite rows.
+import { parentPort, workerData } from 'node:worker_threads'
+import Database from 'better-sqlite3'
+import type { DatasetName } from './dataset-file.ts'
+import { loadDataset } from './dataset.ts'
+import { snapshotCurrent, writeSnapshot } from './snapshot.ts'
+
+export interface IndexJob { path: string, name: DatasetName, verify: boolean }
+export type IndexResult = { ok: true, built: boolean, snapshotError?: string } | { ok: false, error: string }
+
+function run ({ path, name, verify }: IndexJob): IndexResult {
+  try {
+    if (verify) {
+      const db = new Database(path, { readonly: true, fileMustExist: true })
+      try {
+        const check = db.pragma('quick_check', { simple: true })
+        if (check !== 'ok') return { ok: false, error: `${path}: quick_check failed: ${String(check)}` }
+      } finally {
+        db.close()
+      }
+    }
+    if (snapshotCurrent(path)) return { ok: true, built: false }
+    const ds = loadDataset(path, name, { quickCheck: !verify })
+    try {
+      writeSnapshot(ds)
+    } catch (err) {
+      return { ok: true, built: false, snapshotError: (err as Error).message }
+    }
+    return { ok: true, built: true }
+  } catch (err) {
+    const message = (err as Error).message
+    return { ok: false, error: message.startsWith(path) ? message : `${path}: ${message}` }
+  }
+}
+
+parentPort?.postMessage(run(workerData as IndexJob))

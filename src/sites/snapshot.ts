@@ -1,0 +1,200 @@
+// The index snapshot: a dataset as the service holds it (arrays in id order, kdbush indexes),
+// written beside the dataset file (`production.db.index`) once that file has passed every check,
+// and read back in a fraction of the time the SQLite rows take. It names the file it was made
+// from (size, mtime and meta); a snapshot that does not match the file is ignored.
+import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import KDBush from 'kdbush'
+import Database from 'better-sqlite3'
+import type { DatasetMeta, DatasetName } from './dataset-file.ts'
+import { datasetVersion, type Dataset } from './dataset.ts'
+import { identity, type SubIndex } from './spatial.ts'
+
+const MAGIC = 'LSPIDX02'
+export const snapshotPath = (datasetFile: string) => `${datasetFile}.index`
+
+interface SectionTable { [name: string]: [offset: number, length: number] }
+interface Header {
+  file: { size: number, mtimeMs: number }
+  meta: DatasetMeta
+  count: number
+  categories: number[]
+  tags: string[]
+  indexedTags: string[]
+  sections: SectionTable
+}
+
+/** What identifies the dataset file: a snapshot of another version of it is worthless. */
+function fileIdentity (path: string) {
+  const s = statSync(path)
+  return { size: s.size, mtimeMs: s.mtimeMs }
+}
+
+function readMeta (path: string): DatasetMeta {
+  const db = new Database(path, { readonly: true, fileMustExist: true })
+  try {
+    return Object.fromEntries((db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value])) as DatasetMeta
+  } finally {
+    db.close()
+  }
+}
+
+export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
+  const parts: Buffer[] = []
+  const sections: SectionTable = {}
+  let offset = 0
+  const add = (name: string, data: Buffer | ArrayBufferView | ArrayBuffer) => {
+    const buf = data instanceof ArrayBuffer ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+    sections[name] = [offset, buf.length]
+    parts.push(buf)
+    offset += buf.length
+    const pad = (8 - (offset % 8)) % 8 // typed arrays read back in place need aligned offsets
+    if (pad) { parts.push(Buffer.alloc(pad)); offset += pad }
+  }
+  const codes = (values: string[]) => {
+    const table: string[] = []
+    const index = new Map<string, number>()
+    const idx = new Uint16Array(values.length)
+    for (let i = 0; i < values.length; i++) {
+      let k = index.get(values[i])
+      if (k === undefined) { index.set(values[i], k = table.length); table.push(values[i]) }
+      idx[i] = k
+    }
+    return { table, idx }
+  }
+  add('ids', Buffer.from(JSON.stringify(ds.ids)))
+  add('names', Buffer.from(JSON.stringify(ds.names)))
+  const regions = codes(ds.regions)
+  const countries = codes(ds.countries)
+  add('regionTable', Buffer.from(JSON.stringify(regions.table)))
+  add('regionIdx', regions.idx)
+  add('countryTable', Buffer.from(JSON.stringify(countries.table)))
+  add('countryIdx', countries.idx)
+  add('categories', ds.categories)
+  add('lats', ds.lats)
+  add('lngs', ds.lngs)
+  if (ds.all) add('all', ds.all.kd.data as ArrayBuffer)
+  const categories = [...ds.byCategory.keys()]
+  for (const c of categories) {
+    add(`cat:${c}:positions`, ds.byCategory.get(c)!.positions)
+    add(`cat:${c}:kd`, ds.byCategory.get(c)!.kd.data as ArrayBuffer)
+  }
+  const tags = [...ds.tagSites.keys()]
+  for (const tag of tags) add(`tag:${tag}`, ds.tagSites.get(tag)!)
+  const indexedTags = [...ds.tagIndexes.keys()]
+  for (const tag of indexedTags) add(`tagkd:${tag}`, ds.tagIndexes.get(tag)!.kd.data as ArrayBuffer)
+
+  const header: Header = { file: fileIdentity(ds.path), meta: ds.meta, count: ds.count, categories, tags, indexedTags, sections }
+  const headerBytes = Buffer.from(JSON.stringify(header))
+  const lead = Buffer.alloc(16)
+  lead.write(MAGIC, 0, 'latin1')
+  lead.writeUInt32LE(headerBytes.length, 8)
+  const headerPad = Buffer.alloc((8 - ((16 + headerBytes.length) % 8)) % 8)
+  const tmp = `${target}.${process.pid}.tmp`
+  const fd = openSync(tmp, 'w')
+  try {
+    for (const chunk of [lead, headerBytes, headerPad, ...parts]) writeFileSync(fd, chunk)
+    fsyncSync(fd)
+  } catch (err) {
+    closeSync(fd)
+    rmSync(tmp, { force: true })
+    throw err
+  }
+  closeSync(fd)
+  renameSync(tmp, target)
+}
+
+/**
+ * The dataset from its snapshot, or undefined when there is none or it does not match the
+ * dataset file as it is now (then the file must be read and checked the slow way).
+ */
+export function readSnapshot (path: string, name: DatasetName): Dataset | undefined {
+  let raw: Buffer
+  try {
+    raw = readFileSync(snapshotPath(path))
+  } catch {
+    return undefined
+  }
+  try {
+    if (raw.length < 16 || raw.toString('latin1', 0, 8) !== MAGIC) return undefined
+    const headerLength = raw.readUInt32LE(8)
+    const header = JSON.parse(raw.toString('utf8', 16, 16 + headerLength)) as Header
+    const current = fileIdentity(path)
+    if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return undefined
+    const meta = readMeta(path)
+    if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return undefined
+    const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
+    const section = (key: string) => {
+      const entry = header.sections[key]
+      if (!entry) throw new Error(`snapshot has no section ${key}`)
+      const [offset, length] = entry
+      if (base + offset + length > raw.length) throw new Error('snapshot is cut short')
+      return { start: base + offset, length }
+    }
+    const json = <T>(key: string): T => {
+      const { start, length } = section(key)
+      return JSON.parse(raw.toString('utf8', start, start + length)) as T
+    }
+    // Typed arrays are copied out, so the file's buffer can go once loading is done.
+    const copy = (key: string) => {
+      const { start, length } = section(key)
+      return raw.buffer.slice(raw.byteOffset + start, raw.byteOffset + start + length) as ArrayBuffer
+    }
+    const count = header.count
+    const ids = json<string[]>('ids')
+    const names = json<string[]>('names')
+    const expand = (tableKey: string, idxKey: string) => {
+      const table = json<string[]>(tableKey)
+      const idx = new Uint16Array(copy(idxKey))
+      const out = new Array<string>(count)
+      for (let i = 0; i < count; i++) out[i] = table[idx[i]]
+      return out
+    }
+    const regions = expand('regionTable', 'regionIdx')
+    const countries = expand('countryTable', 'countryIdx')
+    const categories = new Int32Array(copy('categories'))
+    const lats = new Float64Array(copy('lats'))
+    const lngs = new Float64Array(copy('lngs'))
+    if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count) return undefined
+
+    const all: SubIndex | undefined = count === 0 ? undefined : { kd: KDBush.from(copy('all')), positions: identity(count) }
+    const byCategory = new Map<number, SubIndex>()
+    for (const c of header.categories) {
+      byCategory.set(c, { kd: KDBush.from(copy(`cat:${c}:kd`)), positions: new Uint32Array(copy(`cat:${c}:positions`)) })
+    }
+    const tagSites = new Map<string, Uint32Array>()
+    for (const tag of header.tags) tagSites.set(tag, new Uint32Array(copy(`tag:${tag}`)))
+    const tagIndexes = new Map<string, SubIndex>()
+    for (const tag of header.indexedTags) tagIndexes.set(tag, { kd: KDBush.from(copy(`tagkd:${tag}`)), positions: tagSites.get(tag)! })
+
+    return {
+      name, path, meta, builtAt: meta.built_at, version: datasetVersion(meta),
+      count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes
+    }
+  } catch {
+    return undefined // unreadable or inconsistent: the slow way rebuilds it
+  }
+}
+
+/** True when a snapshot exists and names the dataset file as it is now (reads the header only). */
+export function snapshotCurrent (path: string): boolean {
+  let fd: number
+  try {
+    fd = openSync(snapshotPath(path), 'r')
+  } catch {
+    return false
+  }
+  try {
+    const lead = Buffer.alloc(16)
+    if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return false
+    const headerBytes = Buffer.alloc(lead.readUInt32LE(8))
+    readSync(fd, headerBytes, 0, headerBytes.length, 16)
+    const header = JSON.parse(headerBytes.toString('utf8')) as Header
+    const current = fileIdentity(path)
+    return current.size === header.file.size && current.mtimeMs === header.file.mtimeMs &&
+      JSON.stringify(readMeta(path)) === JSON.stringify(header.meta)
+  } catch {
+    return false
+  } finally {
+    closeSync(fd)
+  }
+}

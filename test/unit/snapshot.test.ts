@@ -1,0 +1,80 @@
+// Index snapshots: the same dataset as the SQLite file gives, and never a stale or broken one.
+import { readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import t from 'tap'
+import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
+import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+import { readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
+import { buildTestApp, randomSites, site, tmpDataDir } from '../helper.ts'
+
+const plain = (ds: ReturnType<typeof loadDataset>) => ({
+  ...ds,
+  all: ds.all && { data: Buffer.from(ds.all.kd.data as ArrayBuffer), positions: [...ds.all.positions] },
+  byCategory: [...ds.byCategory].map(([c, i]) => [c, Buffer.from(i.kd.data as ArrayBuffer), [...i.positions]]),
+  tagSites: [...ds.tagSites].map(([tag, list]) => [tag, [...list]]),
+  tagIndexes: [...ds.tagIndexes].map(([tag, i]) => [tag, Buffer.from(i.kd.data as ArrayBuffer)])
+})
+
+t.test('a snapshot reads back the dataset exactly', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'production')
+  const sites = [...randomSites('snap', 4000, 'q'), site('odd', 7, 1, 1, [], { name: 'Quote " ✈ \u2028', region: 'OCE', country: 'NZ' })]
+  // one tag on 1,100 sites, so a tag index is written too
+  for (let i = 0; i < 1100; i++) sites[i].tags = [...sites[i].tags, '~common']
+  writeDataset(path, sites, { source: 'test', precision: 3 })
+  t.equal(readSnapshot(path, 'production'), undefined, 'none yet')
+  t.equal(snapshotCurrent(path), false)
+  const fromFile = loadDataset(path, 'production')
+  t.ok(fromFile.tagIndexes.has('~common'))
+  writeSnapshot(fromFile)
+  t.equal(snapshotCurrent(path), true)
+  const fromSnapshot = readSnapshot(path, 'production')!
+  t.ok(fromSnapshot)
+  t.same(plain(fromSnapshot), plain(fromFile))
+  const random = seededRandom('snap-queries')
+  for (let i = 0; i < 300; i++) {
+    const q = { lat: random() * 180 - 90, lng: random() * 360 - 180, radiusKm: 5000 * random(), limit: 1 + Math.floor(random() * 50), categories: [2, 4, 5, 6, 7, 8, 9, 10], tag: random() < 0.3 ? '~common' : undefined }
+    if (JSON.stringify(findNearby(fromSnapshot, q)) !== JSON.stringify(findNearby(fromFile, q))) { t.fail('search differs', q); return }
+  }
+})
+
+t.test('a snapshot of another version of the file, or a broken one, is ignored', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'sandbox')
+  writeDataset(path, [site('a', 4, 1, 1)], { source: 'one', precision: 3 })
+  writeSnapshot(loadDataset(path, 'sandbox'))
+  const good = readFileSync(snapshotPath(path))
+  writeDataset(path, [site('b', 4, 1, 1)], { source: 'two', precision: 3 })
+  t.equal(readSnapshot(path, 'sandbox'), undefined, 'the file was replaced')
+  t.equal(snapshotCurrent(path), false)
+  writeSnapshot(loadDataset(path, 'sandbox'))
+  t.equal(readSnapshot(path, 'sandbox')!.ids[0], 'b')
+  utimesSync(path, new Date(), new Date(Date.now() + 5000))
+  t.equal(readSnapshot(path, 'sandbox'), undefined, 'the file was touched')
+  writeSnapshot(loadDataset(path, 'sandbox'))
+  const bytes = readFileSync(snapshotPath(path))
+  writeFileSync(snapshotPath(path), bytes.subarray(0, bytes.length - 9))
+  t.equal(readSnapshot(path, 'sandbox'), undefined, 'cut short')
+  writeFileSync(snapshotPath(path), Buffer.concat([Buffer.from('garbage!'), bytes.subarray(8)]))
+  t.equal(readSnapshot(path, 'sandbox'), undefined, 'not a snapshot')
+  writeFileSync(snapshotPath(path), good)
+  t.equal(readSnapshot(path, 'sandbox'), undefined, 'an old snapshot put back')
+})
+
+t.test('the service indexes large files in a worker, boots from the snapshot, verifies on reload', async (t) => {
+  const sites = randomSites('worker', 3000, 'w')
+  const { app, dataDir } = await buildTestApp(t, { production: sites }, { INDEX_WORKER_MIN_MB: '0' })
+  const path = datasetPath(dataDir, 'production')
+  t.equal(snapshotCurrent(path), true, 'the worker wrote the snapshot at boot')
+  t.equal(app.datasets.get('production').count, 3000)
+  writeDataset(path, sites.slice(0, 100), { source: 'smaller', precision: 3 })
+  const outcome = await app.reloadDatasets('test')
+  t.equal(outcome.ok, true)
+  t.equal(app.datasets.get('production').count, 100)
+  t.equal(snapshotCurrent(path), true, 'and wrote it again for the new file')
+  writeFileSync(path, 'corrupt')
+  const refused = await app.reloadDatasets('test')
+  t.equal(refused.ok, false)
+  t.match(refused.ok === false && refused.error, /production\.db: /)
+  t.equal(app.datasets.get('production').count, 100, 'the old data keeps serving')
+})
