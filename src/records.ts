@@ -10,9 +10,9 @@ export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer). */
-export function sendJson (reply: object, json: string): FastifyReply {
+export function sendJson (reply: object, json: string | Buffer): FastifyReply {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.
-  return (reply as FastifyReply).type(JSON_TYPE).send(Buffer.from(json))
+  return (reply as FastifyReply).type(JSON_TYPE).send(typeof json === 'string' ? Buffer.from(json) : json)
 }
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
@@ -53,43 +53,94 @@ export function mapMinimalRecord (ds: Dataset, position: number, links: string):
   return { id, category: String(ds.categories[position]), latitude: ds.lats[position], longitude: ds.lngs[position], helipaddy_link: links + id }
 }
 
-interface Fragments { full: (string | undefined)[], minimal: (string | undefined)[] }
+/**
+ * The JSON of one record form for every site of a dataset, made on first use and kept as
+ * bytes in large chunks (no object or string per site), so that an answer is assembled by
+ * copying bytes: no serialising, no string joining, no encoding on the hot path.
+ */
+class FragmentStore {
+  static readonly CHUNK_BYTES = 8 * 1024 * 1024
+  private readonly chunks: Buffer[] = []
+  private used = FragmentStore.CHUNK_BYTES
+  private readonly chunkOf: Uint16Array
+  private readonly offsetOf: Uint32Array
+  private readonly lengthOf: Uint32Array // 0: not made yet
+
+  constructor (count: number, private readonly make: (position: number) => string) {
+    this.chunkOf = new Uint16Array(count)
+    this.offsetOf = new Uint32Array(count)
+    this.lengthOf = new Uint32Array(count)
+  }
+
+  /** Byte length of a site's fragment, making it if needed. */
+  length (p: number): number {
+    const known = this.lengthOf[p]
+    if (known !== 0) return known
+    const json = this.make(p)
+    const bytes = Buffer.byteLength(json)
+    if (this.used + bytes > FragmentStore.CHUNK_BYTES) {
+      this.chunks.push(Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes)))
+      this.used = 0
+    }
+    const chunk = this.chunks.length - 1
+    this.chunks[chunk].write(json, this.used, 'utf8')
+    this.chunkOf[p] = chunk
+    this.offsetOf[p] = this.used
+    this.lengthOf[p] = bytes
+    this.used += bytes
+    return bytes
+  }
+
+  copy (p: number, target: Buffer, at: number): number {
+    const offset = this.offsetOf[p]
+    return this.chunks[this.chunkOf[p]].copy(target, at, offset, offset + this.lengthOf[p])
+  }
+
+  /** `[` fragments joined by `,` `]`, with `head` before and `tail` after. */
+  array (positions: ArrayLike<number>, head = '', tail = ''): Buffer {
+    let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
+    for (let i = 0; i < positions.length; i++) total += this.length(positions[i])
+    const out = Buffer.allocUnsafe(total)
+    let at = out.write(head, 0, 'latin1')
+    out[at++] = 0x5b // [
+    for (let i = 0; i < positions.length; i++) {
+      if (i > 0) out[at++] = 0x2c // ,
+      at += this.copy(positions[i], out, at)
+    }
+    out[at++] = 0x5d // ]
+    out.write(tail, at, 'latin1')
+    return out
+  }
+
+  one (p: number): Buffer {
+    const out = Buffer.allocUnsafe(this.length(p))
+    this.copy(p, out, 0)
+    return out
+  }
+}
+
+interface Fragments { full: FragmentStore, minimal: FragmentStore }
 const fragmentCache = new WeakMap<Dataset, Map<string, Fragments>>()
 
 function fragmentsOf (ds: Dataset, links: string): Fragments {
   let byLinks = fragmentCache.get(ds)
   if (!byLinks) fragmentCache.set(ds, byLinks = new Map())
   let f = byLinks.get(links)
-  if (!f) byLinks.set(links, f = { full: new Array(ds.count), minimal: new Array(ds.count) })
+  if (!f) {
+    byLinks.set(links, f = {
+      full: new FragmentStore(ds.count, (p) => JSON.stringify(siteRecord(ds, p, links))),
+      minimal: new FragmentStore(ds.count, (p) => JSON.stringify(mapMinimalRecord(ds, p, links)))
+    })
+  }
   return f
 }
 
-/** JSON of a full record, made on first use and kept. */
-export function siteJson (ds: Dataset, position: number, links: string): string {
-  const f = fragmentsOf(ds, links)
-  return f.full[position] ??= JSON.stringify(siteRecord(ds, position, links))
-}
+/** JSON of a full record. */
+export const siteJson = (ds: Dataset, position: number, links: string): Buffer => fragmentsOf(ds, links).full.one(position)
 
 /** JSON array of full records. */
-export function sitesJson (ds: Dataset, positions: ArrayLike<number>, links: string): string {
-  if (positions.length === 0) return '[]'
-  const f = fragmentsOf(ds, links)
-  let out = '['
-  for (let i = 0; i < positions.length; i++) {
-    const p = positions[i]
-    out += (i === 0 ? '' : ',') + (f.full[p] ??= JSON.stringify(siteRecord(ds, p, links)))
-  }
-  return out + ']'
-}
+export const sitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string): Buffer => fragmentsOf(ds, links).full.array(positions)
 
-/** JSON array of map-minimal records. */
-export function minimalSitesJson (ds: Dataset, positions: ArrayLike<number>, links: string): string {
-  if (positions.length === 0) return '[]'
-  const f = fragmentsOf(ds, links)
-  let out = '['
-  for (let i = 0; i < positions.length; i++) {
-    const p = positions[i]
-    out += (i === 0 ? '' : ',') + (f.minimal[p] ??= JSON.stringify(mapMinimalRecord(ds, p, links)))
-  }
-  return out + ']'
-}
+/** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
+export const minimalSitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head = '', tail = ''): Buffer =>
+  fragmentsOf(ds, links).minimal.array(positions, head, tail)

@@ -28,8 +28,9 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     const { total, positions } = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
     request.rows = positions.length
     // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
+    // (the tag is ASCII by its pattern, so the head is too)
     const head = `{"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)},"sites":`
-    return sendJson(reply, head + minimalSitesJson(ds, positions, links) + '}')
+    return sendJson(reply, minimalSitesJson(ds, positions, links, head, '}'))
   })
 }
 

@@ -52,13 +52,23 @@ const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
 
 /** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
-export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
-  let db: Database.Database
+/** Opens a dataset file read-only; a missing or unopenable file is a DatasetError that says so. */
+export function openDatasetFile (path: string): Database.Database {
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true })
+    return new Database(path, { readonly: true, fileMustExist: true })
   } catch (err) {
     throw new DatasetError(path, `cannot open (${(err as Error).message})`)
   }
+}
+
+/** The result of PRAGMA quick_check, as a DatasetError when it is not "ok". */
+export function quickCheck (db: Database.Database, path: string) {
+  const result = db.pragma('quick_check', { simple: true })
+  if (result !== 'ok') throw new DatasetError(path, `quick_check failed: ${String(result)}`)
+}
+
+export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
+  const db = openDatasetFile(path)
   try {
     return readDataset(db, path, name, options.quickCheck ?? true)
   } catch (err) {
@@ -69,11 +79,8 @@ export function loadDataset (path: string, name: DatasetName, options: { quickCh
   }
 }
 
-function readDataset (db: Database.Database, path: string, name: DatasetName, quickCheck: boolean): Dataset {
-  if (quickCheck) {
-    const result = db.pragma('quick_check', { simple: true })
-    if (result !== 'ok') throw new DatasetError(path, `quick_check failed: ${String(result)}`)
-  }
+function readDataset (db: Database.Database, path: string, name: DatasetName, check: boolean): Dataset {
+  if (check) quickCheck(db, path)
   const meta = Object.fromEntries(
     (db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value])
   ) as DatasetMeta

@@ -1,9 +1,8 @@
 // Worker thread: verifies a dataset file and makes sure its index snapshot is current, so that
 // the main thread only reads the snapshot and never stalls on a million SQLite rows.
 import { parentPort, workerData } from 'node:worker_threads'
-import Database from 'better-sqlite3'
 import type { DatasetName } from './dataset-file.ts'
-import { loadDataset } from './dataset.ts'
+import { loadDataset, openDatasetFile, quickCheck } from './dataset.ts'
 import { snapshotCurrent, writeSnapshot } from './snapshot.ts'
 
 export interface IndexJob { path: string, name: DatasetName, verify: boolean }
@@ -12,10 +11,9 @@ export type IndexResult = { ok: true, built: boolean, snapshotError?: string } |
 function run ({ path, name, verify }: IndexJob): IndexResult {
   try {
     if (verify) {
-      const db = new Database(path, { readonly: true, fileMustExist: true })
+      const db = openDatasetFile(path)
       try {
-        const check = db.pragma('quick_check', { simple: true })
-        if (check !== 'ok') return { ok: false, error: `${path}: quick_check failed: ${String(check)}` }
+        quickCheck(db, path)
       } finally {
         db.close()
       }

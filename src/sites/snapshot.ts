@@ -2,7 +2,7 @@
 // written beside the dataset file (`production.db.index`) once that file has passed every check,
 // and read back in a fraction of the time the SQLite rows take. It names the file it was made
 // from (size, mtime and meta); a snapshot that does not match the file is ignored.
-import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
@@ -108,63 +108,69 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
  * dataset file as it is now (then the file must be read and checked the slow way).
  */
 export function readSnapshot (path: string, name: DatasetName): Dataset | undefined {
-  let raw: Buffer
+  let fd: number
   try {
-    raw = readFileSync(snapshotPath(path))
+    fd = openSync(snapshotPath(path), 'r')
   } catch {
     return undefined
   }
   try {
-    if (raw.length < 16 || raw.toString('latin1', 0, 8) !== MAGIC) return undefined
-    const headerLength = raw.readUInt32LE(8)
-    const header = JSON.parse(raw.toString('utf8', 16, 16 + headerLength)) as Header
+    // Section by section, each read into a buffer of its own: no copy of the whole file in
+    // memory, and the kdbush indexes are read straight into the ArrayBuffers they live in.
+    const size = fstatSync(fd).size
+    const lead = Buffer.alloc(16)
+    if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return undefined
+    const headerLength = lead.readUInt32LE(8)
+    const headerBytes = Buffer.alloc(headerLength)
+    if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return undefined
+    const header = JSON.parse(headerBytes.toString('utf8')) as Header
     const current = fileIdentity(path)
     if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return undefined
     const meta = readMeta(path)
     if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return undefined
     const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
-    const section = (key: string) => {
+    const read = (key: string): ArrayBuffer => {
       const entry = header.sections[key]
       if (!entry) throw new Error(`snapshot has no section ${key}`)
       const [offset, length] = entry
-      if (base + offset + length > raw.length) throw new Error('snapshot is cut short')
-      return { start: base + offset, length }
+      if (base + offset + length > size) throw new Error('snapshot is cut short')
+      const out = new ArrayBuffer(length)
+      const view = new Uint8Array(out)
+      let done = 0
+      while (done < length) {
+        const n = readSync(fd, view, done, length - done, base + offset + done)
+        if (n <= 0) throw new Error('snapshot is cut short')
+        done += n
+      }
+      return out
     }
-    const json = <T>(key: string): T => {
-      const { start, length } = section(key)
-      return JSON.parse(raw.toString('utf8', start, start + length)) as T
-    }
-    // Typed arrays are copied out, so the file's buffer can go once loading is done.
-    const copy = (key: string) => {
-      const { start, length } = section(key)
-      return raw.buffer.slice(raw.byteOffset + start, raw.byteOffset + start + length) as ArrayBuffer
-    }
+    const json = <T>(key: string): T => JSON.parse(Buffer.from(read(key)).toString('utf8')) as T
     const count = header.count
     const ids = json<string[]>('ids')
     const names = json<string[]>('names')
     const expand = (tableKey: string, idxKey: string) => {
       const table = json<string[]>(tableKey)
-      const idx = new Uint16Array(copy(idxKey))
+      const idx = new Uint16Array(read(idxKey))
       const out = new Array<string>(count)
       for (let i = 0; i < count; i++) out[i] = table[idx[i]]
       return out
     }
     const regions = expand('regionTable', 'regionIdx')
     const countries = expand('countryTable', 'countryIdx')
-    const categories = new Int32Array(copy('categories'))
-    const lats = new Float64Array(copy('lats'))
-    const lngs = new Float64Array(copy('lngs'))
+    const categories = new Int32Array(read('categories'))
+    const lats = new Float64Array(read('lats'))
+    const lngs = new Float64Array(read('lngs'))
     if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count) return undefined
 
-    const all: SubIndex | undefined = count === 0 ? undefined : { kd: KDBush.from(copy('all')), positions: identity(count) }
+    const all: SubIndex | undefined = count === 0 ? undefined : { kd: KDBush.from(read('all')), positions: identity(count) }
     const byCategory = new Map<number, SubIndex>()
     for (const c of header.categories) {
-      byCategory.set(c, { kd: KDBush.from(copy(`cat:${c}:kd`)), positions: new Uint32Array(copy(`cat:${c}:positions`)) })
+      byCategory.set(c, { kd: KDBush.from(read(`cat:${c}:kd`)), positions: new Uint32Array(read(`cat:${c}:positions`)) })
     }
     const tagSites = new Map<string, Uint32Array>()
-    for (const tag of header.tags) tagSites.set(tag, new Uint32Array(copy(`tag:${tag}`)))
+    for (const tag of header.tags) tagSites.set(tag, new Uint32Array(read(`tag:${tag}`)))
     const tagIndexes = new Map<string, SubIndex>()
-    for (const tag of header.indexedTags) tagIndexes.set(tag, { kd: KDBush.from(copy(`tagkd:${tag}`)), positions: tagSites.get(tag)! })
+    for (const tag of header.indexedTags) tagIndexes.set(tag, { kd: KDBush.from(read(`tagkd:${tag}`)), positions: tagSites.get(tag)! })
 
     return {
       name, path, meta, builtAt: meta.built_at, version: datasetVersion(meta),
@@ -172,6 +178,8 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     }
   } catch {
     return undefined // unreadable or inconsistent: the slow way rebuilds it
+  } finally {
+    closeSync(fd)
   }
 }
 

@@ -16,11 +16,11 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
   const all = Array.from({ length: ds.count }, (_, i) => i)
   const reversed = [...all].reverse()
   for (const positions of [all, reversed, [3], []]) {
-    t.equal(sitesJson(ds, positions, links), JSON.stringify(positions.map((p) => siteRecord(ds, p, links))))
-    t.equal(minimalSitesJson(ds, positions, links), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
+    t.equal(sitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => siteRecord(ds, p, links))))
+    t.equal(minimalSitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
   }
-  for (const p of all) t.equal(siteJson(ds, p, links), JSON.stringify(siteRecord(ds, p, links)))
-  t.equal(sitesJson(ds, all, 'https://other/pad/'), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
+  for (const p of all) t.equal(siteJson(ds, p, links).toString(), JSON.stringify(siteRecord(ds, p, links)))
+  t.equal(sitesJson(ds, all, "https://other/pad/").toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
 })
 
 t.test('answers over HTTP are byte for byte JSON.stringify of the records', async (t) => {
