@@ -127,9 +127,22 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
   if (!byLinks) fragmentCache.set(ds, byLinks = new Map())
   let f = byLinks.get(links)
   if (!f) {
+    // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
+    // byte for byte), written out by hand: ids, regions, countries and categories need no
+    // escaping by their formats, a finite number's JSON is its String, and only the name and
+    // the link prefix are escaped (the prefix once).
+    const escapedLinks = JSON.stringify(links).slice(1, -1)
+    const { ids, names, regions, countries, categories, lats, lngs } = ds
     byLinks.set(links, f = {
-      full: new FragmentStore(ds.count, (p) => JSON.stringify(siteRecord(ds, p, links))),
-      minimal: new FragmentStore(ds.count, (p) => JSON.stringify(mapMinimalRecord(ds, p, links)))
+      full: new FragmentStore(ds.count, (p) => {
+        const id = ids[p]
+        return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names[p])},"region":"${regions[p]}","country":"${countries[p]}",` +
+          `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+      }),
+      minimal: new FragmentStore(ds.count, (p) => {
+        const id = ids[p]
+        return `{"id":"${id}","category":"${categories[p]}","latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+      })
     })
   }
   return f

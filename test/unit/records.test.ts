@@ -20,7 +20,10 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
     t.equal(minimalSitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
   }
   for (const p of all) t.equal(siteJson(ds, p, links).toString(), JSON.stringify(siteRecord(ds, p, links)))
-  t.equal(sitesJson(ds, all, "https://other/pad/").toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
+  t.equal(sitesJson(ds, all, 'https://other/pad/').toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
+  const odd = 'https://x.example/a"b\\c/pad/'
+  t.equal(sitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, odd))), 'a link prefix that needs escaping')
+  t.equal(minimalSitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, odd))))
 })
 
 t.test('answers over HTTP are byte for byte JSON.stringify of the records', async (t) => {
