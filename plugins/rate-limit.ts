@@ -7,7 +7,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type Database from 'better-sqlite3'
 import { ApiError } from '../src/errors.ts'
-import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds, type HitResult } from '../src/limits/limiter.ts'
+import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds, type HitResult, type SecondBucket } from '../src/limits/limiter.ts'
 import { TelemetryFeed } from '../src/usage/telemetry.ts'
 
 declare module 'fastify' {
@@ -29,17 +29,27 @@ export interface RateLimitOptions {
   saveMs: number
 }
 
-const COUNTERS_DDL = `CREATE TABLE IF NOT EXISTS rate_logs (
-  partner_id TEXT PRIMARY KEY, saved_at INTEGER NOT NULL, entries BLOB NOT NULL)`
+// Saved per partner and second: small upserts, however busy the partner (see LocalStore.restore).
+const COUNTERS_DDL = `CREATE TABLE IF NOT EXISTS rate_buckets (
+  partner_id TEXT NOT NULL, second INTEGER NOT NULL, requests INTEGER NOT NULL, rows INTEGER NOT NULL,
+  PRIMARY KEY (partner_id, second)) WITHOUT ROWID`
+
+/** A request's rows are known only when it is answered: seconds this recent are saved again. */
+const RESAVE_MS = 10_000
 
 function restore (db: Database.Database, store: LocalStore, now: number): number {
   db.exec(COUNTERS_DDL)
-  const rows = db.prepare('SELECT partner_id, entries FROM rate_logs').all() as { partner_id: string, entries: Buffer }[]
-  for (const row of rows) {
-    const flat = new Float64Array(row.entries.buffer.slice(row.entries.byteOffset, row.entries.byteOffset + row.entries.byteLength))
-    store.restore(row.partner_id, flat, now)
+  db.prepare('DELETE FROM rate_buckets WHERE second < ?').run(Math.floor((now - 86_400_000) / 1000))
+  const rows = db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets ORDER BY partner_id, second').all() as
+    { partner_id: string, second: number, requests: number, rows: number }[]
+  const byPartner = new Map<string, SecondBucket[]>()
+  for (const r of rows) {
+    let list = byPartner.get(r.partner_id)
+    if (!list) byPartner.set(r.partner_id, list = [])
+    list.push({ second: r.second, requests: r.requests, rows: r.rows })
   }
-  return rows.length
+  for (const [partner, buckets] of byPartner) store.restore(partner, buckets, now)
+  return byPartner.size
 }
 
 async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
@@ -51,21 +61,31 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   const restored = restore(db, store, clock())
   app.log.info({ partners: restored }, 'rate-limit counters restored')
 
-  const upsert = db.prepare('INSERT INTO rate_logs (partner_id, saved_at, entries) VALUES (?, ?, ?) ' +
-    'ON CONFLICT (partner_id) DO UPDATE SET saved_at = excluded.saved_at, entries = excluded.entries')
+  const upsert = db.prepare('INSERT INTO rate_buckets (partner_id, second, requests, rows) VALUES (?, ?, ?, ?) ' +
+    'ON CONFLICT (partner_id, second) DO UPDATE SET requests = excluded.requests, rows = excluded.rows')
+  const prune = db.prepare('DELETE FROM rate_buckets WHERE second < ?')
   let saveFailing = false
+  let savedUntil = 0 // seconds before this were saved and will not change
+  let lastPrune = 0
   const save = () => {
-    const dirty = store.takeDirty()
+    const now = clock()
+    const dirty = store.takeDirty(savedUntil)
     if (dirty.length === 0) return
     try {
-      const now = clock()
       db.transaction(() => {
-        for (const { key, entries } of dirty) upsert.run(key, now, Buffer.from(new Float64Array(entries).buffer))
+        for (const { key, buckets } of dirty) {
+          for (const b of buckets) upsert.run(key, b.second, b.requests, b.rows)
+        }
+        if (now - lastPrune > 600_000) {
+          prune.run(Math.floor((now - 86_400_000) / 1000))
+          lastPrune = now
+        }
       })()
+      savedUntil = Math.floor((now - RESAVE_MS) / 1000) * 1000
       if (saveFailing) app.log.info('rate-limit counters are saved to control.db again')
       saveFailing = false
     } catch (err) {
-      for (const { key } of dirty) store.dirty.add(key) // try again next time
+      for (const { key } of dirty) store.dirty.add(key) // try again next time, from the same second
       if (!saveFailing) app.log.error({ err }, 'rate-limit counters could not be saved to control.db; serving on, retrying')
       saveFailing = true
     }

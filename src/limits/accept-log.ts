@@ -95,20 +95,4 @@ export class AcceptLog {
     this.rows = rows
     this.head = 0
   }
-
-  /** Entries as [time, rows] pairs in a flat array, oldest first (for saving). */
-  toArray (): number[] {
-    const out = new Array<number>(this.size * 2)
-    for (let i = 0; i < this.size; i++) {
-      out[2 * i] = this.at(i)
-      out[2 * i + 1] = this.rowsAt(i)
-    }
-    return out
-  }
-
-  static fromArray (capacity: number, flat: ArrayLike<number>): AcceptLog {
-    const log = new AcceptLog(capacity, Math.max(16, flat.length / 2))
-    for (let i = 0; i + 1 < flat.length; i += 2) log.push(flat[i], flat[i + 1])
-    return log
-  }
 }

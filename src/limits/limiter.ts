@@ -31,6 +31,8 @@ export interface HitResult {
   retryAfterMs?: number
 }
 
+export interface SecondBucket { second: number, requests: number, rows: number }
+
 export interface LimiterStore {
   /** Checks every window and, if all admit it, records the request; atomically. */
   hit (key: string, windows: WindowSpec[], now: number): HitResult | Promise<HitResult>
@@ -126,16 +128,45 @@ export class LocalStore implements LimiterStore {
     return windows.map((w) => windowState(log, w, now, true))
   }
 
-  /** The logs changed since the last call, as flat [time, rows, ...] arrays; marks them clean. */
-  takeDirty (): { key: string, entries: number[] }[] {
-    const out = [...this.dirty].map((key) => ({ key, entries: this.logs.get(key)?.toArray() ?? [] }))
+  /**
+   * For saving: per key changed since the last call, the accepted requests and their rows per
+   * second, for the seconds from `sinceMs` on (earlier seconds were saved before and do not
+   * change). Marks the keys clean.
+   */
+  takeDirty (sinceMs: number): { key: string, buckets: SecondBucket[] }[] {
+    const out: { key: string, buckets: SecondBucket[] }[] = []
+    for (const key of this.dirty) {
+      const log = this.logs.get(key)
+      if (!log) continue
+      const buckets: SecondBucket[] = []
+      for (let i = log.firstAfter(sinceMs - 1); i < log.size; i++) {
+        const second = Math.floor(log.at(i) / 1000)
+        const last = buckets[buckets.length - 1]
+        if (last && last.second === second) {
+          last.requests++
+          last.rows += log.rowsAt(i)
+        } else {
+          buckets.push({ second, requests: 1, rows: log.rowsAt(i) })
+        }
+      }
+      out.push({ key, buckets })
+    }
     this.dirty.clear()
     return out
   }
 
-  restore (key: string, entries: ArrayLike<number>, now: number) {
-    const log = AcceptLog.fromArray(MAX_LOG_ENTRIES, entries) // resized to the partner's limits at its next hit
-    log.dropUntil(now - DAY_MS)
+  /**
+   * A partner's log from saved per-second buckets. Each request is put at the end of its second:
+   * it then stays in every window as long as it possibly could, so a restart never admits more
+   * than the exact log would have (at most a second's worth less, never more).
+   */
+  restore (key: string, buckets: SecondBucket[], now: number) {
+    const log = new AcceptLog(MAX_LOG_ENTRIES, 16) // resized to the partner's limits at its next hit
+    for (const { second, requests, rows } of buckets.sort((a, b) => a.second - b.second)) {
+      const time = second * 1000 + 999
+      if (time <= now - DAY_MS) continue
+      for (let r = 0; r < requests; r++) log.push(time, r === 0 ? rows : 0)
+    }
     this.logs.set(key, log)
   }
 }

@@ -153,25 +153,34 @@ t.test('limits that change (tier or override) keep the windows exact', async (t)
   t.same([r.allowed, r.windows[0].used], [false, 31], 'a lower limit applies to what was already accepted')
 })
 
-t.test('saved and restored counters give the same answers', async (t) => {
+t.test('counters saved per second and restored: never more admitted than before the restart', async (t) => {
   const { limiter, store, at } = setup()
   at(5_000_000)
   for (let i = 0; i < 25; i++) {
+    at(5_000_000 + i * 100) // 25 requests over 2.5 s
     const r = await limiter.hit('p', DEMO)
     await limiter.setRows('p', r.seq!, i)
   }
-  const saved = store.takeDirty()
+  const saved = store.takeDirty(0)
   t.same(saved.map((s) => s.key), ['p'])
-  t.same(store.takeDirty(), [], 'nothing dirty after a save')
+  t.same(saved[0].buckets, [
+    { second: 5000, requests: 10, rows: 45 }, { second: 5001, requests: 10, rows: 145 }, { second: 5002, requests: 5, rows: 110 }
+  ])
+  t.same(store.takeDirty(0), [], 'nothing dirty after a save')
+  t.same(store.takeDirty(5_001_000), [], 'and nothing from a later second either')
+
   const copy = new LocalStore()
-  copy.restore('p', Float64Array.from(saved[0].entries), 5_000_000)
-  const restored = new RateLimiter(copy, () => 5_000_500)
-  t.same((await restored.state('p', DEMO)).windows, (await new RateLimiter(store, () => 5_000_500).state('p', DEMO)).windows)
+  copy.restore('p', saved[0].buckets, 5_003_000)
+  const restored = new RateLimiter(copy, () => 5_003_000)
+  const { windows } = await restored.state('p', DEMO)
+  t.same(windows.map((w) => [w.used, w.rows]), [[25, 300], [25, 300], [25, 300]], 'the same counts and rows')
   for (let i = 0; i < 5; i++) t.equal((await restored.hit('p', DEMO)).allowed, true)
-  t.equal((await restored.hit('p', DEMO)).allowed, false, 'the 31st in the minute is refused after a restore')
+  const refused = await restored.hit('p', DEMO)
+  t.equal(refused.allowed, false, 'the 31st in the minute is refused after a restore')
+  t.equal(refused.retryAfterMs, 5_000_999 + 60_000 - 5_003_000, 'requests count from the end of their second: never earlier than they happened')
   const later = new LocalStore()
-  later.restore('p', Float64Array.from(saved[0].entries), 5_000_000 + 86_400_001)
-  t.equal(later.logs.get('p')!.size, 0, 'entries older than a day are dropped on restore')
+  later.restore('p', saved[0].buckets, 5_003_000 + 86_400_000)
+  t.equal(later.logs.get('p')!.size, 0, 'buckets older than a day are dropped on restore')
 })
 
 t.test('a clock that steps back does not break the log', async (t) => {
