@@ -132,7 +132,10 @@ function heapPop () {
   K[i] = key; T[i] = tie; R[i] = ref
 }
 
-function pushNode (left: number, right: number, axis: number, minLng: number, minLat: number, maxLng: number, maxLat: number, lng: number, lat: number, cosLat: number) {
+function pushNode (left: number, right: number, axis: number, minLng: number, minLat: number, maxLng: number, maxLat: number, lng: number, lat: number, cosLat: number, maxH: number) {
+  if (left > right) return
+  const bound = boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat)
+  if (bound > maxH) return
   if (scratch.nodes === scratch.nodeCap) growNodes(scratch.nodes + 1)
   const slot = scratch.nodes++
   scratch.nodeLeft[slot] = left
@@ -140,7 +143,7 @@ function pushNode (left: number, right: number, axis: number, minLng: number, mi
   scratch.nodeAxis[slot] = axis
   const b = slot * 4
   scratch.nodeBox[b] = minLng; scratch.nodeBox[b + 1] = minLat; scratch.nodeBox[b + 2] = maxLng; scratch.nodeBox[b + 3] = maxLat
-  heapPush(boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat), -1, -(slot + 1))
+  heapPush(bound, -1, -(slot + 1))
 }
 
 /** geokdbush's lower bound of h from the point to any point of the box. */
@@ -178,7 +181,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
   heapSize = 0
   scratch.nodes = 0
   let found = 0
-  pushNode(0, ids.length - 1, 0, -180, -90, 180, 90, lng, lat, cosLat)
+  pushNode(0, ids.length - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
   while (heapSize > 0 && found < limit) {
     const key = scratch.key[0]
     if (key > maxH) break
@@ -196,22 +199,29 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
     const axis = scratch.nodeAxis[slot]
     const b = slot * 4
     const minLng = scratch.nodeBox[b]; const minLat = scratch.nodeBox[b + 1]; const maxLng = scratch.nodeBox[b + 2]; const maxLat = scratch.nodeBox[b + 3]
+    // Only what can lie within the radius enters the queue (geokdbush queues all and stops at
+    // the first too far): in dense areas most of a leaf is beyond the radius.
     if (right - left <= nodeSize) { // leaf: queue its sites
       for (let i = left; i <= right; i++) {
+        const h = haverSinDist(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1])
+        if (h > maxH) continue
         const position = positions[ids[i]]
         if (accept && !accept(position)) continue
-        heapPush(haverSinDist(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1]), position, i)
+        heapPush(h, position, i)
       }
       continue
     }
     const m = (left + right) >> 1
     const midLng = xy[2 * m]
     const midLat = xy[2 * m + 1]
-    const position = positions[ids[m]]
-    if (!accept || accept(position)) heapPush(haverSinDist(lng, lat, cosLat, midLng, midLat), position, m)
+    const h = haverSinDist(lng, lat, cosLat, midLng, midLat)
+    if (h <= maxH) {
+      const position = positions[ids[m]]
+      if (!accept || accept(position)) heapPush(h, position, m)
+    }
     const nextAxis = 1 - axis
-    pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat)
-    pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat)
+    pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, maxH)
+    pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, maxH)
   }
 }
 
