@@ -237,7 +237,7 @@ t.test('the request log never shows a token', async (t) => {
   for (const url of urls) await logged.inject({ method: 'GET', url })
   await logged.inject({ method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${secret}` } })
   const log = lines.join('')
-  t.ok(lines.length >= urls.length * 2, 'requests were logged')
+  t.ok(lines.filter((l) => l.includes('"msg":"request"')).length >= urls.length, 'every request was logged')
   t.ok(log.includes('api_key=[REDACTED]'))
   t.notOk(log.includes(secret), 'token absent from every line')
   t.notOk(log.includes(logTokens.s))
