@@ -70,6 +70,17 @@ export function parseCategories (value: string | boolean | undefined): number[] 
   return [...new Set(list)].sort((a, b) => a - b)
 }
 
+/** --dataset, --file and --format (from the file's ending unless given) of import and export. */
+function fileOptions (options: Options) {
+  const dataset = oneOf('dataset', options.dataset, DATASETS)
+  if (!dataset) throw new UsageError('--dataset is required')
+  const file = options.file
+  if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+  const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
+  if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
+  return { dataset, file, format }
+}
+
 function name (value: string | boolean | undefined, required: boolean): string | undefined {
   if (value === undefined) {
     if (required) throw new UsageError('--name is required')
@@ -227,12 +238,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       usage: 'datasets import --dataset sandbox|production --file PATH [--format csv|geojson|ndjson] [--precision DIGITS] [--reload]',
       options: { dataset: str, file: str, format: str, precision: str, reload: { type: 'boolean' } },
       async run ({ config, options }) {
-        const dataset = oneOf('dataset', options.dataset, DATASETS)
-        if (!dataset) throw new UsageError('--dataset is required')
-        const file = options.file
-        if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
-        const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
-        if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
+        const { dataset, file, format } = fileOptions(options)
         const precision = integer('precision', options.precision, 0, 10) ?? 3
         if (!existsSync(file)) throw new FailedError(`no file at ${file}`)
         const target = datasetPath(config.dataDir, dataset)
@@ -261,12 +267,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       usage: 'datasets export --dataset sandbox|production --file PATH [--format csv|geojson|ndjson]',
       options: { dataset: str, file: str, format: str },
       async run ({ config, options }) {
-        const dataset = oneOf('dataset', options.dataset, DATASETS)
-        if (!dataset) throw new UsageError('--dataset is required')
-        const file = options.file
-        if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
-        const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
-        if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
+        const { dataset, file, format } = fileOptions(options)
         const source = datasetPath(config.dataDir, dataset)
         if (!existsSync(source)) throw new FailedError(`no dataset file at ${source}`)
         const count = await writeSitesFile(file, format, readSites(source))
