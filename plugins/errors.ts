@@ -1,28 +1,33 @@
 // One error handler turns every error into the public error body and hides 5xx details;
 // unknown paths answer rest_no_route.
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../src/errors.ts'
+import { JSON_TYPE } from '../src/records.ts'
+
+/** Error bodies are sent as JSON text: the schema serialiser would choose among the shapes of
+ * `data.params` with a validator on every error (429s included). */
+const send = (reply: FastifyReply, error: ApiError) => reply.code(error.statusCode).type(JSON_TYPE).send(JSON.stringify(error.toBody()))
 
 async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     if (err instanceof ApiError) {
       if (err.statusCode >= 500) request.log.error({ code: err.code }, 'request failed')
-      return reply.code(err.statusCode).send(err.toBody())
+      return send(reply, err)
     }
     const status = err.statusCode ?? 500
     if (status >= 500) {
       request.log.error({ err }, 'request failed')
-      return reply.code(500).send(new ApiError('svc_partner_api_query_failed').toBody())
+      return send(reply, new ApiError('svc_partner_api_query_failed'))
     }
     // A framework 4xx (bad URL encoding, oversized header...): its message may quote the URL,
     // and so a token, so only the status is passed on.
     request.log.info({ code: err.code }, 'request refused by the framework')
-    return reply.code(status).send(new ApiError('rest_bad_request', {}, undefined, status).toBody())
+    return send(reply, new ApiError('rest_bad_request', {}, undefined, status))
   })
 
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(new ApiError('rest_no_route').toBody())
+    send(reply, new ApiError('rest_no_route'))
   })
 }
 
