@@ -3,6 +3,7 @@
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset, positionOf } from '../../src/sites/dataset.ts'
+import { around, distance } from 'geokdbush'
 import { kmFromHaverSin } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { bruteNearby, randomSites, site, tmpDataDir } from '../helper.ts'
@@ -83,4 +84,24 @@ t.test('across the antimeridian and over the pole', async (t) => {
     findNearby(small, { lat, lng, radiusKm, limit: 10, categories: [4] }).map((h) => small.ids[h.position])
   t.same(ids(0.5, -179.95, 20), ['west', 'east'], 'both sides of 180° within 20 km')
   t.same(ids(89.95, 90, 30), ['pole-a', 'pole-b'], 'sites 180° of longitude apart near the pole')
+})
+
+t.test('the search agrees with geokdbush itself (its distances, its order up to ties)', async (t) => {
+  const random = seededRandom('geokdbush')
+  const index = ds.all!
+  for (let i = 0; i < 500; i++) {
+    const anchor = sites[Math.floor(random() * sites.length)]
+    const lat = Math.max(-90, Math.min(90, anchor.latitude + random() - 0.5))
+    const lng = Math.max(-180, Math.min(180, anchor.longitude + random() - 0.5))
+    const radiusKm = 1 + random() * 500
+    const limit = 1 + Math.floor(random() * 60)
+    const ours = findNearby(ds, { lat, lng, radiusKm, limit, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] })
+    const theirs = around(index.kd, lng, lat, limit, radiusKm).map((item) => index.positions[item])
+    const km = (p: number) => distance(lng, lat, ds.lngs[p], ds.lats[p])
+    if (ours.length !== theirs.length || ours.some((hit, k) => km(hit.position) !== km(theirs[k]))) {
+      t.fail('differs from geokdbush', { lat, lng, radiusKm, limit })
+      return
+    }
+  }
+  t.pass('500 queries: same count, same distance at every rank')
 })
