@@ -79,10 +79,14 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done()
   })
   const accessLog = ['trace', 'debug', 'info'].includes(config.logLevel)
+  // Written with the root logger and flat fields: no per-request child bindings or serialisers.
   app.addHook('onResponse', (request, reply, done) => {
     if (accessLog) {
-      request.log.info({
-        req: request,
+      app.log.info({
+        reqId: request.id,
+        method: request.method,
+        url: redactUrl(request.url),
+        ip: request.ip,
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 100) / 100,
         partner: request.partner?.slug,
