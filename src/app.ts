@@ -1,7 +1,7 @@
 // buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
 // then routes. server.ts listens on it; tests drive the very same instance with inject().
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import type { Config } from './config.ts'
@@ -60,7 +60,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     },
     routerOptions: { ignoreTrailingSlash: true },
     // one access line per request (below) instead of Fastify's two
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')
