@@ -103,6 +103,21 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   renameSync(tmp, target)
 }
 
+/** The snapshot's header if it names the dataset file as it is now (size, mtime, meta). */
+function currentHeader (fd: number, path: string): { header: Header, headerLength: number, meta: DatasetMeta } | undefined {
+  const lead = Buffer.alloc(16)
+  if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return undefined
+  const headerLength = lead.readUInt32LE(8)
+  const headerBytes = Buffer.alloc(headerLength)
+  if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return undefined
+  const header = JSON.parse(headerBytes.toString('utf8')) as Header
+  const current = fileIdentity(path)
+  if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return undefined
+  const meta = readMeta(path)
+  if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return undefined
+  return { header, headerLength, meta }
+}
+
 /**
  * The dataset from its snapshot, or undefined when there is none or it does not match the
  * dataset file as it is now (then the file must be read and checked the slow way).
@@ -118,16 +133,9 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     // Section by section, each read into a buffer of its own: no copy of the whole file in
     // memory, and the kdbush indexes are read straight into the ArrayBuffers they live in.
     const size = fstatSync(fd).size
-    const lead = Buffer.alloc(16)
-    if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return undefined
-    const headerLength = lead.readUInt32LE(8)
-    const headerBytes = Buffer.alloc(headerLength)
-    if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return undefined
-    const header = JSON.parse(headerBytes.toString('utf8')) as Header
-    const current = fileIdentity(path)
-    if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return undefined
-    const meta = readMeta(path)
-    if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return undefined
+    const found = currentHeader(fd, path)
+    if (!found) return undefined
+    const { header, headerLength, meta } = found
     const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
     const read = (key: string): ArrayBuffer => {
       const entry = header.sections[key]
@@ -192,14 +200,7 @@ export function snapshotCurrent (path: string): boolean {
     return false
   }
   try {
-    const lead = Buffer.alloc(16)
-    if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return false
-    const headerBytes = Buffer.alloc(lead.readUInt32LE(8))
-    readSync(fd, headerBytes, 0, headerBytes.length, 16)
-    const header = JSON.parse(headerBytes.toString('utf8')) as Header
-    const current = fileIdentity(path)
-    return current.size === header.file.size && current.mtimeMs === header.file.mtimeMs &&
-      JSON.stringify(readMeta(path)) === JSON.stringify(header.meta)
+    return currentHeader(fd, path) !== undefined
   } catch {
     return false
   } finally {
