@@ -266,20 +266,6 @@ function merge (lists: Hit[][], max: number): Hit[] {
   return out
 }
 
-/** Binary search in an ascending Uint32Array; -1 when absent. */
-export function indexOfSorted (values: Uint32Array, value: number): number {
-  let lo = 0
-  let hi = values.length - 1
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1
-    const v = values[mid]
-    if (v === value) return mid
-    if (v < value) lo = mid + 1
-    else hi = mid - 1
-  }
-  return -1
-}
-
 /** Exhaustive version of searchNearby for small candidate lists (rare tags): same order, same filter. */
 export function scanNearby (coords: SiteCoordinates, candidates: Uint32Array, area: SearchArea, accept?: (position: number) => boolean): Hit[] {
   const { lng, lat, radiusKm, limit } = area
