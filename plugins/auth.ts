@@ -36,7 +36,7 @@ export function tokenOf (request: FastifyRequest): string | null | false {
 async function auth (app: FastifyInstance) {
   app.decorateRequest('partner', null as unknown as PartnerProfile)
   app.addHook('onRequest', (request, reply, done) => {
-    const endpoint = request.routeOptions.config.endpoint
+    const endpoint = request.route.config.endpoint
     if (endpoint === undefined) return done()
     const token = tokenOf(request)
     if (token === null) return done(new ApiError('svc_partner_api_missing_key'))
@@ -49,4 +49,4 @@ async function auth (app: FastifyInstance) {
   })
 }
 
-export default fp(auth, { name: 'auth', dependencies: ['partners'] })
+export default fp(auth, { name: 'auth', dependencies: ['partners', 'route-config'] })

@@ -39,7 +39,7 @@ export function etagMatches (ifNoneMatch: string | undefined, etag: string): boo
 
 /** Everything an answer depends on; the same key always means the same bytes. */
 function keyOf (request: FastifyRequest): string {
-  return `${request.dataset!.version}\u0000${request.routeOptions.url}\u0000${canonicalOf(request.params)}\u0000${canonicalOf(request.query)}\u0000${request.partner.fingerprint}`
+  return `${request.dataset!.version}\u0000${request.route.url}\u0000${canonicalOf(request.params)}\u0000${canonicalOf(request.query)}\u0000${request.partner.fingerprint}`
 }
 
 async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
@@ -60,7 +60,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   app.decorateRequest('cacheKey', undefined)
 
   app.addHook('preHandler', (request, reply, done) => {
-    if (!request.routeOptions.config.cache) return done()
+    if (!request.route.config.cache) return done()
     const key = keyOf(request)
     request.cacheKey = key
     const entry = enabled ? lru.get(key) : undefined
@@ -77,7 +77,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   })
 
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (!request.routeOptions.config.cache) return done(null, payload)
+    if (!request.route.config.cache) return done(null, payload)
     if (reply.statusCode !== 200 || request.cacheKey === undefined) {
       if (reply.statusCode !== 304) reply.header('cache-control', 'no-store')
       return done(null, payload)
@@ -95,4 +95,4 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   })
 }
 
-export default fp(cache, { name: 'cache', dependencies: ['datasets', 'rate-limit'] })
+export default fp(cache, { name: 'cache', dependencies: ['datasets', 'rate-limit', 'route-config'] })

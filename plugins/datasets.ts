@@ -147,7 +147,7 @@ async function datasets (app: FastifyInstance, options: { dataDir: string, worke
   app.decorateRequest('dataset', undefined)
   // After validation (demo is known) and before the cache (its key holds the dataset version).
   app.addHook('preHandler', (request, reply, done) => {
-    const endpoint = request.routeOptions.config.endpoint
+    const endpoint = request.route.config.endpoint
     if (endpoint === undefined || endpoint === 'usage') return done()
     const demo = (request.query as { demo?: boolean }).demo === true
     const dataset = registry.get(datasetFor(request.partner, demo))
@@ -157,4 +157,4 @@ async function datasets (app: FastifyInstance, options: { dataDir: string, worke
   })
 }
 
-export default fp(datasets, { name: 'datasets' })
+export default fp(datasets, { name: 'datasets', dependencies: ['route-config'] })

@@ -100,7 +100,7 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   app.decorateRequest('cacheStatus', 'none')
 
   app.addHook('onRequest', (request, reply, done) => {
-    const endpoint = request.routeOptions.config.endpoint
+    const endpoint = request.route.config.endpoint
     if (endpoint === undefined || endpoint === 'usage') return done()
     const apply = (result: HitResult & { now: number }) => {
       reply.headers(rateLimitHeaders(result.windows, result.now))
@@ -119,7 +119,7 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
 
   app.addHook('onResponse', (request, reply, done) => {
     done()
-    const endpoint = request.routeOptions.config.endpoint
+    const endpoint = request.route.config.endpoint
     if (endpoint === undefined || !request.partner) return
     const rows = reply.statusCode === 200 ? request.rows : 0
     if (request.limitSeq !== undefined && rows > 0) {
@@ -144,4 +144,4 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   })
 }
 
-export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners'] })
+export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config'] })

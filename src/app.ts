@@ -13,6 +13,7 @@ import byTagRoutes from './routes/by-tag.ts'
 import siteByIdRoutes from './routes/site-by-id.ts'
 import usageRoutes from './routes/usage.ts'
 import errors from '../plugins/errors.ts'
+import routeConfig from '../plugins/route-config.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
 import auth from '../plugins/auth.ts'
@@ -97,6 +98,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(errors)
+  await app.register(routeConfig)
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
