@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
 import { statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import { DatasetError, loadDataset, type Dataset } from '../src/sites/dataset.ts'
+import { loadDataset, type Dataset } from '../src/sites/dataset.ts'
 import type { IndexJob, IndexResult } from '../src/sites/index-worker.ts'
 import { readSnapshot } from '../src/sites/snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../src/instances.ts'
@@ -27,8 +27,6 @@ export class DatasetRegistry {
   private current: Record<DatasetName, Dataset>
   private readonly swapListeners: ((datasets: Record<DatasetName, Dataset>) => void)[] = []
   private pending: Promise<unknown> = Promise.resolve()
-  reloads = 0
-  failedReloads = 0
 
   private constructor (readonly dataDir: string, initial: Record<DatasetName, Dataset>, readonly log: DatasetLog, readonly workerMinBytes: number) {
     this.current = initial
@@ -69,11 +67,9 @@ export class DatasetRegistry {
       try {
         next = await loadAll(this.dataDir, true, this.log, this.workerMinBytes)
       } catch (err) {
-        this.failedReloads++
         return { ok: false, error: (err as Error).message, datasets: this.served() }
       }
       this.current = next
-      this.reloads++
       for (const listener of this.swapListeners) listener(next)
       return { ok: true, datasets: this.served() }
     })
@@ -127,7 +123,7 @@ async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, worke
     } else if (!ds) {
       const started = performance.now()
       const result = await indexInWorker({ path, name, verify })
-      if (!result.ok) throw new DatasetError(path, result.error.replace(`${path}: `, ''))
+      if (!result.ok) throw new Error(result.error) // the worker's reason names the file
       if (result.snapshotError) log.warn({ dataset: name, error: result.snapshotError }, 'index snapshot could not be written; the file is read directly')
       if (result.built) log.info({ dataset: name, ms: Math.round(performance.now() - started) }, 'dataset verified and indexed; snapshot written')
       ds = readSnapshot(path, name) ?? loadDataset(path, name, { quickCheck: false })

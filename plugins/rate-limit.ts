@@ -37,9 +37,13 @@ const COUNTERS_DDL = `CREATE TABLE IF NOT EXISTS rate_buckets (
 /** A request's rows are known only when it is answered: seconds this recent are saved again. */
 const RESAVE_MS = 10_000
 
+/** Drops buckets that no window can reach any more. */
+const prune = (db: Database.Database, now: number) =>
+  db.prepare('DELETE FROM rate_buckets WHERE second < ?').run(Math.floor((now - 86_400_000) / 1000))
+
 function restore (db: Database.Database, store: LocalStore, now: number): number {
   db.exec(COUNTERS_DDL)
-  db.prepare('DELETE FROM rate_buckets WHERE second < ?').run(Math.floor((now - 86_400_000) / 1000))
+  prune(db, now)
   const rows = db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets ORDER BY partner_id, second').all() as
     { partner_id: string, second: number, requests: number, rows: number }[]
   const byPartner = new Map<string, SecondBucket[]>()
@@ -63,7 +67,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
 
   const upsert = db.prepare('INSERT INTO rate_buckets (partner_id, second, requests, rows) VALUES (?, ?, ?, ?) ' +
     'ON CONFLICT (partner_id, second) DO UPDATE SET requests = excluded.requests, rows = excluded.rows')
-  const prune = db.prepare('DELETE FROM rate_buckets WHERE second < ?')
   let saveFailing = false
   let savedUntil = 0 // seconds before this were saved and will not change
   let lastPrune = 0
@@ -77,7 +80,7 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
           for (const b of buckets) upsert.run(key, b.second, b.requests, b.rows)
         }
         if (now - lastPrune > 600_000) {
-          prune.run(Math.floor((now - 86_400_000) / 1000))
+          prune(db, now)
           lastPrune = now
         }
       })()

@@ -106,8 +106,7 @@ export function compileQuery (schema: TObject): QueryValidator {
     const value: Record<string, unknown> = {}
     const missing: string[] = []
     let badCoordinate = false
-    const malformed: Record<string, string> = {}
-    let anyMalformed = false
+    let malformed: Record<string, string> | undefined
 
     for (const rule of rules) {
       const raw = input[rule.name]
@@ -119,10 +118,7 @@ export function compileQuery (schema: TObject): QueryValidator {
       const parsed = typeof raw === 'string' ? parseValue(rule, raw) : undefined
       if (parsed === undefined) {
         if (rule.coordinate) badCoordinate = true
-        else {
-          malformed[rule.name] = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
-          anyMalformed = true
-        }
+        else (malformed ??= {})[rule.name] = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
         continue
       }
       value[rule.name] = parsed
@@ -133,7 +129,7 @@ export function compileQuery (schema: TObject): QueryValidator {
     if (coordinates.length > 0 && coordinates.every((r) => value[r.name] === 0)) {
       return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
     }
-    if (anyMalformed) return { error: invalidParams(malformed) }
+    if (malformed) return { error: invalidParams(malformed) }
     let canonical = ''
     for (const rule of rules) {
       const v = value[rule.name]

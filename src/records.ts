@@ -1,6 +1,7 @@
 // Site records of the three forms, built from a dataset's parallel arrays, and their JSON.
-// A site's JSON is made once, by JSON.stringify of its record, and kept on the dataset: an
-// answer joins the fragments of its sites instead of serialising objects on every request.
+// A site's JSON is made once (the same bytes as JSON.stringify of its record, which the tests
+// compare) and kept as bytes: an answer copies the fragments of its sites instead of
+// serialising objects on every request.
 import type { FastifyReply } from 'fastify'
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from './schemas/records.ts'
 import type { Dataset } from './sites/dataset.ts'

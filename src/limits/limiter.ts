@@ -44,8 +44,13 @@ export interface LimiterStore {
 export const MAX_LOG_ENTRIES = 1_000_000
 const DAY_MS = 86_400_000
 
+const specsOf = new WeakMap<Limits, WindowSpec[]>()
+
+/** The windows of a partner's limits; made once per limits object (a partner profile's), not per request. */
 export function windowSpecs (limits: Limits): WindowSpec[] {
-  return WINDOWS.map((name) => ({ name, seconds: WINDOW_SECONDS[name], limit: limits[name] }))
+  let specs = specsOf.get(limits)
+  if (!specs) specsOf.set(limits, specs = WINDOWS.map((name) => ({ name, seconds: WINDOW_SECONDS[name], limit: limits[name] })))
+  return specs
 }
 
 /**

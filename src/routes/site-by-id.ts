@@ -8,10 +8,7 @@ import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
 import { positionOf } from '../sites/dataset.ts'
 
-const SITE_ERRORS: ErrorCode[] = [
-  'rest_invalid_param', 'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
-  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_query_failed'
-]
+const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
 
 const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
   const links = linkPrefix(options.pilotAppUrl)
@@ -26,7 +23,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
   }, async (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
-    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return null
+    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return sendJson(reply, 'null')
     request.rows = 1
     return sendJson(reply, siteJson(ds, position, links))
   })

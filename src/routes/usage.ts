@@ -8,9 +8,7 @@ import { UsageQuery } from '../schemas/queries.ts'
 import { UsageReport } from '../schemas/usage.ts'
 import type { WindowState } from '../limits/limiter.ts'
 
-const USAGE_ERRORS: ErrorCode[] = [
-  'rest_invalid_param', 'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner', 'svc_partner_api_query_failed'
-]
+const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
 
 function windowReport (w: WindowState, now: number) {
   return {

@@ -15,10 +15,16 @@ export const ErrorBody = Type.Object({
   })
 }, { description: 'WordPress REST style error' })
 
-/** Error responses of a route: one schema per status, describing which codes it carries. */
+/** What any partner request can be answered with, whatever the route. */
+const PARTNER_ERRORS: ErrorCode[] = [
+  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
+  'svc_partner_api_query_failed', 'svc_partner_api_prepare_failed'
+]
+
+/** Error responses of a partner route (its own codes and the common ones): one schema per status. */
 export function errorResponses (codes: ErrorCode[]): Record<number, TSchema> {
   const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of codes) {
+  for (const code of [...PARTNER_ERRORS, ...codes]) {
     const status = ERRORS[code].status
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }

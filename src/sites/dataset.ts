@@ -51,7 +51,6 @@ export const datasetVersion = (meta: DatasetMeta) => `${meta.built_at}|${meta.si
 const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
 
-/** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
 /** Opens a dataset file read-only; a missing or unopenable file is a DatasetError that says so. */
 export function openDatasetFile (path: string): Database.Database {
   try {
@@ -67,6 +66,7 @@ export function quickCheck (db: Database.Database, path: string) {
   if (result !== 'ok') throw new DatasetError(path, `quick_check failed: ${String(result)}`)
 }
 
+/** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
 export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
   const db = openDatasetFile(path)
   try {
@@ -189,25 +189,29 @@ export function findNearby (ds: Dataset, query: NearbyQuery): Hit[] {
   const allowed = query.categories
   const accept = (position: number) => allowed.includes(ds.categories[position])
   if (query.tag === undefined) {
+    const covered = sitesIn(ds, allowed)
+    if (allowed.length > 1 && ds.all) {
+      if (covered === ds.count) return searchNearby([ds.all], query)
+      if (covered * 2 >= ds.count) return searchNearby([ds.all], query, accept)
+    }
     const sources: SubIndex[] = []
-    let covered = 0
     for (const category of allowed) {
       const index = ds.byCategory.get(category)
-      if (index) {
-        sources.push(index)
-        covered += index.positions.length
-      }
+      if (index) sources.push(index)
     }
-    if (sources.length > 1 && ds.all) {
-      if (covered === ds.count) return searchNearby(ds, [ds.all], query)
-      if (covered * 2 >= ds.count) return searchNearby(ds, [ds.all], query, accept)
-    }
-    return searchNearby(ds, sources, query)
+    return searchNearby(sources, query)
   }
   const candidates = ds.tagSites.get(query.tag)
   if (!candidates) return []
   const index = ds.tagIndexes.get(query.tag)
-  return index ? searchNearby(ds, [index], query, accept) : scanNearby(ds, candidates, query, accept)
+  return index ? searchNearby([index], query, accept) : scanNearby(ds, candidates, query, accept)
+}
+
+/** How many of the dataset's sites are in these categories. */
+function sitesIn (ds: Dataset, categories: readonly number[]): number {
+  let sites = 0
+  for (const c of categories) sites += ds.byCategory.get(c)?.positions.length ?? 0
+  return sites
 }
 
 /** Position of a site id, or -1 (ids are sorted, so a binary search). */
@@ -231,9 +235,7 @@ export function tagPage (ds: Dataset, tag: string, categories: readonly number[]
   const from = (page - 1) * perPage
   const to = from + perPage
   // Allowed categories that hold every site of the dataset: the page is a slice.
-  let covered = 0
-  for (const c of categories) covered += ds.byCategory.get(c)?.positions.length ?? 0
-  if (covered === ds.count) return { total: list.length, positions: list.subarray(Math.min(from, list.length), Math.min(to, list.length)) }
+  if (sitesIn(ds, categories) === ds.count) return { total: list.length, positions: list.subarray(Math.min(from, list.length), Math.min(to, list.length)) }
   const positions: number[] = []
   let total = 0
   for (let i = 0; i < list.length; i++) {

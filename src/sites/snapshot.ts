@@ -123,13 +123,7 @@ function currentHeader (fd: number, path: string): { header: Header, headerLengt
  * dataset file as it is now (then the file must be read and checked the slow way).
  */
 export function readSnapshot (path: string, name: DatasetName): Dataset | undefined {
-  let fd: number
-  try {
-    fd = openSync(snapshotPath(path), 'r')
-  } catch {
-    return undefined
-  }
-  try {
+  return withSnapshotFile(path, undefined, (fd) => {
     // Section by section, each read into a buffer of its own: no copy of the whole file in
     // memory, and the kdbush indexes are read straight into the ArrayBuffers they live in.
     const size = fstatSync(fd).size
@@ -184,25 +178,26 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
       name, path, meta, builtAt: meta.built_at, version: datasetVersion(meta),
       count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes
     }
-  } catch {
-    return undefined // unreadable or inconsistent: the slow way rebuilds it
-  } finally {
-    closeSync(fd)
-  }
+  })
 }
 
 /** True when a snapshot exists and names the dataset file as it is now (reads the header only). */
 export function snapshotCurrent (path: string): boolean {
+  return withSnapshotFile(path, false, (fd) => currentHeader(fd, path) !== undefined)
+}
+
+/** Runs `read` on the open snapshot file; `otherwise` when it is missing, unreadable or inconsistent. */
+function withSnapshotFile<T> (path: string, otherwise: T, read: (fd: number) => T): T {
   let fd: number
   try {
     fd = openSync(snapshotPath(path), 'r')
   } catch {
-    return false
+    return otherwise
   }
   try {
-    return currentHeader(fd, path) !== undefined
+    return read(fd)
   } catch {
-    return false
+    return otherwise // the slow way rebuilds it
   } finally {
     closeSync(fd)
   }

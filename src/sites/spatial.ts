@@ -230,7 +230,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
  * sets of sites), keeping only positions that `accept` (when given), in (distance, id) order.
  * Each source gives its own first `limit` exactly; the answer is the first `limit` of their merge.
  */
-export function searchNearby (coords: SiteCoordinates, sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] {
+export function searchNearby (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] {
   const { limit } = area
   if (limit <= 0 || sources.length === 0) return []
   const cosLat = Math.cos(area.lat * RAD)

@@ -68,7 +68,7 @@ t.test('normalised parameters share an entry; the answer is the same either way'
   t.equal(a.headers.etag, b.headers.etag)
 })
 
-t.test('tags are the same in another process on the same data (restarts, several instances)', async (t) => {
+t.test('tags are the same in another app instance on the same data (as after a restart, or on another instance)', async (t) => {
   const { buildApp } = await import('../../src/app.ts')
   const { testConfig } = await import('../helper.ts')
   const other = await buildApp(testConfig(dataDir))
