@@ -12,6 +12,9 @@ declare module 'fastify' {
   }
 }
 
+/** The service waits this long for a lock the CLI holds on control.db, then retries on its next tick. */
+const SERVICE_BUSY_TIMEOUT_MS = 250
+
 export class PartnerDirectory {
   private byDigest = new Map<string, PartnerProfile>()
   private seenVersion = -1
@@ -42,18 +45,13 @@ export class PartnerDirectory {
 }
 
 async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number }) {
-  const store = new PartnerStore(controlPath(options.dataDir))
+  const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: SERVICE_BUSY_TIMEOUT_MS })
   const directory = new PartnerDirectory(store)
   app.log.info({ partners: directory.size }, 'partners loaded')
-  let failing = false
   const timer = setInterval(() => {
-    try {
+    app.controlDb.attempt('partners', () => {
       if (directory.refresh()) app.log.info({ partners: directory.size }, 'partners reloaded')
-      failing = false
-    } catch (err) {
-      if (!failing) app.log.error({ err }, 'partners could not be reloaded from control.db; serving the last known table')
-      failing = true
-    }
+    })
   }, options.refreshMs)
   timer.unref()
   app.decorate('partners', directory)
@@ -63,4 +61,4 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
   })
 }
 
-export default fp(partners, { name: 'partners' })
+export default fp(partners, { name: 'partners', dependencies: ['health'] })

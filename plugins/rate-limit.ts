@@ -67,7 +67,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
 
   const upsert = db.prepare('INSERT INTO rate_buckets (partner_id, second, requests, rows) VALUES (?, ?, ?, ?) ' +
     'ON CONFLICT (partner_id, second) DO UPDATE SET requests = excluded.requests, rows = excluded.rows')
-  let saveFailing = false
   let savedUntil = 0 // seconds before this were saved and will not change
   let lastPrune = 0
   const save = () => {
@@ -85,12 +84,10 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
         }
       })()
       savedUntil = Math.floor((now - RESAVE_MS) / 1000) * 1000
-      if (saveFailing) app.log.info('rate-limit counters are saved to control.db again')
-      saveFailing = false
+      app.controlDb.succeeded('counters')
     } catch (err) {
       for (const { key } of dirty) store.dirty.add(key) // try again next time, from the same second
-      if (!saveFailing) app.log.error({ err }, 'rate-limit counters could not be saved to control.db; serving on, retrying')
-      saveFailing = true
+      app.controlDb.failed('counters', err)
     }
   }
   const timer = setInterval(save, options.saveMs)
@@ -147,4 +144,4 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   })
 }
 
-export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config'] })
+export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health'] })

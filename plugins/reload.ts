@@ -25,22 +25,14 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   })
   app.decorate('instance', instance)
 
-  let failing = false
-  const fail = (err: unknown) => {
-    if (!failing) app.log.error({ err }, 'control.db could not be read or written for reload requests')
-    failing = true
-  }
   const timer = setInterval(() => {
-    try {
-      instance.heartbeat()
-      const pending = instance.pendingRequests()
-      if (pending.length > 0) {
-        app.reloadDatasets(`request ${pending.join(',')}`).then((outcome) => instance.answer(pending, outcome)).catch(fail)
-      }
-      failing = false
-    } catch (err) {
-      fail(err)
-    }
+    if (!app.controlDb.attempt('heartbeat', () => instance.heartbeat())) return
+    let pending: number[] = []
+    if (!app.controlDb.attempt('reload-requests', () => { pending = instance.pendingRequests() })) return
+    if (pending.length === 0) return
+    app.reloadDatasets(`request ${pending.join(',')}`)
+      .then((outcome) => { app.controlDb.attempt('reload-requests', () => instance.answer(pending, outcome)) })
+      .catch((err) => app.log.error({ err }, 'reload failed'))
   }, options.pollMs)
   timer.unref()
 
@@ -55,4 +47,4 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   })
 }
 
-export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners'] })
+export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners', 'health'] })

@@ -12,7 +12,9 @@ import sitesRoutes from './routes/sites.ts'
 import byTagRoutes from './routes/by-tag.ts'
 import siteByIdRoutes from './routes/site-by-id.ts'
 import usageRoutes from './routes/usage.ts'
+import healthRoutes from './routes/health.ts'
 import errors from '../plugins/errors.ts'
+import health from '../plugins/health.ts'
 import routeConfig from '../plugins/route-config.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
@@ -24,6 +26,10 @@ import cache from '../plugins/cache.ts'
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config
+  }
+  interface FastifyContextConfig {
+    /** an operator's probe (/healthz, /readyz): left out of the access log */
+    probe?: boolean
   }
 }
 
@@ -82,7 +88,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const accessLog = ['trace', 'debug', 'info'].includes(config.logLevel)
   // Written with the root logger and flat fields: no per-request child bindings or serialisers.
   app.addHook('onResponse', (request, reply, done) => {
-    if (accessLog) {
+    if (accessLog && request.route.config.probe !== true) {
       app.log.info({
         reqId: request.id,
         method: request.method,
@@ -99,6 +105,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   await app.register(errors)
   await app.register(routeConfig)
+  await app.register(health)
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
@@ -110,6 +117,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(byTagRoutes, routeOptions)
   await app.register(siteByIdRoutes, routeOptions)
   await app.register(usageRoutes, { prefix: config.apiPrefix })
+  await app.register(healthRoutes)
   await app.ready()
   return app
 }

@@ -35,9 +35,13 @@ export interface Server {
   stop (signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts src/server.ts and resolves once it listens (its log says where). */
-export function startServer (env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
+/**
+ * Starts src/server.ts and resolves once it listens (its log says where). `wrap` is a command
+ * that runs the server as its last arguments (used to give it a file system of its own).
+ */
+export function startServer (env: Record<string, string>, timeoutMs = 60_000, options: { wrap?: string[] } = {}): Promise<Server> {
+  const command = [...(options.wrap ?? []), process.execPath, '--import', 'tsx', join(REPO_ROOT, 'src/server.ts')]
+  const child = spawn(command[0], command.slice(1), {
     cwd: REPO_ROOT, env: baseEnv({ PORT: '0', ...env })
   })
   let out = ''

@@ -130,10 +130,14 @@ export function slugFromName (name: string): string {
 export class PartnerStore {
   readonly db: Database.Database
 
-  constructor (readonly path: string, options: { readonly?: boolean } = {}) {
+  /**
+   * busyTimeoutMs: how long a statement waits for another connection's lock. The service passes a
+   * short one: better-sqlite3 is synchronous, and a long wait would stall every request.
+   */
+  constructor (readonly path: string, options: { readonly?: boolean, busyTimeoutMs?: number } = {}) {
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
     this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false })
-    this.db.pragma('busy_timeout = 5000')
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL')
       this.db.exec(SCHEMA)

@@ -7,7 +7,7 @@ import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { TagPage } from '../schemas/records.ts'
 import { tagPage } from '../sites/dataset.ts'
 
-const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
+export const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
 
 const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
   const links = linkPrefix(options.pilotAppUrl)

@@ -8,7 +8,7 @@ import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
 import { positionOf } from '../sites/dataset.ts'
 
-const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
+export const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
 
 const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
   const links = linkPrefix(options.pilotAppUrl)

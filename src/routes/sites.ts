@@ -9,7 +9,7 @@ import { NearbyQuery } from '../schemas/queries.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
 import { findNearby, type Dataset } from '../sites/dataset.ts'
 
-const SEARCH_ERRORS: ErrorCode[] = [
+export const SEARCH_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
   'svc_partner_api_category_not_permitted', 'svc_partner_api_rate_limited'
 ]

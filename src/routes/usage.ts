@@ -8,7 +8,7 @@ import { UsageQuery } from '../schemas/queries.ts'
 import { UsageReport } from '../schemas/usage.ts'
 import type { WindowState } from '../limits/limiter.ts'
 
-const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
+export const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
 
 function windowReport (w: WindowState, now: number) {
   return {

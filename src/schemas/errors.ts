@@ -16,7 +16,7 @@ export const ErrorBody = Type.Object({
 }, { description: 'WordPress REST style error' })
 
 /** What any partner request can be answered with, whatever the route. */
-const PARTNER_ERRORS: ErrorCode[] = [
+export const PARTNER_ERRORS: ErrorCode[] = [
   'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
   'svc_partner_api_query_failed', 'svc_partner_api_prepare_failed'
 ]

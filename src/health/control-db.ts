@@ -1,0 +1,65 @@
+// What the service knows about control.db while it serves: each background job that reads or
+// writes it (partner table refresh, instance heartbeat, counter saves, reload requests) reports
+// how its last attempt went. A failure is logged once when it starts and once when it ends, and
+// /readyz shows what is failing. The service keeps answering from memory meanwhile.
+import type { FastifyBaseLogger } from 'fastify'
+
+export type ControlJob = 'partners' | 'heartbeat' | 'counters' | 'reload-requests'
+
+/** Jobs that write; while one of these fails, control.db counts as not writable. */
+const WRITERS: ReadonlySet<ControlJob> = new Set(['heartbeat', 'counters', 'reload-requests'])
+
+const CONSEQUENCE: Record<ControlJob, string> = {
+  partners: 'partner changes are not picked up; the last known partners keep working',
+  heartbeat: '`datasets reload` cannot see this instance; SIGHUP still reloads',
+  counters: 'rate-limit counters are kept in memory and saved once control.db takes writes again',
+  'reload-requests': '`datasets reload` requests are not answered; SIGHUP still reloads'
+}
+
+export interface ControlFailure { job: ControlJob, error: string, since: string, consequence: string }
+
+export class ControlDbHealth {
+  private readonly failing = new Map<ControlJob, ControlFailure>()
+
+  constructor (private readonly log: FastifyBaseLogger) {}
+
+  /** Runs one attempt of a job; true when it worked. Never throws. */
+  attempt (job: ControlJob, work: () => void): boolean {
+    try {
+      work()
+    } catch (err) {
+      this.failed(job, err)
+      return false
+    }
+    this.succeeded(job)
+    return true
+  }
+
+  failed (job: ControlJob, err: unknown) {
+    if (this.failing.has(job)) return
+    const error = err instanceof Error ? err.message : String(err)
+    const failure = { job, error, since: new Date().toISOString(), consequence: CONSEQUENCE[job] }
+    this.failing.set(job, failure)
+    this.log.error({ job, error, code: (err as { code?: string }).code }, `control.db: ${job} failed; serving on: ${failure.consequence}`)
+  }
+
+  succeeded (job: ControlJob) {
+    const failure = this.failing.get(job)
+    if (!failure) return
+    this.failing.delete(job)
+    this.log.info({ job, failing_since: failure.since }, `control.db: ${job} works again`)
+  }
+
+  get writable (): boolean {
+    for (const job of this.failing.keys()) if (WRITERS.has(job)) return false
+    return true
+  }
+
+  get readable (): boolean {
+    return !this.failing.has('partners')
+  }
+
+  failures (): ControlFailure[] {
+    return [...this.failing.values()]
+  }
+}

@@ -1,0 +1,30 @@
+// Operators' probes, outside API_PREFIX and without a token: /healthz says the process answers,
+// /readyz whether it can serve partners properly (datasets loaded, control.db readable and
+// writable) and why not. Neither shows anything about partners or sites beyond counts.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Liveness, Readiness } from '../schemas/health.ts'
+
+const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/healthz', {
+    config: { probe: true },
+    schema: { summary: 'Liveness: the process is up', response: { 200: Liveness } }
+  }, (_request, reply) => {
+    reply.header('cache-control', 'no-store').send({ status: 'ok' as const })
+  })
+
+  app.get('/readyz', {
+    config: { probe: true },
+    schema: { summary: 'Readiness: datasets loaded and control.db usable', response: { 200: Readiness, 503: Readiness } }
+  }, (_request, reply) => {
+    const datasets = Object.fromEntries(app.datasets.served().map((d) => [d.dataset, { site_count: d.site_count, built_at: d.built_at }]))
+    const health = app.controlDb
+    const ready = health.readable && health.writable
+    reply.header('cache-control', 'no-store').code(ready ? 200 : 503).send({
+      status: ready ? 'ready' as const : 'not_ready' as const,
+      datasets: datasets as { sandbox: { site_count: number, built_at: string }, production: { site_count: number, built_at: string } },
+      control_db: { readable: health.readable, writable: health.writable, failures: health.failures() }
+    })
+  })
+}
+
+export default healthRoutes

@@ -1,0 +1,27 @@
+import { Type } from '@sinclair/typebox'
+
+export const Liveness = Type.Object({
+  status: Type.Literal('ok', { description: 'The process is up and its event loop answers' })
+})
+
+const DatasetState = Type.Object({
+  site_count: Type.Integer({ description: 'Sites served from this dataset' }),
+  built_at: Type.String({ description: 'When the dataset file was built (its meta table)' })
+})
+
+const ControlFailure = Type.Object({
+  job: Type.Union([Type.Literal('partners'), Type.Literal('heartbeat'), Type.Literal('counters'), Type.Literal('reload-requests')]),
+  error: Type.String({ description: "SQLite's reason" }),
+  since: Type.String({ description: 'ISO 8601 UTC time of the first failure in this run of failures' }),
+  consequence: Type.String({ description: 'What the service does meanwhile' })
+})
+
+export const Readiness = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('not_ready')]),
+  datasets: Type.Object({ sandbox: DatasetState, production: DatasetState }),
+  control_db: Type.Object({
+    readable: Type.Boolean(),
+    writable: Type.Boolean(),
+    failures: Type.Array(ControlFailure)
+  })
+})
