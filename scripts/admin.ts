@@ -55,8 +55,10 @@ function limitOverride (name: string, value: string | boolean | undefined): Limi
   if (value === undefined) return undefined
   if (value === 'unlimited') return 'unlimited'
   if (value === 'tier') return null
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) > 1_000_000_000) {
-    throw new UsageError(`--${name} must be a whole number from 0, 'unlimited', or 'tier' (the tier's limit)`)
+  // 0 is refused: a window that admits nothing could never tell the partner an honest Retry-After;
+  // `--status suspended` is how a partner is stopped.
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1_000_000_000) {
+    throw new UsageError(`--${name} must be a whole number from 1, 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended`)
   }
   return Number(value)
 }

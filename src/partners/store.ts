@@ -202,6 +202,9 @@ export class PartnerStore {
   }
 
   update (slug: string, changes: PartnerChanges): Partner {
+    for (const [window, value] of Object.entries(changes.limitOverrides ?? {})) {
+      if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1)) throw new PartnerStoreError('invalid', `the ${window} limit must be a whole number from 1 or unlimited`)
+    }
     const current = this.get(slug)
     const next: Partner = {
       ...current,
