@@ -19,9 +19,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     cacheKey?: string
   }
+  interface FastifyInstance {
+    /** the answers cache (read it; only this plugin writes it) */
+    responseCache: LRUCache<string, CachedAnswer>
+  }
 }
 
-interface Entry {
+export interface CachedAnswer {
   body: Buffer
   etag: string
   rows: number
@@ -44,7 +48,7 @@ function keyOf (request: FastifyRequest): string {
 
 async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
   const enabled = options.ttlSeconds > 0
-  const lru = new LRUCache<string, Entry>({
+  const lru = new LRUCache<string, CachedAnswer>({
     max: options.maxEntries,
     maxSize: options.maxMb * 1024 * 1024,
     sizeCalculation: (entry, key) => entry.body.length + 2 * key.length + 200,
@@ -57,6 +61,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   const salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
   const etagOf = (key: string) => `"${createHash('sha1').update(salt + key).digest('base64url')}"`
   app.datasets.onSwap(() => lru.clear())
+  app.decorate('responseCache', lru)
   app.decorateRequest('cacheKey', undefined)
 
   app.addHook('preHandler', (request, reply, done) => {

@@ -73,7 +73,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       request.log.info({ code: error.code }, 'request refused by the framework')
       ;(reply as unknown as FastifyReply).header('x-request-id', request.id).code(400).send(new ApiError('rest_bad_request').toBody())
     },
-    forceCloseConnections: 'idle'
+    // Closing (SIGTERM): idle keep-alive connections are closed at once; a request already on a
+    // connection is answered in full (with Connection: close) rather than refused with Fastify's
+    // own 503 body, which is not the contract's shape. SHUTDOWN_TIMEOUT_MS bounds the wait.
+    forceCloseConnections: 'idle',
+    return503OnClosing: false
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', config)

@@ -1,5 +1,9 @@
 // Tokens never reach a log line: every logged URL passes through here.
+import { TOKEN_PREFIX } from './partners/tokens.ts'
+
 const SECRET_PARAM = /^(api[_-]?key|key|token|access[_-]?token)$/i
+/** A token put where none belongs (a path segment, another parameter), plain or %-encoded. */
+const TOKEN_LIKE = new RegExp(`${TOKEN_PREFIX}[A-Za-z0-9_%-]{8,}`, 'g')
 
 function decodeName (name: string): string {
   try {
@@ -9,8 +13,12 @@ function decodeName (name: string): string {
   }
 }
 
-/** The URL with the value of any secret-looking query parameter replaced by [REDACTED]. */
+/**
+ * The URL with the value of any secret-looking query parameter replaced by [REDACTED], and
+ * anything shaped like one of our tokens elsewhere in it as well.
+ */
 export function redactUrl (url: string): string {
+  if (url.includes(TOKEN_PREFIX)) url = url.replace(TOKEN_LIKE, '[REDACTED]')
   const q = url.indexOf('?')
   if (q < 0) return url
   // fast path: a query with no parameter name that could be secret (nor an escape that could hide one)

@@ -26,6 +26,7 @@ async function main () {
     app.log.info({ signal }, 'closing')
     const timer = setTimeout(() => {
       app.log.error('graceful close timed out; exiting')
+      app.saveCounters() // what the requests answered so far counted is not lost with them
       process.exit(1)
     }, config.shutdownTimeoutMs)
     timer.unref()

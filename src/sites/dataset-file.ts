@@ -1,7 +1,7 @@
 // Dataset files: one SQLite file per dataset, tables fixed by the contract (section 2).
 // Writers build a new file beside the old one and rename it into place only when complete,
 // so a reader never sees a half-written dataset and a failed write loses nothing.
-import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 
@@ -55,11 +55,37 @@ export interface DatasetWriter {
   abort (): void
 }
 
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Removes temporary files that a writer of `path` left behind when its process died (an import
+ * killed half-way): they are never read, and each can be as large as the dataset.
+ */
+export function removeStaleTempFiles (path: string): string[] {
+  const prefix = `.${basename(path)}.`
+  const removed: string[] = []
+  for (const name of readdirSync(dirname(path))) {
+    const m = name.startsWith(prefix) ? /^(\d+)\.\d+\.tmp$/.exec(name.slice(prefix.length)) : null
+    if (!m || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue
+    rmSync(join(dirname(path), name), { force: true })
+    removed.push(name)
+  }
+  return removed
+}
+
 /**
  * Opens a writer on a temporary file beside `path`. Sites are written in batches of one
  * transaction each, so memory stays flat for any number of rows.
  */
 export function openDatasetWriter (path: string): DatasetWriter {
+  removeStaleTempFiles(path)
   const tmpPath = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
   const db = new Database(tmpPath)
   db.pragma('journal_mode = OFF')
@@ -100,6 +126,9 @@ export function openDatasetWriter (path: string): DatasetWriter {
       const fd = openSync(tmpPath, 'r')
       try { fsyncSync(fd) } finally { closeSync(fd) }
       renameSync(tmpPath, path)
+      // the rename itself survives a power cut only once the directory is synced
+      const dir = openSync(dirname(path), 'r')
+      try { fsyncSync(dir) } finally { closeSync(dir) }
       return { siteCount: count, builtAt }
     },
     abort () {

@@ -1,0 +1,161 @@
+// Stops and crashes of real processes. SIGTERM under load: every request the server accepted is
+// answered in full and counted, and the counters saved at close equal what the clients received.
+// A connection that never finishes its request cannot hold the close past SHUTDOWN_TIMEOUT_MS.
+// SIGKILL: at most the last 5 s of counts are lost. An import killed half-way or cut short
+// leaves the old file serving and nothing behind. Every case restarts cleanly.
+import t, { type Test } from 'tap'
+import { createHash } from 'node:crypto'
+import { connect } from 'node:net'
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { spawn } from 'node:child_process'
+import { REPO_ROOT, tmpDataDir } from '../helper.ts'
+import { admin, startServer, type Server } from '../run.ts'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function setup (t: Test, extra: Record<string, string> = {}) {
+  const dir = tmpDataDir(t)
+  const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '5000', NODE_ENV: 'production', ...extra }
+  const created = JSON.parse(admin(['partners', 'create', '--name', 'Load', '--tier', 'scale', '--json'], env).stdout)
+  const r = admin(['partners', 'update', created.slug, '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
+  if (r.status !== 0) throw new Error(r.stderr)
+  return { dir, env, token: created.token as string }
+}
+
+
+const used = async (server: Server, token: string) =>
+  (await (await fetch(`${server.url}/v1/usage?api_key=${token}`)).json()).windows.day.used as number
+
+t.test('SIGTERM under load: requests in flight answered in full, counters saved exactly', async (t) => {
+  const { env, token } = setup(t, { COUNTER_SAVE_MS: '5000' })
+  const server = await startServer(env)
+  t.teardown(() => server.stop('SIGKILL'))
+  let received = 0
+  const bad: string[] = []
+  let signalled = false
+  const client = async (n: number) => {
+    for (let i = 0; ; i++) {
+      let res: Response
+      try {
+        res = await fetch(`${server.url}/v1/sites?lat=${(45 + ((n * 97 + i) % 200) / 20).toFixed(3)}&lng=${(2 + (i % 50) / 10).toFixed(3)}&radius=75`, { headers: { authorization: `Bearer ${token}` } })
+      } catch (err) {
+        // the server stopped taking connections: the end, once the signal was sent
+        if (!signalled) bad.push(`before the signal: ${(err as Error).message}`)
+        return
+      }
+      try {
+        const body = await res.json()
+        if (res.status !== 200 || !Array.isArray(body)) bad.push(`${res.status} ${JSON.stringify(body).slice(0, 200)}`)
+        else received++
+      } catch (err) {
+        bad.push(`a cut answer: ${(err as Error).message}`)
+      }
+    }
+  }
+  const clients = Array.from({ length: 8 }, (_, n) => client(n))
+  await sleep(1500)
+  signalled = true
+  const code = await server.stop('SIGTERM')
+  await Promise.all(clients)
+  t.equal(code, 0, 'exit 0')
+  t.same(bad, [], 'no refused, failed or cut answer')
+  t.ok(received > 100, `${received} answers received under load`)
+  t.match(server.output(), /"signal":"SIGTERM","msg":"closing"/)
+
+  const again = await startServer(env)
+  t.teardown(() => again.stop('SIGKILL'))
+  t.equal(await used(again, token), received, 'the counters saved at close hold exactly the requests answered')
+  t.equal((await fetch(`${again.url}/readyz`)).status, 200, 'restarts cleanly')
+  t.equal(await again.stop('SIGTERM'), 0)
+})
+
+t.test('a request that never finishes cannot hold the close past SHUTDOWN_TIMEOUT_MS', async (t) => {
+  const { env, token } = setup(t, { SHUTDOWN_TIMEOUT_MS: '1000', COUNTER_SAVE_MS: '5000' })
+  const server = await startServer(env)
+  t.teardown(() => server.stop('SIGKILL'))
+  for (let i = 0; i < 9; i++) await (await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${token}`)).arrayBuffer()
+  const { port } = new URL(server.url)
+  const socket = connect(Number(port), '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  // a request whose body never comes: the server is busy with it, not idle
+  socket.write('GET /v1/sites?lat=1&lng=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc')
+  socket.on('error', () => {})
+  await sleep(200)
+  const started = Date.now()
+  const code = await server.stop('SIGTERM')
+  socket.destroy()
+  t.ok(Date.now() - started < 20_000, 'the process ended (it would wait for the client otherwise)')
+  t.equal(code, 1, 'exit 1: the close did not finish')
+  t.match(server.output(), /"msg":"graceful close timed out; exiting"/)
+  const again = await startServer(env)
+  t.teardown(() => again.stop('SIGKILL'))
+  t.equal(await used(again, token), 9, 'the counters were saved before the forced exit')
+  t.equal(await again.stop('SIGTERM'), 0)
+})
+
+t.test('SIGKILL loses at most the last 5 s of counts and restarts cleanly', async (t) => {
+  const { env, token } = setup(t, { COUNTER_SAVE_MS: '2000' })
+  const server = await startServer(env)
+  t.teardown(() => server.stop('SIGKILL'))
+  const hit = async (n: number) => {
+    for (let i = 0; i < n; i++) t.equal((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${token}`)).status, 200)
+  }
+  await hit(20)
+  await sleep(5_500)
+  await hit(7)
+  t.equal(await server.stop('SIGKILL'), null, 'killed')
+  const again = await startServer(env)
+  t.teardown(() => again.stop('SIGKILL'))
+  const after = await used(again, token)
+  t.ok(after >= 20 && after <= 27, `${after} of 27 counted after the crash: the 20 older than 5 s are all there`)
+  const ready = await (await fetch(`${again.url}/readyz`)).json()
+  t.same([ready.status, ready.control_db.writable], ['ready', true], 'restarts cleanly')
+  t.equal(await again.stop('SIGTERM'), 0)
+})
+
+const digest = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex')
+
+t.test('imports cut short or killed half-way leave the old file serving, and nothing behind', async (t) => {
+  const { dir, env } = setup(t)
+  const production = join(dir, 'production.db')
+  const lines = ['id,category,name,region,country,latitude,longitude,tags']
+  for (let i = 0; i < 300_000; i++) lines.push(`s${i},4,Site ${i},EUR,GB,${(50 + (i % 1000) / 1000).toFixed(3)},${(-1 + (i % 997) / 1000).toFixed(3)},~fuel`)
+  const csv = join(dir, 'big.csv')
+  writeFileSync(csv, lines.join('\n') + '\n')
+  t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', csv], env).status, 0)
+  const before = digest(production)
+
+  // a file cut in the middle of a row
+  const cut = join(dir, 'cut.csv')
+  writeFileSync(cut, lines.slice(0, 1001).join('\n') + '\ns1000,4,Site 1000,EU')
+  const r = admin(['datasets', 'import', '--dataset', 'production', '--file', cut], env)
+  t.equal(r.status, 1)
+  t.match(r.stderr, /^line 1002: /m, 'names the cut line')
+  const geo = join(dir, 'cut.geojson')
+  writeFileSync(geo, '{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"a","categ')
+  const g = admin(['datasets', 'import', '--dataset', 'production', '--file', geo], env)
+  t.equal(g.status, 1)
+  t.match(g.stderr, /feature 1: .*cut short/)
+  t.equal(digest(production), before, 'the old file is untouched')
+
+  // killed while writing its new file
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), 'datasets', 'import', '--dataset', 'production', '--file', csv], {
+    cwd: REPO_ROOT, env: { ...process.env, ...env }
+  })
+  const tmp = () => readdirSync(dir).filter((f) => f.startsWith('.production.db.') && f.endsWith('.tmp'))
+  for (let i = 0; i < 600 && tmp().length === 0; i++) await sleep(25)
+  t.equal(tmp().length, 1, 'the import is writing its new file')
+  child.kill('SIGKILL')
+  await new Promise((resolve) => child.on('exit', resolve))
+  t.equal(digest(production), before, 'the old file is untouched')
+  t.equal(tmp().length, 1, 'the dead import left its temporary file')
+
+  const server = await startServer(env)
+  t.teardown(() => server.stop('SIGKILL'))
+  const ready = await (await fetch(`${server.url}/readyz`)).json()
+  t.equal(ready.datasets.production.site_count, 300_000, 'the old file serves')
+  t.equal(await server.stop('SIGTERM'), 0)
+  t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', cut.replace('cut.csv', 'big.csv')], env).status, 0)
+  t.same(tmp(), [], 'the next import removed what the dead one left')
+})
