@@ -27,6 +27,8 @@ declare module 'fastify' {
 
 export interface CachedAnswer {
   body: Buffer
+  /** Content-Type: JSON, or GeoJSON (format=geojson) */
+  type: string
   etag: string
   rows: number
 }
@@ -77,7 +79,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     request.rows = entry.rows
     reply.header('etag', entry.etag).header('cache-control', cacheControl)
     if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
-    else reply.type(JSON_TYPE).send(entry.body)
+    else reply.type(entry.type).send(entry.body)
     // answered: done() is not called
   })
 
@@ -91,7 +93,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
     const etag = etagOf(request.cacheKey)
     reply.header('etag', etag).header('cache-control', cacheControl)
-    if (enabled) lru.set(request.cacheKey, { body, etag, rows: request.rows })
+    if (enabled) lru.set(request.cacheKey, { body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
     if (etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
       return done(null, '')

@@ -19,6 +19,7 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
     const started = performance.now()
     const outcome = await app.datasets.reload()
     const ms = Math.round(performance.now() - started)
+    app.metrics.reloads.inc({ result: outcome.ok ? 'ok' : 'refused' })
     if (outcome.ok) app.log.info({ reason, ms, datasets: outcome.datasets }, 'datasets reloaded')
     else app.log.error({ reason, ms, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
     return outcome
@@ -47,4 +48,4 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   })
 }
 
-export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners', 'health'] })
+export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners', 'health', 'metrics'] })

@@ -13,8 +13,11 @@ import byTagRoutes from './routes/by-tag.ts'
 import siteByIdRoutes from './routes/site-by-id.ts'
 import usageRoutes from './routes/usage.ts'
 import healthRoutes from './routes/health.ts'
+import indexRoutes from './routes/index.ts'
 import errors from '../plugins/errors.ts'
 import health from '../plugins/health.ts'
+import metrics from '../plugins/metrics.ts'
+import openapi from '../plugins/openapi.ts'
 import routeConfig from '../plugins/route-config.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
@@ -113,15 +116,18 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
+  await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
+  await app.register(openapi, { apiPrefix: config.apiPrefix })
   const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }
   await app.register(sitesRoutes, routeOptions)
   await app.register(byTagRoutes, routeOptions)
   await app.register(siteByIdRoutes, routeOptions)
   await app.register(usageRoutes, { prefix: config.apiPrefix })
   await app.register(healthRoutes)
+  await app.register(indexRoutes, { apiPrefix: config.apiPrefix })
   await app.ready()
   return app
 }

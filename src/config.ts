@@ -16,6 +16,7 @@ export const EnvSchema = Type.Object({
   }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address the HTTP server binds to' }),
   PORT: Port(3000, 'HTTP port (0 picks a free port)'),
+  METRICS_PORT: Port(9464, 'port of the Prometheus /metrics endpoint, always bound to 127.0.0.1 (0 picks a free port, logged)'),
   API_PREFIX: Type.String({ pattern: '^(/[A-Za-z0-9_.-]+)+$', default: '/v1', description: 'path prefix of the partner API' }),
   DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'folder of sandbox.db, production.db and control.db' }),
   PILOT_APP_URL: Type.String({
@@ -63,6 +64,7 @@ export interface Config {
   partnerRefreshMs: number
   counterSaveMs: number
   shutdownTimeoutMs: number
+  metricsPort: number
 }
 
 export class ConfigError extends Error {
@@ -111,6 +113,7 @@ export function loadConfig (
     nodeEnv: e.NODE_ENV,
     host: e.HOST,
     port: e.PORT,
+    metricsPort: e.METRICS_PORT,
     apiPrefix: e.API_PREFIX,
     dataDir: resolve(cwd, e.DATA_DIR),
     pilotAppUrl: e.PILOT_APP_URL.replace(/\/+$/, ''),

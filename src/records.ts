@@ -9,11 +9,12 @@ import { kmFromHaverSin } from './sites/spatial.ts'
 
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
+export const GEOJSON_TYPE = 'application/geo+json; charset=utf-8'
 
 /** Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer). */
-export function sendJson (reply: object, json: string | Buffer): FastifyReply {
+export function sendJson (reply: object, json: string | Buffer, type = JSON_TYPE): FastifyReply {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.
-  return (reply as FastifyReply).type(JSON_TYPE).send(typeof json === 'string' ? Buffer.from(json) : json)
+  return (reply as FastifyReply).type(type).send(typeof json === 'string' ? Buffer.from(json) : json)
 }
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
@@ -120,7 +121,18 @@ class FragmentStore {
   }
 }
 
-interface Fragments { full: FragmentStore, minimal: FragmentStore }
+interface Fragments {
+  full: FragmentStore
+  minimal: FragmentStore
+  /** GeoJSON features around the records; made on first use only */
+  fullFeature: () => FragmentStore
+  minimalFeature: () => FragmentStore
+}
+
+const once = <T>(make: () => T) => {
+  let value: T | undefined
+  return () => (value ??= make())
+}
 const fragmentCache = new WeakMap<Dataset, Map<string, Fragments>>()
 
 function fragmentsOf (ds: Dataset, links: string): Fragments {
@@ -134,16 +146,23 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
     // the link prefix are escaped (the prefix once).
     const escapedLinks = JSON.stringify(links).slice(1, -1)
     const { ids, names, regions, countries, categories, lats, lngs } = ds
+    const full = (p: number) => {
+      const id = ids[p]
+      return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names[p])},"region":"${regions[p]}","country":"${countries[p]}",` +
+        `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+    }
+    const minimal = (p: number) => {
+      const id = ids[p]
+      return `{"id":"${id}","category":"${categories[p]}","latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+    }
+    // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
+    const feature = (record: (p: number) => string) => (p: number) =>
+      `{"type":"Feature","id":"${ids[p]}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
     byLinks.set(links, f = {
-      full: new FragmentStore(ds.count, (p) => {
-        const id = ids[p]
-        return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names[p])},"region":"${regions[p]}","country":"${countries[p]}",` +
-          `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
-      }),
-      minimal: new FragmentStore(ds.count, (p) => {
-        const id = ids[p]
-        return `{"id":"${id}","category":"${categories[p]}","latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
-      })
+      full: new FragmentStore(ds.count, full),
+      minimal: new FragmentStore(ds.count, minimal),
+      fullFeature: once(() => new FragmentStore(ds.count, feature(full))),
+      minimalFeature: once(() => new FragmentStore(ds.count, feature(minimal)))
     })
   }
   return f
@@ -158,3 +177,11 @@ export const sitesJson = (ds: Dataset, positions: ArrayLike<number>, links: stri
 /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
 export const minimalSitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head = '', tail = ''): Buffer =>
   fragmentsOf(ds, links).minimal.array(positions, head, tail)
+
+/** GeoJSON FeatureCollection of full records. */
+export const sitesGeoJson = (ds: Dataset, positions: ArrayLike<number>, links: string): Buffer =>
+  fragmentsOf(ds, links).fullFeature().array(positions, '{"type":"FeatureCollection","features":', '}')
+
+/** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
+export const minimalSitesGeoJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head: string, tail: string): Buffer =>
+  fragmentsOf(ds, links).minimalFeature().array(positions, head, tail)

@@ -3,6 +3,7 @@
 import { buildApp } from './app.ts'
 import { prepareDataDir } from './bootstrap.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
+import { startMetricsServer } from './metrics-server.ts'
 
 async function main () {
   let config: Config
@@ -19,6 +20,7 @@ async function main () {
   const app = await buildApp(config)
   for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
 
+  let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined
   let closing = false
   const close = (signal: string) => {
     if (closing) return
@@ -30,6 +32,8 @@ async function main () {
       process.exit(1)
     }, config.shutdownTimeoutMs)
     timer.unref()
+    metrics?.server.close()
+    metrics?.server.closeAllConnections()
     app.close().then(() => process.exit(0), (err) => {
       app.log.error({ err }, 'close failed')
       process.exit(1)
@@ -41,6 +45,8 @@ async function main () {
   process.on('SIGTERM', () => close('SIGTERM'))
   process.on('SIGINT', () => close('SIGINT'))
 
+  metrics = await startMetricsServer(app.metrics.registry, config.metricsPort)
+  app.log.info({ url: metrics.url }, `metrics listening at ${metrics.url}`)
   const address = await app.listen({ host: config.host, port: config.port })
   if (prepared.demoToken) {
     process.stdout.write([

@@ -42,7 +42,7 @@ export interface Server {
 export function startServer (env: Record<string, string>, timeoutMs = 60_000, options: { wrap?: string[] } = {}): Promise<Server> {
   const command = [...(options.wrap ?? []), process.execPath, '--import', 'tsx', join(REPO_ROOT, 'src/server.ts')]
   const child = spawn(command[0], command.slice(1), {
-    cwd: REPO_ROOT, env: baseEnv({ PORT: '0', ...env })
+    cwd: REPO_ROOT, env: baseEnv({ PORT: '0', METRICS_PORT: '0', ...env })
   })
   let out = ''
   child.stdout.on('data', (d) => { out += d })

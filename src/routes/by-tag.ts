@@ -1,7 +1,8 @@
 // GET /sites/by-tag: one tag's sites the partner may see, map-minimal, in id order, in pages.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { sendJson, linkPrefix, minimalSitesJson } from '../records.ts'
+import { GEOJSON_TYPE, sendJson, linkPrefix, minimalSitesGeoJson, minimalSitesJson } from '../records.ts'
+import { TagFeatureCollection } from '../schemas/geojson.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { TagPage } from '../schemas/records.ts'
@@ -14,9 +15,17 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   app.get('/sites/by-tag', {
     config: { endpoint: 'by-tag', cache: true },
     schema: {
+      operationId: 'sitesByTag',
+      tags: ['sites'],
       summary: 'Sites of one tag, map-minimal, in id order, paginated',
       querystring: ByTagQuery,
-      response: { 200: TagPage, ...errorResponses(BY_TAG_ERRORS) }
+      response: {
+        200: {
+          description: 'One page of the tag\'s sites, map-minimal, in id order; a GeoJSON FeatureCollection with format=geojson',
+          content: { 'application/json': { schema: TagPage }, 'application/geo+json': { schema: TagFeatureCollection } }
+        },
+        ...errorResponses(BY_TAG_ERRORS)
+      }
     }
   }, async (request, reply) => {
     const { tag, page } = request.query
@@ -26,8 +35,11 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     request.rows = positions.length
     // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
     // (the tag is ASCII by its pattern, so the head is too)
-    const head = `{"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)},"sites":`
-    return sendJson(reply, minimalSitesJson(ds, positions, links, head, '}'))
+    const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
+    if (request.query.format === 'geojson') {
+      return sendJson(reply, minimalSitesGeoJson(ds, positions, links, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
+    }
+    return sendJson(reply, minimalSitesJson(ds, positions, links, `{${paging},"sites":`, '}'))
   })
 }
 

@@ -7,14 +7,14 @@ import { Liveness, Readiness } from '../schemas/health.ts'
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/healthz', {
     config: { probe: true },
-    schema: { summary: 'Liveness: the process is up', response: { 200: Liveness } }
+    schema: { operationId: 'healthz', tags: ['service'], summary: 'Liveness: the process is up', response: { 200: Liveness } }
   }, (_request, reply) => {
     reply.header('cache-control', 'no-store').send({ status: 'ok' as const })
   })
 
   app.get('/readyz', {
     config: { probe: true },
-    schema: { summary: 'Readiness: datasets loaded and control.db usable', response: { 200: Readiness, 503: Readiness } }
+    schema: { operationId: 'readyz', tags: ['service'], summary: 'Readiness: datasets loaded and control.db usable', response: { 200: Readiness, 503: Readiness } }
   }, (_request, reply) => {
     const datasets = Object.fromEntries(app.datasets.served().map((d) => [d.dataset, { site_count: d.site_count, built_at: d.built_at }]))
     const health = app.controlDb

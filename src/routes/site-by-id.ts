@@ -15,6 +15,8 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
   app.get('/sites/:id', {
     config: { endpoint: 'site', cache: true },
     schema: {
+      operationId: 'siteById',
+      tags: ['sites'],
       summary: 'One site by id, or null when it is unknown or outside the allow-list',
       params: SiteParams,
       querystring: DemoQuery,

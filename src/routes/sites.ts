@@ -3,9 +3,10 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { sendJson, linkPrefix, nearestRecord, sitesJson } from '../records.ts'
+import { GEOJSON_TYPE, sendJson, linkPrefix, nearestRecord, sitesGeoJson, sitesJson } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
-import { NearbyQuery } from '../schemas/queries.ts'
+import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
+import { SiteFeatureCollection } from '../schemas/geojson.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
 import { findNearby, type Dataset } from '../sites/dataset.ts'
 
@@ -24,7 +25,7 @@ export function searchCategories (partner: PartnerProfile, categoryId: number | 
 const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
   const links = linkPrefix(options.pilotAppUrl)
 
-  const search = (request: { partner: PartnerProfile, query: NearbyQuery, dataset?: Dataset }, limit: number) => {
+  const search = (request: { partner: PartnerProfile, query: NearbyQuery | SitesQuery, dataset?: Dataset }, limit: number) => {
     const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
     const ds = request.dataset!
@@ -42,21 +43,32 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   app.get('/sites', {
     config: { endpoint: 'sites', cache: true },
     schema: {
+      operationId: 'searchSites',
+      tags: ['sites'],
       summary: 'Sites near a point, nearest first',
-      querystring: NearbyQuery,
-      response: { 200: Type.Array(SiteRecord), ...errorResponses(SEARCH_ERRORS) }
+      querystring: SitesQuery,
+      response: {
+        200: {
+          description: 'Full records, nearest first (at most max_results); a GeoJSON FeatureCollection with format=geojson',
+          content: { 'application/json': { schema: Type.Array(SiteRecord) }, 'application/geo+json': { schema: SiteFeatureCollection } }
+        },
+        ...errorResponses(SEARCH_ERRORS)
+      }
     }
   }, async (request, reply) => {
     const { ds, hits } = search(request, request.partner.maxResults)
     request.rows = hits.length
     const positions = new Uint32Array(hits.length)
     for (let i = 0; i < hits.length; i++) positions[i] = hits[i].position
+    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, positions, links), GEOJSON_TYPE)
     return sendJson(reply, sitesJson(ds, positions, links))
   })
 
   app.get('/sites/nearest', {
     config: { endpoint: 'nearest', cache: true },
     schema: {
+      operationId: 'nearestSite',
+      tags: ['sites'],
       summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
       response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }

@@ -26,6 +26,8 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/usage', {
     config: { endpoint: 'usage' },
     schema: {
+      operationId: 'usage',
+      tags: ['usage'],
       summary: 'Usage report: the three windows, and telemetry with expand=telemetry',
       querystring: UsageQuery,
       response: { 200: UsageReport, ...errorResponses(USAGE_ERRORS) }

@@ -30,7 +30,8 @@ export function errorResponses (codes: ErrorCode[]): Record<number, TSchema> {
   }
   const responses: Record<number, TSchema> = {}
   for (const [status, list] of byStatus) {
-    responses[status] = { ...ErrorBody, description: list.join(', ') }
+    const code = { ...ErrorBody.properties.code, enum: list, description: `One of: ${list.join(', ')}` }
+    responses[status] = { ...ErrorBody, properties: { ...ErrorBody.properties, code }, description: list.join(', ') }
   }
   return responses
 }

@@ -10,6 +10,8 @@ import { ERRORS, type ErrorCode } from '../../src/errors.ts'
 import { PARTNER_ERRORS } from '../../src/schemas/errors.ts'
 import { MapMinimalRecord, NearestRecord, SiteRecord, TagPage } from '../../src/schemas/records.ts'
 import { UsageReport } from '../../src/schemas/usage.ts'
+import { ApiIndex } from '../../src/schemas/api-index.ts'
+import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/geojson.ts'
 import { SEARCH_ERRORS } from '../../src/routes/sites.ts'
 import { BY_TAG_ERRORS } from '../../src/routes/by-tag.ts'
 import { SITE_ERRORS } from '../../src/routes/site-by-id.ts'
@@ -28,18 +30,19 @@ const { app, tokens } = await buildTestApp(t, {
   ]
 })
 
-interface Endpoint { path: string, ok: TSchema, codes: ErrorCode[], base: Record<string, string> }
+interface Endpoint { path: string, ok: TSchema, geo?: TSchema, codes: ErrorCode[], base: Record<string, string> }
 const ENDPOINTS: Endpoint[] = [
-  { path: '/v1/sites', ok: Type.Array(SiteRecord), codes: SEARCH_ERRORS, base: { lat: '51.5', lng: '-0.12', radius: '50' } },
+  { path: '/v1/sites', ok: Type.Array(SiteRecord), geo: SiteFeatureCollection, codes: SEARCH_ERRORS, base: { lat: '51.5', lng: '-0.12', radius: '50' } },
   { path: '/v1/sites/nearest', ok: Type.Union([NearestRecord, Type.Null()]), codes: SEARCH_ERRORS, base: { lat: '48.85', lng: '2.35' } },
-  { path: '/v1/sites/by-tag', ok: TagPage, codes: BY_TAG_ERRORS, base: { tag: '~fuel', per_page: '20' } },
+  { path: '/v1/sites/by-tag', ok: TagPage, geo: TagFeatureCollection, codes: BY_TAG_ERRORS, base: { tag: '~fuel', per_page: '20' } },
   { path: '/v1/sites/{id}', ok: Type.Union([SiteRecord, Type.Null()]), codes: SITE_ERRORS, base: {} },
   { path: '/v1/usage', ok: UsageReport, codes: USAGE_ERRORS, base: { expand: 'telemetry' } }
 ]
 void MapMinimalRecord // TagPage holds it
+const INDEX: Endpoint = { path: '/v1', ok: ApiIndex, codes: [], base: {} }
 /** Answers any URL can get, whatever the route: an undecodable URL, and no route at all. */
 const ANYWHERE: ErrorCode[] = ['rest_bad_request', 'rest_no_route']
-const PARAMS = ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo', 'page', 'per_page', 'expand', 'id']
+const PARAMS = ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo', 'page', 'per_page', 'expand', 'id', 'format']
 
 const HOSTILE = [
   '', ' ', 'NaN', '-NaN', 'nan', '1e309', '-1e309', '1e-400', 'Infinity', '-Infinity', '0x1A', '0b1', '0o7', '1_000', ' 5', '5 ',
@@ -48,7 +51,7 @@ const HOSTILE = [
   'true', 'false', 'TRUE', 'yes', 'null', 'undefined', '[]', '{}', '[1]', '{"a":1}', '__proto__', 'constructor',
   'toString', '~', '~~', '~fuel', '~FUEL', '~a b', `~${'a'.repeat(63)}`, `~${'a'.repeat(64)}`, 'A'.repeat(64), 'A'.repeat(65),
   'A'.repeat(5000), '9'.repeat(400), `1.${'1'.repeat(400)}`, '90', '90.0000001', '-90', '180', '180.0000001', '-180',
-  '2147483647', '2147483648', '-2147483649', '9007199254740993', '1', '2', '4', '7', '8', '500', '501', '0.000001', '-1'
+  'geojson', 'json', 'GEOJSON', 'geojson ', '2147483647', '2147483648', '-2147483649', '9007199254740993', '1', '2', '4', '7', '8', '500', '501', '0.000001', '-1'
 ]
 const value = fc.oneof(
   { weight: 5, arbitrary: fc.constantFrom(...HOSTILE) },
@@ -106,6 +109,7 @@ const allTokens = Object.values(tokens)
 function reached (url: string): Endpoint | undefined {
   let path = new URL(url, 'http://x').pathname
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1)
+  if (path === '/v1') return INDEX
   const exact = ENDPOINTS.find((e) => e.path === path)
   if (exact) return exact
   return /^\/v1\/sites\/[^/]*$/.test(path) ? ENDPOINTS[3] : undefined
@@ -132,7 +136,8 @@ t.test('random and hostile requests: documented answers only', async (t) => {
     })
     const where = `${r.method} ${url.slice(0, 300)} -> ${res.statusCode} ${res.body.slice(0, 300)}`
     if (res.statusCode >= 500) throw new Error(`5xx: ${where}`)
-    if (res.headers['content-type'] !== 'application/json; charset=utf-8') throw new Error(`content-type ${res.headers['content-type']}: ${where}`)
+    const geo = res.headers['content-type'] === 'application/geo+json; charset=utf-8'
+    if (res.headers['content-type'] !== 'application/json; charset=utf-8' && !(geo && res.statusCode === 200)) throw new Error(`content-type ${res.headers['content-type']}: ${where}`)
     if (!res.headers['x-request-id']) throw new Error(`no X-Request-Id: ${where}`)
     if (Object.keys(res.headers).some((h) => h.startsWith('access-control-'))) throw new Error(`CORS header: ${where}`)
     if (allTokens.some((tok) => res.body.includes(tok))) throw new Error(`token in the body: ${where}`)
@@ -140,7 +145,9 @@ t.test('random and hostile requests: documented answers only', async (t) => {
     const endpoint = reached(url)
     if (res.statusCode === 200) {
       if (!endpoint) throw new Error(`200 from no endpoint: ${where}`)
-      if (!Value.Check(endpoint.ok, body)) throw new Error(`200 body off its schema: ${[...Value.Errors(endpoint.ok, body)].slice(0, 3).map((e) => `${e.path} ${e.message}`).join('; ')}: ${where}`)
+      const schema = geo ? endpoint.geo : endpoint.ok
+      if (!schema) throw new Error(`GeoJSON from ${endpoint.path}: ${where}`)
+      if (!Value.Check(schema, body)) throw new Error(`200 body off its schema: ${[...Value.Errors(schema, body)].slice(0, 3).map((e) => `${e.path} ${e.message}`).join('; ')}: ${where}`)
       seen.set('200', (seen.get('200') ?? 0) + 1)
       return
     }

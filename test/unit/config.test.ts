@@ -14,7 +14,7 @@ t.test('.env.example lists every variable with its default, and nothing else', a
 t.test('defaults', async (t) => {
   const config = loadConfig({}, { envFile: false, cwd: '/srv/app' })
   t.same(config, {
-    nodeEnv: 'development', host: '127.0.0.1', port: 3000, apiPrefix: '/v1', dataDir: '/srv/app/data',
+    nodeEnv: 'development', host: '127.0.0.1', port: 3000, metricsPort: 9464, apiPrefix: '/v1', dataDir: '/srv/app/data',
     pilotAppUrl: 'https://helipaddy.com', logLevel: 'info', trustProxy: false, cacheTtlSeconds: 60, cacheMaxEntries: 10000, cacheMaxMb: 64,
     sandboxSiteCount: 20000, sandboxSeed: 'sandbox', indexWorkerMinMb: 16, partnerRefreshMs: 1000, counterSaveMs: 2000, shutdownTimeoutMs: 10000
   })

@@ -1,0 +1,41 @@
+// GeoJSON (RFC 7946) forms of the site answers: each record becomes the properties of a Point
+// feature at [longitude, latitude]; the feature's id is the site id.
+import { Type, type TSchema } from '@sinclair/typebox'
+import { MapMinimalRecord, SiteRecord } from './records.ts'
+
+const Point = Type.Object({
+  type: Type.Literal('Point'),
+  coordinates: Type.Array(Type.Number(), { minItems: 2, maxItems: 2, description: '[longitude, latitude], obscured as in the record' })
+}, { additionalProperties: false })
+
+const feature = <T extends TSchema>(properties: T, description: string) => Type.Object({
+  type: Type.Literal('Feature'),
+  id: Type.String({ description: 'Site ID' }),
+  geometry: Point,
+  properties
+}, { additionalProperties: false, description })
+
+export const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
+export const MapMinimalFeature = feature(MapMinimalRecord, 'A site as a GeoJSON Point feature; its properties are the map-minimal record')
+
+export const SiteFeatureCollection = Type.Object({
+  type: Type.Literal('FeatureCollection'),
+  features: Type.Array(SiteFeature)
+}, { additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection' })
+
+export const TagFeatureCollection = Type.Object({
+  type: Type.Literal('FeatureCollection'),
+  tag: Type.String(),
+  page: Type.Integer(),
+  per_page: Type.Integer(),
+  total: Type.Integer({ description: 'Sites of the tag the partner may see' }),
+  total_pages: Type.Integer(),
+  features: Type.Array(MapMinimalFeature)
+}, { additionalProperties: false, description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members' })
+
+export const Format = Type.Unsafe<'json' | 'geojson'>({
+  type: 'string',
+  enum: ['json', 'geojson'],
+  default: 'json',
+  description: 'json (default), or geojson for a GeoJSON FeatureCollection (RFC 7946) of the same records, sent as application/geo+json'
+})
