@@ -8,12 +8,17 @@ import type { FastifyInstance } from 'fastify'
 import type Database from 'better-sqlite3'
 import { ApiError } from '../src/errors.ts'
 import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds, type HitResult, type SecondBucket } from '../src/limits/limiter.ts'
-import { TelemetryFeed } from '../src/usage/telemetry.ts'
+import { SharedTelemetry, TelemetryFeed, type Telemetry } from '../src/usage/telemetry.ts'
+import { Redis } from 'ioredis'
+import { FailoverStore } from '../src/limits/failover-store.ts'
+import { RedisStore } from '../src/limits/redis-store.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     limiter: RateLimiter
-    telemetry: TelemetryFeed
+    telemetry: Telemetry
+    /** the shared state's health, when STATE_URL is set */
+    sharedState?: FailoverStore
     /** Saves the counters now (also done every COUNTER_SAVE_MS and at close); never throws. */
     saveCounters (): void
   }
@@ -29,6 +34,8 @@ declare module 'fastify' {
 export interface RateLimitOptions {
   clock?: () => number
   saveMs: number
+  /** redis://…: windows and telemetry shared by every instance (issue 8); else in process */
+  stateUrl?: string
 }
 
 // Saved per partner and second: small upserts, however busy the partner (see LocalStore.restore).
@@ -58,11 +65,32 @@ function restore (db: Database.Database, store: LocalStore, now: number): number
   return byPartner.size
 }
 
-async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
-  const clock = options.clock ?? Date.now
+/**
+ * Windows and telemetry in Redis (STATE_URL), behind a store that limits alone while Redis is
+ * away. Redis keeps the counts, so nothing is saved to control.db.
+ */
+function sharedState (app: FastifyInstance, url: string, clock: () => number) {
+  const redis = new Redis(url, {
+    // fail fast: a request must not wait for Redis to come back
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    connectTimeout: 2_000,
+    retryStrategy: (times) => Math.min(200 * times, 2_000),
+    lazyConnect: false
+  })
+  redis.on('error', () => {}) // reported once by the store's way down, not per reconnection attempt
+  const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log)
+  app.addHook('onClose', async () => {
+    await shared.close()
+    redis.disconnect()
+  })
+  return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis), save: () => {}, shared }
+}
+
+/** Windows in process, saved to control.db every COUNTER_SAVE_MS and at close, restored at boot. */
+function localState (app: FastifyInstance, options: RateLimitOptions, clock: () => number) {
   const store = new LocalStore()
-  const limiter = new RateLimiter(store, clock)
-  const telemetry = new TelemetryFeed()
   const db = app.partners.store.db
   const restored = restore(db, store, clock())
   app.log.info({ partners: restored }, 'rate-limit counters restored')
@@ -94,10 +122,20 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   }
   const timer = setInterval(save, options.saveMs)
   timer.unref()
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    save()
+  })
+  return { limiter: new RateLimiter(store, clock), telemetry: new TelemetryFeed(), save, shared: undefined }
+}
 
+async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
+  const clock = options.clock ?? Date.now
+  const { limiter, telemetry, save, shared } = options.stateUrl ? sharedState(app, options.stateUrl, clock) : localState(app, options, clock)
+  if (shared) app.decorate('sharedState', shared)
   app.decorate('saveCounters', save)
   app.decorate('limiter', limiter)
-  app.decorate('telemetry', telemetry)
+  app.decorate<Telemetry>('telemetry', telemetry)
   app.decorateRequest('rows', 0)
   app.decorateRequest('limitSeq', undefined)
   app.decorateRequest('cacheStatus', 'none')
@@ -141,10 +179,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
     })
   })
 
-  app.addHook('onClose', async () => {
-    clearInterval(timer)
-    save()
-  })
 }
 
-export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health'] })
+export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health', 'reload'] })

@@ -118,7 +118,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auth)
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
+  await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs, stateUrl: config.stateUrl || undefined })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   await app.register(openapi, { apiPrefix: config.apiPrefix })
   const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }

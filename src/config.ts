@@ -40,6 +40,7 @@ export const EnvSchema = Type.Object({
   SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
   INDEX_WORKER_MIN_MB: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 16, description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot for fast boots' }),
   PARTNER_REFRESH_MS: Type.Integer({ minimum: 50, maximum: 5000, default: 1000, description: 'how often control.db is checked for partner changes (changes apply within this time)' }),
+  STATE_URL: Type.String({ pattern: '^(|rediss?://\\S+)$', default: '', description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process' }),
   COUNTER_SAVE_MS: Type.Integer({ minimum: 100, maximum: 5000, default: 2000, description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight' })
 })
@@ -63,6 +64,8 @@ export interface Config {
   indexWorkerMinMb: number
   partnerRefreshMs: number
   counterSaveMs: number
+  /** '' when the state is in process */
+  stateUrl: string
   shutdownTimeoutMs: number
   metricsPort: number
 }
@@ -127,6 +130,7 @@ export function loadConfig (
     indexWorkerMinMb: e.INDEX_WORKER_MIN_MB,
     partnerRefreshMs: e.PARTNER_REFRESH_MS,
     counterSaveMs: e.COUNTER_SAVE_MS,
+    stateUrl: e.STATE_URL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS
   }
 }

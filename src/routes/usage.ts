@@ -41,7 +41,7 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       partner: { id: partner.id, slug: partner.slug, name: partner.name, environment, is_sandbox: environment === 'sandbox' },
       client: { ip: request.ip },
       windows: { minute: windowReport(minute, now), hour: windowReport(hour, now), day: windowReport(day, now) },
-      ...(request.query.expand === 'telemetry' ? { telemetry: app.telemetry.block(partner.id, now) } : {})
+      ...(request.query.expand === 'telemetry' ? { telemetry: await app.telemetry.block(partner.id, now) } : {})
     }
   })
 }

@@ -1,10 +1,19 @@
 // Telemetry: the latest events of each partner in a ring (200 by default), from which the
 // telemetry block of /usage is derived. Kept apart from the limiter: it is a summary for the
 // partner, the limiter's counts are the authoritative ones.
+import type { Redis } from 'ioredis'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
 
 export const TELEMETRY_FEED_SIZE = 200
 export const RECENT_EVENTS = 10
+
+export type TelemetryBlock = ReturnType<typeof telemetryBlock>
+
+/** Where events go and the telemetry block comes from: in process, or shared (Redis). */
+export interface Telemetry {
+  record (key: string, event: TelemetryEvent): void
+  block (key: string, now: number): TelemetryBlock | Promise<TelemetryBlock>
+}
 
 export interface TelemetryEvent {
   timestamp: number
@@ -16,7 +25,7 @@ export interface TelemetryEvent {
   cache: 'hit' | 'miss' | 'none'
 }
 
-export class TelemetryFeed {
+export class TelemetryFeed implements Telemetry {
   private readonly rings = new Map<string, { events: TelemetryEvent[], next: number }>()
 
   constructor (readonly size = TELEMETRY_FEED_SIZE) {}
@@ -39,33 +48,68 @@ export class TelemetryFeed {
   }
 
   block (key: string, now: number) {
-    const events = this.events(key)
-    const windows = Object.fromEntries(WINDOWS.map((name): [WindowName, { requests: number, rows: number, errors: number }] => {
-      const since = now - WINDOW_SECONDS[name] * 1000
-      let requests = 0
-      let rows = 0
-      let errors = 0
-      for (const e of events) {
-        if (e.timestamp <= since) continue
-        requests++
-        rows += e.rows
-        if (e.status >= 400) errors++
-      }
-      return [name, { requests, rows, errors }]
-    })) as Record<WindowName, { requests: number, rows: number, errors: number }>
-    return {
-      feed_size: this.size,
-      events: events.length,
-      windows,
-      recent_events: events.slice(0, RECENT_EVENTS).map((e) => ({
-        timestamp: new Date(e.timestamp).toISOString(),
-        endpoint: e.endpoint,
-        status: e.status,
-        rows: e.rows,
-        duration_ms: e.durationMs,
-        dataset: e.dataset,
-        cache: e.cache
-      }))
+    return telemetryBlock(this.events(key), this.size, now)
+  }
+}
+
+export function telemetryBlock (events: TelemetryEvent[], size: number, now: number) {
+  const windows = Object.fromEntries(WINDOWS.map((name): [WindowName, { requests: number, rows: number, errors: number }] => {
+    const since = now - WINDOW_SECONDS[name] * 1000
+    let requests = 0
+    let rows = 0
+    let errors = 0
+    for (const e of events) {
+      if (e.timestamp <= since) continue
+      requests++
+      rows += e.rows
+      if (e.status >= 400) errors++
     }
+    return [name, { requests, rows, errors }]
+  })) as Record<WindowName, { requests: number, rows: number, errors: number }>
+  return {
+    feed_size: size,
+    events: events.length,
+    windows,
+    recent_events: events.slice(0, RECENT_EVENTS).map((e) => ({
+      timestamp: new Date(e.timestamp).toISOString(),
+      endpoint: e.endpoint,
+      status: e.status,
+      rows: e.rows,
+      duration_ms: e.durationMs,
+      dataset: e.dataset,
+      cache: e.cache
+    }))
+  }
+}
+
+/**
+ * The feed shared by every instance (STATE_URL): a capped Redis list per partner, newest first.
+ * Events are also kept in process, which answers while Redis is away.
+ */
+export class SharedTelemetry implements Telemetry {
+  readonly local: TelemetryFeed
+
+  constructor (private readonly redis: Redis, private readonly prefix = 'lsp:', readonly size = TELEMETRY_FEED_SIZE) {
+    this.local = new TelemetryFeed(size)
+  }
+
+  private keyOf (key: string) {
+    return `${this.prefix}tm:{${key}}`
+  }
+
+  record (key: string, event: TelemetryEvent) {
+    this.local.record(key, event)
+    const k = this.keyOf(key)
+    this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().catch(() => {})
+  }
+
+  async block (key: string, now: number): Promise<TelemetryBlock> {
+    let events: TelemetryEvent[]
+    try {
+      events = (await this.redis.lrange(this.keyOf(key), 0, this.size - 1)).map((e) => JSON.parse(e) as TelemetryEvent)
+    } catch {
+      events = this.local.events(key)
+    }
+    return telemetryBlock(events, this.size, now)
   }
 }

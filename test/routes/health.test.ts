@@ -26,7 +26,8 @@ t.test('readyz: datasets and control.db', async (t) => {
   t.same(res.json(), {
     status: 'ready',
     datasets: { sandbox: { site_count: 2, built_at: builtAt('sandbox') }, production: { site_count: 1, built_at: builtAt('production') } },
-    control_db: { readable: true, writable: true, failures: [] }
+    control_db: { readable: true, writable: true, failures: [] },
+    shared_state: { backend: 'embedded' }
   })
   t.notOk(res.body.includes(tokens.demo))
 })

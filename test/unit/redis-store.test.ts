@@ -1,0 +1,94 @@
+// The limiter's Redis store against a real redis-server: the same model check as the in-process
+// store (a reference sliding log), exact under concurrency from three clients (three instances),
+// rows, usage state, a clock that steps back, and requests merged in after an outage.
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { RateLimiter } from '../../src/limits/limiter.ts'
+import { RedisStore } from '../../src/limits/redis-store.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+import type { Limits } from '../../src/partners/tiers.ts'
+import { redisMissing, startRedis } from '../redis.ts'
+
+const missing = redisMissing()
+if (missing) {
+  t.comment(missing)
+  t.plan(0, missing)
+} else {
+  const redis = await startRedis(t)
+  const clients = [0, 1, 2].map(() => new Redis(redis.url))
+  t.teardown(() => { for (const c of clients) c.disconnect() })
+  let now = Date.UTC(2026, 10, 21, 12)
+  const limiters = clients.map((c) => new RateLimiter(new RedisStore(c, 'test:'), () => now))
+
+  t.test('model check against a reference sliding log', async (t) => {
+    const random = seededRandom('redis-model')
+    for (let run = 0; run < 12; run++) {
+      const limits: Limits = {
+        minute: random() < 0.2 ? null : 1 + Math.floor(random() * 8),
+        hour: random() < 0.2 ? null : 5 + Math.floor(random() * 30),
+        day: random() < 0.3 ? null : 20 + Math.floor(random() * 60)
+      }
+      const key = `model-${run}`
+      const reference: number[] = []
+      for (let step = 0; step < 300; step++) {
+        now += Math.floor(random() * random() * 600_000)
+        const burst = 1 + Math.floor(random() * 3)
+        for (let b = 0; b < burst; b++) {
+          const expected = (['minute', 'hour', 'day'] as const).every((w) => {
+            const limit = limits[w]
+            if (limit === null) return true
+            const seconds = { minute: 60, hour: 3600, day: 86400 }[w]
+            return reference.filter((ts) => ts > now - seconds * 1000).length < limit
+          })
+          // any of the three instances
+          const r = await limiters[Math.floor(random() * 3)].hit(key, limits)
+          if (r.allowed !== expected) { t.fail('store and reference disagree', { run, step, limits }); return }
+          if (r.allowed) reference.push(now)
+        }
+        const { windows } = await limiters[step % 3].state(key, limits)
+        for (const w of windows) {
+          const used = reference.filter((ts) => ts > now - w.seconds * 1000).length
+          if (w.used !== used) { t.fail(`${w.name} used ${w.used}, reference ${used}`, { run, step }); return }
+          const oldest = reference.find((ts) => ts > now - w.seconds * 1000)
+          if (w.limit !== null && w.resetsInMs !== (oldest === undefined ? 0 : oldest + w.seconds * 1000 - now)) { t.fail('resets'); return }
+        }
+      }
+    }
+    t.pass('12 runs of 300 steps agree, with the three instances taking turns')
+  })
+
+  t.test('100 simultaneous requests through three instances at a limit of 30: exactly 30', async (t) => {
+    const limits: Limits = { minute: 30, hour: 200, day: 1000 }
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => limiters[i % 3].hit('crowd', limits)))
+    t.equal(results.filter((r) => r.allowed).length, 30)
+    const refused = results.filter((r) => !r.allowed)
+    t.ok(refused.every((r) => r.refusedBy === 'minute' && r.retryAfterMs === 60_000))
+    const { windows } = await limiters[1].state('crowd', limits)
+    t.same(windows.map((w) => [w.name, w.used, w.remaining]), [['minute', 30, 0], ['hour', 30, 170], ['day', 30, 970]])
+  })
+
+  t.test('rows, unlimited windows, and a clock that steps back', async (t) => {
+    const limits: Limits = { minute: 5, hour: null, day: null }
+    const a = await limiters[0].hit('rows', limits)
+    const b = await limiters[1].hit('rows', limits)
+    await limiters[2].setRows('rows', a.seq!, 12)
+    await limiters[0].setRows('rows', b.seq!, 3)
+    await limiters[0].setRows('rows', 999_999, 50) // unknown seq: ignored
+    const { windows } = await limiters[2].state('rows', limits)
+    t.same(windows.map((w) => [w.used, w.rows, w.remaining, w.resetsInMs]), [[2, 15, 3, 60_000], [2, 15, null, null], [2, 15, null, null]])
+    now -= 30_000
+    const back = await limiters[0].hit('rows', limits)
+    t.equal(back.allowed, true)
+    t.equal(back.now, now, 'the clock read')
+    now += 30_000
+    t.equal((await limiters[0].state('rows', limits)).windows[0].used, 3)
+  })
+
+  t.test('requests accepted during an outage are merged into the shared log', async (t) => {
+    const store = new RedisStore(clients[0], 'test:')
+    const limits: Limits = { minute: 10, hour: null, day: null }
+    await store.merge('merged', [now - 5000, now - 4000, now - 3000, now - 70_000])
+    const { windows } = await limiters[1].state('merged', limits)
+    t.same([windows[0].used, windows[1].used], [3, 4])
+  })
+}
