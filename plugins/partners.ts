@@ -3,7 +3,10 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { profileOf, type PartnerProfile } from '../src/partners/permissions.ts'
-import { PartnerStore, controlPath } from '../src/partners/store.ts'
+import { Redis } from 'ioredis'
+import { PartnerStore, controlPath, fromRow, type Partner, type PartnerRow } from '../src/partners/store.ts'
+import { RedisPartnerStore } from '../src/partners/redis-store.ts'
+import { withoutCredentials } from '../src/redact.ts'
 import { tokenDigest } from '../src/partners/tokens.ts'
 
 declare module 'fastify' {
@@ -19,19 +22,51 @@ export class PartnerDirectory {
   private byDigest = new Map<string, PartnerProfile>()
   private seenVersion = -1
 
-  constructor (readonly store: PartnerStore) {
-    this.refresh()
+  /**
+   * `store` is control.db (also used for the instance rows and counters); `shared`, when
+   * STATE_URL is set, is where the partners are read from instead.
+   */
+  constructor (readonly store: PartnerStore, readonly shared?: RedisPartnerStore) {
+    if (!shared) this.refresh()
+  }
+
+  private load (entries: { partner: Partner, digest: string }[], version: number) {
+    const next = new Map<string, PartnerProfile>()
+    for (const { partner, digest } of entries) next.set(digest, profileOf(partner))
+    this.byDigest = next
+    this.seenVersion = version
   }
 
   /** Rebuilds the table if control.db changed since the last look; true when it did. */
   refresh (): boolean {
     const version = this.store.dataVersion()
     if (version === this.seenVersion) return false
-    const next = new Map<string, PartnerProfile>()
-    for (const { partner, digest } of this.store.listWithDigests()) next.set(digest, profileOf(partner))
-    this.byDigest = next
-    this.seenVersion = version
+    this.load(this.store.listWithDigests(), version)
     return true
+  }
+
+  /** Rows as last read from Redis, to put back if Redis comes back empty. */
+  private sharedRows: PartnerRow[] = []
+
+  /**
+   * The same from Redis: the version first, the table only when it moved. A version that went
+   * back, with no partner left, is a Redis that lost its data (restarted without persistence):
+   * the partners are put back from this copy instead of every token being refused.
+   */
+  async refreshShared (): Promise<'same' | 'changed' | 'restored'> {
+    const shared = this.shared!
+    let version = await shared.version()
+    if (version === this.seenVersion) return 'same'
+    let restored = false
+    if (version < this.seenVersion && this.sharedRows.length > 0 && await shared.count() === 0) {
+      await shared.importRows(this.sharedRows)
+      version = await shared.version()
+      restored = true
+    }
+    const rows = await shared.exportRows()
+    this.sharedRows = rows
+    this.load(rows.map((row) => ({ partner: fromRow(row), digest: row.token_sha256 })), version)
+    return restored ? 'restored' : 'changed'
   }
 
   /** Found by the SHA-256 of the token: no comparison ever runs over the token itself. */
@@ -44,16 +79,43 @@ export class PartnerDirectory {
   }
 }
 
-async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number }) {
+async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number, stateUrl?: string }) {
   const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: SERVICE_BUSY_TIMEOUT_MS })
-  const directory = new PartnerDirectory(store)
-  app.log.info({ partners: directory.size }, 'partners loaded')
-  const timer = setInterval(() => {
-    app.controlDb.attempt('partners', () => {
-      if (directory.refresh()) app.log.info({ partners: directory.size }, 'partners reloaded')
-    })
-  }, options.refreshMs)
+  let timer: NodeJS.Timeout
+  let directory: PartnerDirectory
+  if (options.stateUrl) {
+    const redis = new Redis(options.stateUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 1_000, retryStrategy: (times) => Math.min(200 * times, 2_000), lazyConnect: true })
+    redis.on('error', () => {})
+    try {
+      await redis.connect()
+    } catch (err) {
+      throw new Error(`cannot reach the shared state at STATE_URL (${withoutCredentials(options.stateUrl)}) to load the partners: ${(err as Error).message}`)
+    }
+    directory = new PartnerDirectory(store, new RedisPartnerStore(redis))
+    await directory.refreshShared()
+    let failing = false
+    timer = setInterval(() => {
+      directory.refreshShared().then((outcome) => {
+        if (failing) app.log.info('partners are read from the shared state again')
+        failing = false
+        if (outcome === 'restored') app.log.warn({ partners: directory.size }, 'the shared state had lost the partners; put back from this instance\'s copy')
+        else if (outcome === 'changed') app.log.info({ partners: directory.size }, 'partners reloaded')
+      }, (err: Error) => {
+        if (!failing) app.log.error({ error: err.message }, 'partners could not be read from the shared state; serving the last known table')
+        failing = true
+      })
+    }, options.refreshMs)
+    app.addHook('onClose', async () => { redis.disconnect() })
+  } else {
+    directory = new PartnerDirectory(store)
+    timer = setInterval(() => {
+      app.controlDb.attempt('partners', () => {
+        if (directory.refresh()) app.log.info({ partners: directory.size }, 'partners reloaded')
+      })
+    }, options.refreshMs)
+  }
   timer.unref()
+  app.log.info({ partners: directory.size, source: options.stateUrl ? 'redis' : 'control.db' }, 'partners loaded')
   app.decorate('partners', directory)
   app.addHook('onClose', async () => {
     clearInterval(timer)

@@ -3,7 +3,9 @@
 // writes a heartbeat, so the CLI knows which instances should answer.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { InstanceRecord, type ReloadOutcome } from '../src/instances.ts'
+import { hostname } from 'node:os'
+import { Redis } from 'ioredis'
+import { INSTANCE_INFO, InstanceRecord, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from '../src/instances.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -37,6 +39,8 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   }, options.pollMs)
   timer.unref()
 
+  if (app.config.stateUrl) sharedReloads(app, app.config.stateUrl, instance)
+
   app.addHook('onListen', async () => {
     const address = app.server.address()
     if (address && typeof address === 'object') instance.setAddress(`${address.address}:${address.port}`)
@@ -45,6 +49,46 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   app.addHook('preClose', async () => {
     clearInterval(timer)
     try { instance.remove() } catch { /* control.db unavailable: the row goes stale on its own */ }
+  })
+}
+
+/**
+ * `datasets reload --all` over Redis: a subscriber connection listens on the reload channel; this
+ * instance reloads from its own files and writes its outcome under the request's key. The
+ * instance's pid, host and address are published beside its heartbeat for the CLI to print.
+ */
+function sharedReloads (app: FastifyInstance, url: string, instance: InstanceRecord) {
+  const options = { maxRetriesPerRequest: 1, retryStrategy: (times: number) => Math.min(200 * times, 2_000) }
+  const subscriber = new Redis(url, options)
+  const writer = new Redis(url, options)
+  subscriber.on('error', () => {}) // the shared state's way down reports Redis trouble, once
+  writer.on('error', () => {})
+  const startedAt = new Date().toISOString()
+  let address: string | null = null
+  const publishInfo = () => writer.hset(INSTANCE_INFO, instance.id, JSON.stringify({ pid: process.pid, hostname: hostname(), address, started_at: startedAt })).catch(() => {})
+  // on every (re)connection: a Redis restarted empty learns about this instance again
+  writer.on('ready', publishInfo)
+  subscriber.subscribe(RELOAD_CHANNEL).catch((err: Error) => app.log.error({ error: err.message }, 'could not subscribe to shared reload requests'))
+  subscriber.on('message', (_channel: string, message: string) => {
+    let id: number
+    try {
+      id = Number((JSON.parse(message) as { id: unknown }).id)
+    } catch {
+      return
+    }
+    app.reloadDatasets(`shared request ${id}`)
+      .then((outcome) => writer.multi().hset(reloadResultsKey(id), instance.id, JSON.stringify(outcome)).pexpire(reloadResultsKey(id), 600_000).exec())
+      .catch((err: Error) => app.log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
+  })
+  app.addHook('onListen', async () => {
+    const listening = app.server.address()
+    if (listening && typeof listening === 'object') address = `${listening.address}:${listening.port}`
+    await publishInfo()
+  })
+  app.addHook('preClose', async () => {
+    await writer.hdel(INSTANCE_INFO, instance.id).catch(() => {})
+    subscriber.disconnect()
+    writer.disconnect()
   })
 }
 

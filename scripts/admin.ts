@@ -1,20 +1,23 @@
 // Operator CLI (contract section 4): npm run admin -- <group> <command> [options]
 // Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
 // Errors are one line on stderr; --json prints one JSON document on stdout.
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import Database from 'better-sqlite3'
 import { generateDataset } from '../src/bootstrap.ts'
-import { requestReload } from '../src/instances.ts'
+import { requestReload, requestSharedReload } from '../src/instances.ts'
 import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
 import { importSites } from '../src/sites/import.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { ConfigError, loadConfig, type Config } from '../src/config.ts'
+import { Redis } from 'ioredis'
+import { RedisPartnerStore } from '../src/partners/redis-store.ts'
+import { withoutCredentials } from '../src/redact.ts'
 import { SLUG_PATTERN } from '../src/schemas/common.ts'
 import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
-  PartnerStore, PartnerStoreError, controlPath, partnerView, type LimitOverride, type PartnerChanges
+  PartnerStore, PartnerStoreError, checkedRow, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
 
 export class UsageError extends Error {}
@@ -92,10 +95,24 @@ function name (value: string | boolean | undefined, required: boolean): string |
   return value.trim()
 }
 
-function withStore<T> (config: Config, fn: (store: PartnerStore) => T): T {
-  const store = new PartnerStore(controlPath(config.dataDir))
+/** The partners: in Redis when STATE_URL is set (every instance everywhere reads them there), else in control.db. */
+async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
+  let store: PartnerStore | RedisPartnerStore
+  if (config.stateUrl) {
+    const redis = new Redis(config.stateUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
+    redis.on('error', () => {})
+    try {
+      await redis.connect()
+    } catch (err) {
+      redis.disconnect()
+      throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}): ${(err as Error).message}`)
+    }
+    store = new RedisPartnerStore(redis)
+  } else {
+    store = new PartnerStore(controlPath(config.dataDir))
+  }
   try {
-    return fn(store)
+    return await fn(store)
   } catch (err) {
     if (err instanceof PartnerStoreError) throw (err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message))
     throw err
@@ -120,7 +137,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       summary: 'create a partner and print its token (shown once)',
       usage: 'partners create --name NAME [--slug SLUG] [--tier demo|growth|scale] [--environment sandbox|production] [--status active|pending]',
       options: { name: str, slug: str, tier: str, environment: str, status: str },
-      run ({ config, options }) {
+      async run ({ config, options }) {
         const slug = options.slug
         if (slug !== undefined && (typeof slug !== 'string' || !new RegExp(SLUG_PATTERN).test(slug))) {
           throw new UsageError('--slug must be 1 to 64 lowercase letters, digits and inner hyphens')
@@ -132,7 +149,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
           environment: oneOf('environment', options.environment, ENVIRONMENTS),
           status: oneOf('status', options.status, ['active', 'pending'] as const)
         }
-        const { partner, token } = withStore(config, (store) => store.create(input))
+        const { partner, token } = await withStore(config, (store) => store.create(input))
         const { id, slug: createdSlug, ...rest } = partnerView(partner)
         return {
           json: { id, slug: createdSlug, token, ...rest },
@@ -144,8 +161,8 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       summary: 'list partners',
       usage: 'partners list',
       options: {},
-      run ({ config }) {
-        const views = withStore(config, (store) => store.list().map(partnerView))
+      async run ({ config }) {
+        const views = await withStore(config, async (store) => (await store.list()).map(partnerView))
         const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} CATEGORIES  NAME`
         const rows = views.map((v) => `${v.slug.padEnd(24)} ${v.status.padEnd(9)} ${v.tier.padEnd(6)} ${v.environment.padEnd(11)} ${v.categories.join(',').padEnd(11)} ${v.name}`)
         return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
@@ -156,8 +173,8 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       usage: 'partners show SLUG',
       options: {},
       positionals: 1,
-      run ({ config, args }) {
-        const view = withStore(config, (store) => partnerView(store.get(args[0])))
+      async run ({ config, args }) {
+        const view = await withStore(config, async (store) => partnerView(await store.get(args[0])))
         return { json: view, text: partnerText(view) }
       }
     },
@@ -171,7 +188,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         'radius-cap': str, 'max-results': str, 'limit-minute': str, 'limit-hour': str, 'limit-day': str
       },
       positionals: 1,
-      run ({ config, options, args }) {
+      async run ({ config, options, args }) {
         const radius = options['radius-cap']
         if (radius !== undefined && (typeof radius !== 'string' || !/^\d+(\.\d+)?$/.test(radius) || Number(radius) <= 0 || Number(radius) > 20038)) {
           throw new UsageError('--radius-cap must be a number of km greater than 0 and at most 20038')
@@ -195,7 +212,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         }
         for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) if (changes[key] === undefined) delete changes[key]
         if (Object.keys(changes).length === 1 && Object.keys(limitOverrides).length === 0) throw new UsageError('nothing to change: give at least one option')
-        const view = withStore(config, (store) => partnerView(store.update(args[0], changes)))
+        const view = await withStore(config, async (store) => partnerView(await store.update(args[0], changes)))
         return { json: view, text: partnerText(view) }
       }
     },
@@ -204,9 +221,44 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       usage: 'partners rotate SLUG',
       options: {},
       positionals: 1,
-      run ({ config, args }) {
-        const { partner, token } = withStore(config, (store) => store.rotate(args[0]))
+      async run ({ config, args }) {
+        const { partner, token } = await withStore(config, (store) => store.rotate(args[0]))
         return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
+      }
+    },
+    export: {
+      summary: 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set',
+      usage: 'partners export [--file PATH]',
+      options: { file: str },
+      async run ({ config, options }) {
+        const rows = await withStore(config, (store) => store.exportRows())
+        const document = JSON.stringify({ format: 'lsp-partners', version: 1, partners: rows }, null, 2) + '\n'
+        const file = options.file
+        if (file !== undefined) {
+          if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
+          writeFileSync(file, document, { mode: 0o600 })
+          return { json: { exported: rows.length, file }, text: `exported ${rows.length} partners to ${file}` }
+        }
+        return { json: JSON.parse(document), text: document.trimEnd() }
+      }
+    },
+    import: {
+      summary: 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set',
+      usage: 'partners import --file PATH',
+      options: { file: str },
+      async run ({ config, options }) {
+        const file = options.file
+        if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+        let parsed: { format?: string, partners?: unknown }
+        try {
+          parsed = JSON.parse(readFileSync(file, 'utf8'))
+        } catch (err) {
+          throw new FailedError(`cannot read ${file}: ${(err as Error).message}`)
+        }
+        if (parsed?.format !== 'lsp-partners' || !Array.isArray(parsed.partners)) throw new FailedError(`${file} is not a partners export (format lsp-partners)`)
+        const rows = parsed.partners.map(checkedRow) // every row checked before any is written
+        const { created, replaced } = await withStore(config, (store) => store.importRows(rows))
+        return { json: { created, replaced }, text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced` }
       }
     }
   },
@@ -277,10 +329,14 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       }
     },
     reload: {
-      summary: 'make every running service instance load the dataset files anew',
-      usage: 'datasets reload',
-      options: {},
-      run: ({ config }) => reloadAll(config)
+      summary: 'make every running service instance load the dataset files anew (--all: every instance sharing STATE_URL, on any machine)',
+      usage: 'datasets reload [--all]',
+      options: { all: { type: 'boolean' } },
+      run: ({ config, options }) => {
+        if (!options.all) return reloadAll(config)
+        if (!config.stateUrl) throw new UsageError('--all asks the instances sharing STATE_URL; set STATE_URL (without it, datasets reload reaches every instance of this DATA_DIR)')
+        return reloadShared(config)
+      }
     },
     info: {
       summary: 'show each dataset file: site count, built_at, source, precision',
@@ -297,28 +353,50 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   }
 }
 
+type ReloadAsked = Awaited<ReturnType<typeof requestReload>>
+
+/** What each instance answered, as text and JSON; exit 1 unless every one reloaded. */
+function reloadReport ({ instances, results }: ReloadAsked, where: string): Result {
+  if (instances.length === 0) {
+    return { exitCode: 1, json: { ok: false, instances: [] }, text: `error: no running service: no instance has reported ${where} within the last 10 s` }
+  }
+  const rows = instances.map((instance) => {
+    const outcome = results.get(instance.id)
+    const base = { instance: instance.id, pid: instance.pid, address: instance.address }
+    if (typeof outcome === 'string' || outcome === undefined) return { ...base, ok: false, error: outcome ?? 'no answer', datasets: [] }
+    return { ...base, ...outcome }
+  })
+  const ok = rows.every((r) => r.ok)
+  const lines = rows.flatMap((r) => [
+    `${r.instance} (${r.address ?? 'not listening'}): ${r.ok ? 'reloaded' : `reload refused: ${'error' in r ? r.error : ''}`}`,
+    ...r.datasets.map((d) => `  ${d.dataset.padEnd(11)} ${String(d.site_count).padStart(9)} sites  built_at ${d.built_at}${r.ok ? '' : '  (still served)'}`)
+  ])
+  if (!ok) lines.push('error: the reload was refused; the instances above keep serving their old datasets')
+  return { exitCode: ok ? 0 : 1, json: { ok, instances: rows }, text: lines.join('\n') }
+}
+
 async function reloadAll (config: Config): Promise<Result> {
   const store = new PartnerStore(controlPath(config.dataDir))
   try {
-    const { instances, results } = await requestReload(store.db, { timeoutMs: 120_000 })
-    if (instances.length === 0) {
-      return { exitCode: 1, json: { ok: false, instances: [] }, text: 'error: no running service: no instance has reported in control.db within the last 10 s' }
-    }
-    const rows = instances.map((instance) => {
-      const outcome = results.get(instance.id)
-      const base = { instance: instance.id, pid: instance.pid, address: instance.address }
-      if (typeof outcome === 'string' || outcome === undefined) return { ...base, ok: false, error: outcome ?? 'no answer', datasets: [] }
-      return { ...base, ...outcome }
-    })
-    const ok = rows.every((r) => r.ok)
-    const lines = rows.flatMap((r) => [
-      `${r.instance} (${r.address ?? 'not listening'}): ${r.ok ? 'reloaded' : `reload refused: ${'error' in r ? r.error : ''}`}`,
-      ...r.datasets.map((d) => `  ${d.dataset.padEnd(11)} ${String(d.site_count).padStart(9)} sites  built_at ${d.built_at}${r.ok ? '' : '  (still served)'}`)
-    ])
-    if (!ok) lines.push('error: the reload was refused; the instances above keep serving their old datasets')
-    return { exitCode: ok ? 0 : 1, json: { ok, instances: rows }, text: lines.join('\n') }
+    return reloadReport(await requestReload(store.db, { timeoutMs: 120_000 }), 'in control.db')
   } finally {
     store.close()
+  }
+}
+
+async function reloadShared (config: Config): Promise<Result> {
+  const redis = new Redis(config.stateUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
+  redis.on('error', () => {})
+  try {
+    await redis.connect()
+  } catch (err) {
+    redis.disconnect()
+    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}): ${(err as Error).message}`)
+  }
+  try {
+    return reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state')
+  } finally {
+    redis.disconnect()
   }
 }
 

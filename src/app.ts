@@ -114,7 +114,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(routeConfig)
   await app.register(health)
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
-  await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
+  await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs, stateUrl: config.stateUrl || undefined })
   await app.register(auth)
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })

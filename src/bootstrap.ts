@@ -41,7 +41,8 @@ export function prepareDataDir (config: Config): Prepared {
   if (!existsSync(control)) created.push(control)
   const store = new PartnerStore(control)
   try {
-    if (config.nodeEnv !== 'production' && store.count() === 0) {
+    // with STATE_URL the partners live in Redis, made with the CLI: no demo partner in control.db
+    if (config.nodeEnv !== 'production' && !config.stateUrl && store.count() === 0) {
       const { token } = store.create({ name: 'Demo', slug: DEMO_SLUG })
       return { created, demoToken: token }
     }

@@ -3,6 +3,7 @@
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import type Database from 'better-sqlite3'
+import type { Redis } from 'ioredis'
 
 /** An instance that has not written its heartbeat for this long is taken as gone. */
 export const INSTANCE_STALE_MS = 10_000
@@ -80,6 +81,47 @@ export async function requestReload (db: Database.Database, options: { timeoutMs
     }
     if (results.size === instances.length) break
     const alive = new Set(live().map((i) => i.id))
+    for (const instance of instances) {
+      if (!results.has(instance.id) && !alive.has(instance.id)) results.set(instance.id, 'stopped answering before it reloaded')
+    }
+    if (Date.now() > deadline) {
+      for (const instance of instances) if (!results.has(instance.id)) results.set(instance.id, `no answer within ${options.timeoutMs / 1000} s`)
+      break
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100))
+  }
+  return { requestId, instances, results }
+}
+
+/**
+ * The same over Redis (STATE_URL), for instances on several machines: every instance subscribed
+ * to `lsp:reload` reloads from its own files and writes its outcome under the request's key;
+ * live instances are those whose heartbeat (`lsp:instances`, every second) is recent.
+ */
+export const RELOAD_CHANNEL = 'lsp:reload'
+export const INSTANCE_INFO = 'lsp:instance-info'
+export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
+
+export async function requestSharedReload (redis: Redis, options: { timeoutMs: number, pollMs?: number }) {
+  const live = async () => {
+    const ids = await redis.zrangebyscore('lsp:instances', Date.now() - INSTANCE_STALE_MS, '+inf')
+    const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
+    return ids.map((id, i): InstanceRow => {
+      const known = info[i] === null ? {} : JSON.parse(info[i]!) as Partial<InstanceRow>
+      return { id, pid: known.pid ?? 0, hostname: known.hostname ?? '', address: known.address ?? null, started_at: known.started_at ?? '', seen_at: Date.now() }
+    })
+  }
+  const instances = await live()
+  const results = new Map<string, ReloadOutcome | string>()
+  if (instances.length === 0) return { requestId: undefined, instances, results }
+  const requestId = await redis.incr('lsp:reload:seq')
+  await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
+  const deadline = Date.now() + options.timeoutMs
+  for (;;) {
+    const answers = await redis.hgetall(reloadResultsKey(requestId))
+    for (const [id, detail] of Object.entries(answers)) if (!results.has(id)) results.set(id, JSON.parse(detail) as ReloadOutcome)
+    if (instances.every((i) => results.has(i.id))) break
+    const alive = new Set((await live()).map((i) => i.id))
     for (const instance of instances) {
       if (!results.has(instance.id) && !alive.has(instance.id)) results.set(instance.id, 'stopped answering before it reloaded')
     }

@@ -30,3 +30,15 @@ export function redactUrl (url: string): string {
   })
   return `${url.slice(0, q)}?${pairs.join('&')}`
 }
+
+/** A URL as it may be shown: user and password replaced (a STATE_URL may carry Redis credentials). */
+export function withoutCredentials (url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.username) u.username = '[REDACTED]'
+    if (u.password) u.password = '[REDACTED]'
+    return u.toString()
+  } catch {
+    return '[unparseable URL]'
+  }
+}

@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS partners (
 );
 `
 
-interface PartnerRow {
+export interface PartnerRow {
   id: string
   slug: string
   name: string
@@ -94,7 +94,7 @@ const overrideFromColumn = (value: string | null): LimitOverride =>
   value === null ? null : value === 'unlimited' ? 'unlimited' : Number(value)
 const overrideToColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
 
-function fromRow (row: PartnerRow): Partner {
+export function fromRow (row: PartnerRow): Partner {
   return {
     id: row.id,
     slug: row.slug,
@@ -125,6 +125,81 @@ export function effectiveLimits (partner: Pick<Partner, 'tier' | 'limitOverrides
 
 export function slugFromName (name: string): string {
   return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '')
+}
+
+/** A new partner's row and its token (shown once; only its digest is kept). */
+export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: string } {
+  const slug = input.slug ?? slugFromName(input.name)
+  if (!slug) throw new PartnerStoreError('invalid', 'cannot derive a slug from the name; give --slug')
+  const token = newToken()
+  const now = new Date().toISOString()
+  const row: PartnerRow = {
+    id: `ptn_${randomBytes(6).toString('hex')}`,
+    slug,
+    name: input.name,
+    status: input.status ?? 'active',
+    tier: input.tier ?? 'demo',
+    environment: input.environment ?? 'sandbox',
+    categories: DEFAULT_CATEGORIES.join(','),
+    other_categories: 0,
+    site_by_id: 0,
+    radius_cap_km: DEFAULT_RADIUS_CAP_KM,
+    max_results: DEFAULT_MAX_RESULTS,
+    limit_minute: null,
+    limit_hour: null,
+    limit_day: null,
+    token_sha256: tokenDigest(token),
+    created_at: now,
+    updated_at: now
+  }
+  return { row, token }
+}
+
+/** The row after `changes`; a limit must be a whole number from 1 (or unlimited, or the tier's). */
+export function changedRow (current: PartnerRow, changes: PartnerChanges): PartnerRow {
+  for (const [window, value] of Object.entries(changes.limitOverrides ?? {})) {
+    if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1)) throw new PartnerStoreError('invalid', `the ${window} limit must be a whole number from 1 or unlimited`)
+  }
+  const partner = fromRow(current)
+  const next: Partner = { ...partner, ...changes, limitOverrides: { ...partner.limitOverrides, ...changes.limitOverrides } }
+  return {
+    ...current,
+    name: next.name,
+    status: next.status,
+    tier: next.tier,
+    environment: next.environment,
+    categories: [...new Set(next.categories)].sort((a, b) => a - b).join(','),
+    other_categories: next.otherCategories ? 1 : 0,
+    site_by_id: next.siteById ? 1 : 0,
+    radius_cap_km: next.radiusCapKm,
+    max_results: next.maxResults,
+    limit_minute: overrideToColumn(next.limitOverrides.minute),
+    limit_hour: overrideToColumn(next.limitOverrides.hour),
+    limit_day: overrideToColumn(next.limitOverrides.day),
+    updated_at: new Date().toISOString()
+  }
+}
+
+/** A row from an export file, checked field by field before it is imported anywhere. */
+export function checkedRow (value: unknown): PartnerRow {
+  const row = value as PartnerRow
+  const fail = (what: string) => { throw new PartnerStoreError('invalid', `partner ${JSON.stringify(row?.slug ?? null)}: ${what}`) }
+  if (typeof row !== 'object' || row === null) return fail('not an object')
+  if (typeof row.id !== 'string' || !/^ptn_[0-9a-f]{12}$/.test(row.id)) fail('id must be ptn_ and 12 hex digits')
+  if (typeof row.slug !== 'string' || !/^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/.test(row.slug)) fail('bad slug')
+  if (typeof row.name !== 'string' || row.name.length === 0 || row.name.length > 200) fail('bad name')
+  if (!['pending', 'active', 'suspended'].includes(row.status)) fail('bad status')
+  if (!['demo', 'growth', 'scale'].includes(row.tier)) fail('bad tier')
+  if (!['sandbox', 'production'].includes(row.environment)) fail('bad environment')
+  if (typeof row.categories !== 'string' || !/^(\d+(,\d+)*)?$/.test(row.categories)) fail('bad categories')
+  if (![0, 1].includes(row.other_categories) || ![0, 1].includes(row.site_by_id)) fail('bad switches')
+  if (!(typeof row.radius_cap_km === 'number' && row.radius_cap_km > 0)) fail('bad radius_cap_km')
+  if (!(Number.isInteger(row.max_results) && row.max_results >= 1)) fail('bad max_results')
+  for (const l of [row.limit_minute, row.limit_hour, row.limit_day]) if (!(l === null || l === 'unlimited' || /^[1-9]\d*$/.test(l))) fail('bad limit')
+  if (typeof row.token_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(row.token_sha256)) fail('token_sha256 must be 64 hex digits')
+  if (typeof row.created_at !== 'string' || typeof row.updated_at !== 'string') fail('bad dates')
+  const { id, slug, name, status, tier, environment, categories, other_categories, site_by_id, radius_cap_km, max_results, limit_minute, limit_hour, limit_day, token_sha256, created_at, updated_at } = row
+  return { id, slug, name, status, tier, environment, categories, other_categories, site_by_id, radius_cap_km, max_results, limit_minute, limit_hour, limit_day, token_sha256, created_at, updated_at }
 }
 
 export class PartnerStore {
@@ -162,62 +237,53 @@ export class PartnerStore {
     return (this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]).map((row) => ({ partner: fromRow(row), digest: row.token_sha256 }))
   }
 
-  get (slug: string): Partner {
+  private row (slug: string): PartnerRow {
     const row = this.db.prepare('SELECT * FROM partners WHERE slug = ?').get(slug) as PartnerRow | undefined
     if (!row) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
-    return fromRow(row)
+    return row
+  }
+
+  get (slug: string): Partner {
+    return fromRow(this.row(slug))
+  }
+
+  /** Every partner as stored (token digests included, never tokens): for `partners export`. */
+  exportRows (): PartnerRow[] {
+    return this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]
+  }
+
+  /** Adds or replaces partners by slug, digests and all: for `partners import`. */
+  importRows (rows: PartnerRow[]): { created: number, replaced: number } {
+    let created = 0
+    let replaced = 0
+    this.db.transaction(() => {
+      for (const row of rows.map(checkedRow)) {
+        const existing = this.db.prepare('SELECT id FROM partners WHERE slug = ?').pluck().get(row.slug)
+        if (existing !== undefined) this.db.prepare('DELETE FROM partners WHERE slug = ?').run(row.slug)
+        this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
+        if (existing === undefined) created++
+        else replaced++
+      }
+    })()
+    return { created, replaced }
   }
 
   create (input: NewPartner): { partner: Partner, token: string } {
-    const slug = input.slug ?? slugFromName(input.name)
-    if (!slug) throw new PartnerStoreError('invalid', 'cannot derive a slug from the name; give --slug')
-    const token = newToken()
-    const now = new Date().toISOString()
-    const row: PartnerRow = {
-      id: `ptn_${randomBytes(6).toString('hex')}`,
-      slug,
-      name: input.name,
-      status: input.status ?? 'active',
-      tier: input.tier ?? 'demo',
-      environment: input.environment ?? 'sandbox',
-      categories: DEFAULT_CATEGORIES.join(','),
-      other_categories: 0,
-      site_by_id: 0,
-      radius_cap_km: DEFAULT_RADIUS_CAP_KM,
-      max_results: DEFAULT_MAX_RESULTS,
-      limit_minute: null,
-      limit_hour: null,
-      limit_day: null,
-      token_sha256: tokenDigest(token),
-      created_at: now,
-      updated_at: now
-    }
+    const { row, token } = newPartnerRow(input)
     try {
       this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
     } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new PartnerStoreError('conflict', `a partner with slug '${slug}' exists already`)
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
       throw err
     }
     return { partner: fromRow(row), token }
   }
 
   update (slug: string, changes: PartnerChanges): Partner {
-    for (const [window, value] of Object.entries(changes.limitOverrides ?? {})) {
-      if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1)) throw new PartnerStoreError('invalid', `the ${window} limit must be a whole number from 1 or unlimited`)
-    }
-    const current = this.get(slug)
-    const next: Partner = {
-      ...current,
-      ...changes,
-      limitOverrides: { ...current.limitOverrides, ...changes.limitOverrides },
-      updatedAt: new Date().toISOString()
-    }
-    this.db.prepare(`UPDATE partners SET name = ?, status = ?, tier = ?, environment = ?, categories = ?, other_categories = ?,
-      site_by_id = ?, radius_cap_km = ?, max_results = ?, limit_minute = ?, limit_hour = ?, limit_day = ?, updated_at = ? WHERE slug = ?`).run(
-      next.name, next.status, next.tier, next.environment, [...new Set(next.categories)].sort((a, b) => a - b).join(','),
-      next.otherCategories ? 1 : 0, next.siteById ? 1 : 0, next.radiusCapKm, next.maxResults,
-      overrideToColumn(next.limitOverrides.minute), overrideToColumn(next.limitOverrides.hour), overrideToColumn(next.limitOverrides.day),
-      next.updatedAt, slug)
+    const next = changedRow(this.row(slug), changes)
+    this.db.prepare(`UPDATE partners SET name = @name, status = @status, tier = @tier, environment = @environment, categories = @categories,
+      other_categories = @other_categories, site_by_id = @site_by_id, radius_cap_km = @radius_cap_km, max_results = @max_results,
+      limit_minute = @limit_minute, limit_hour = @limit_hour, limit_day = @limit_day, updated_at = @updated_at WHERE slug = @slug`).run(next)
     return this.get(slug)
   }
 

@@ -3,6 +3,7 @@
 // /readyz degraded, each instance limiting alone with its share of each limit, the log saying so
 // once; Redis back: ready again, and what was accepted alone is in the shared windows.
 import t from 'tap'
+import { readFileSync } from 'node:fs'
 import { tmpDataDir } from '../helper.ts'
 import { admin, startServer, type Server } from '../run.ts'
 import { redisMissing, startRedis } from '../redis.ts'
@@ -13,7 +14,9 @@ if (missing) {
   t.plan(0, missing)
 } else {
   const redis = await startRedis(t)
-  const dir = tmpDataDir(t)
+  // a data directory each, as on three machines: the partners come from Redis alone
+  const dirs = [tmpDataDir(t), tmpDataDir(t), tmpDataDir(t)]
+  const dir = dirs[0]
   const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', NODE_ENV: 'production', STATE_URL: redis.url }
   const partner = (name: string, ...update: string[]) => {
     const created = JSON.parse(admin(['partners', 'create', '--name', name, '--json'], env).stdout)
@@ -25,7 +28,7 @@ if (missing) {
   const alone = partner('Alone', '--limit-hour', 'unlimited', '--limit-day', 'unlimited') // 30 a minute
   const servers: Server[] = []
   for (let i = 0; i < 3; i++) {
-    const s = await startServer(env)
+    const s = await startServer({ ...env, DATA_DIR: dirs[i] })
     t.teardown(() => s.stop('SIGKILL'))
     servers.push(s)
   }
@@ -102,6 +105,71 @@ if (missing) {
     const reports = await Promise.all(servers.map((s) => usage(s, alone)))
     for (const r of reports) t.equal(r.windows.minute.used, 30, 'the 30 requests accepted alone are in the shared window')
     t.equal((await sites(servers[0], alone)).status, 429, 'and the shared window is full')
+  })
+
+  t.test('the partners after Redis came back empty: put back from the instances\' copies', async (t) => {
+    t.match(servers.map((s) => s.output()).join(''), /the shared state had lost the partners; put back from this instance's copy/)
+    for (const s of servers) t.equal((await sites(s, steady)).status, 200, 'tokens still work everywhere')
+  })
+
+  const within5s = async (what: string, check: () => Promise<boolean>) => {
+    const started = Date.now()
+    while (!(await check())) {
+      if (Date.now() - started > 5_000) throw new Error(`not within 5 s: ${what}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    return Date.now() - started
+  }
+
+  t.test('a suspension and a rotation made once reach every instance within 5 s', async (t) => {
+    const suspended = admin(['partners', 'update', 'steady', '--status', 'suspended'], env)
+    t.equal(suspended.status, 0, suspended.stderr)
+    const ms = await within5s('suspension everywhere', async () => (await Promise.all(servers.map(async (s) => (await sites(s, steady)).status))).every((x) => x === 403))
+    t.pass(`suspended everywhere after ${ms} ms`)
+    t.equal(admin(['partners', 'update', 'steady', '--status', 'active'], env).status, 0)
+    await within5s('reactivation everywhere', async () => (await Promise.all(servers.map(async (s) => (await sites(s, steady)).status))).every((x) => x === 200))
+    const rotated = admin(['partners', 'rotate', 'steady', '--json'], env)
+    const fresh = JSON.parse(rotated.stdout).token as string
+    await within5s('the old token refused and the new one served everywhere', async () =>
+      (await Promise.all(servers.map(async (s) => [(await sites(s, steady)).status, (await sites(s, fresh)).status]))).every(([old, now]) => old === 401 && now === 200))
+    t.pass('rotated everywhere')
+  })
+
+  t.test('partners export from control.db, import into Redis: the token works on every instance', async (t) => {
+    const local = { ...env, STATE_URL: '' }
+    const made = JSON.parse(admin(['partners', 'create', '--name', 'Moved', '--tier', 'growth', '--json'], local).stdout)
+    t.equal(admin(['partners', 'show', 'moved'], env).status, 1, 'not in Redis yet')
+    const file = `${dir}/partners.json`
+    const exported = admin(['partners', 'export', '--file', file], local)
+    t.equal(exported.status, 0, exported.stderr)
+    t.notOk(readFileSync(file, 'utf8').includes(made.token), 'the export holds digests, not tokens')
+    const imported = admin(['partners', 'import', '--file', file, '--json'], env)
+    t.equal(imported.status, 0, imported.stderr)
+    t.same(JSON.parse(imported.stdout), { created: 1, replaced: 0 })
+    await within5s('the imported partner served everywhere', async () => (await Promise.all(servers.map(async (s) => (await sites(s, made.token)).status))).every((x) => x === 200))
+    const again = admin(['partners', 'import', '--file', file, '--json'], env)
+    t.same(JSON.parse(again.stdout), { created: 0, replaced: 1 }, 'importing again replaces')
+    const shown = JSON.parse(admin(['partners', 'show', 'moved', '--json'], env).stdout)
+    t.same([shown.tier, shown.id], ['growth', made.id])
+  })
+
+  t.test('datasets reload --all reaches every instance; each reloads its own files', async (t) => {
+    t.equal(admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '500', '--seed', 'other'], { ...env, DATA_DIR: dirs[2] }).status, 0)
+    const r = admin(['datasets', 'reload', '--all', '--json'], env)
+    t.equal(r.status, 0, r.stderr)
+    const report = JSON.parse(r.stdout)
+    t.equal(report.ok, true)
+    t.equal(report.instances.length, 3)
+    const counts = report.instances.map((i: { address: string, datasets: { dataset: string, site_count: number }[] }) =>
+      [i.address, i.datasets.find((d) => d.dataset === 'sandbox')!.site_count])
+    const expected = servers.map((s, i) => [new URL(s.url).host, i === 2 ? 500 : 2000])
+    t.same(counts.sort(), expected.sort(), 'every instance answered, with what it now serves')
+    t.equal((await readyz(servers[2])).datasets.sandbox.site_count, 500)
+    const text = admin(['datasets', 'reload', '--all'], env)
+    t.equal(text.stdout.match(/: reloaded\n/g)?.length, 3)
+    const without = admin(['datasets', 'reload', '--all'], { ...env, STATE_URL: '' })
+    t.equal(without.status, 2)
+    t.match(without.stderr, /^error: --all asks the instances sharing STATE_URL/)
   })
 
   t.test('clean stops', async (t) => {

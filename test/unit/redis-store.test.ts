@@ -5,6 +5,8 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { RateLimiter } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
+import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
+import { tokenDigest } from '../../src/partners/tokens.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
 import { redisMissing, startRedis } from '../redis.ts'
@@ -82,6 +84,28 @@ if (missing) {
     t.equal(back.now, now, 'the clock read')
     now += 30_000
     t.equal((await limiters[0].state('rows', limits)).windows[0].used, 3)
+  })
+
+  const reasonOf = (p: Promise<unknown>) => p.then(() => 'no error', (err: { reason?: string }) => err.reason)
+
+  t.test('partners in Redis: unique slugs, the digest index kept right, rows checked', async (t) => {
+    const store = new RedisPartnerStore(clients[1], 'ptest:')
+    const { partner, token } = await store.create({ name: 'Acme', tier: 'growth' })
+    t.equal(await reasonOf(store.create({ name: 'Acme again', slug: 'acme' })), 'conflict')
+    t.equal(await reasonOf(store.update('nobody', { name: 'x' })), 'not_found')
+    t.equal(await reasonOf(store.update('acme', { limitOverrides: { minute: 0 } })), 'invalid')
+    const digests = async () => Object.keys(await clients[1].hgetall('ptest:partner-digests'))
+    t.same(await digests(), [tokenDigest(token)])
+    const v1 = await store.version()
+    const rotated = await store.rotate('acme')
+    t.same(await digests(), [tokenDigest(rotated.token)], 'the old digest is gone from the index')
+    t.ok(await store.version() > v1, 'every write moves the version')
+    const updated = await store.update('acme', { categories: [7, 4, 4], siteById: true })
+    t.same([updated.id, updated.categories, updated.siteById], [partner.id, [4, 7], true])
+    const rows = await store.exportRows()
+    t.equal(await reasonOf(store.importRows([{ ...rows[0], token_sha256: 'nope' }])), 'invalid')
+    t.same(await store.importRows(rows), { created: 0, replaced: 1 })
+    t.same((await store.listWithDigests()).map((e) => e.digest), [tokenDigest(rotated.token)])
   })
 
   t.test('requests accepted during an outage are merged into the shared log', async (t) => {
