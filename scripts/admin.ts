@@ -99,15 +99,7 @@ function name (value: string | boolean | undefined, required: boolean): string |
 async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
   let store: PartnerStore | RedisPartnerStore
   if (config.stateUrl) {
-    const redis = new Redis(config.stateUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
-    redis.on('error', () => {})
-    try {
-      await redis.connect()
-    } catch (err) {
-      redis.disconnect()
-      throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}): ${(err as Error).message}`)
-    }
-    store = new RedisPartnerStore(redis)
+    store = new RedisPartnerStore(await connectState(config.stateUrl))
   } else {
     store = new PartnerStore(controlPath(config.dataDir))
   }
@@ -384,15 +376,21 @@ async function reloadAll (config: Config): Promise<Result> {
   }
 }
 
-async function reloadShared (config: Config): Promise<Result> {
-  const redis = new Redis(config.stateUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
+/** A connection to the shared state for one command: it fails at once, with the reason, when Redis is away. */
+async function connectState (url: string): Promise<Redis> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
   redis.on('error', () => {})
   try {
     await redis.connect()
   } catch (err) {
     redis.disconnect()
-    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}): ${(err as Error).message}`)
+    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
   }
+  return redis
+}
+
+async function reloadShared (config: Config): Promise<Result> {
+  const redis = await connectState(config.stateUrl)
   try {
     return reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state')
   } finally {

@@ -145,7 +145,7 @@ const startService = async () => {
   const child = spawn(process.execPath, [join(ROOT, 'dist/src/server.js')], {
     cwd: ROOT,
     // LOG_LEVEL info, as deployed: one access line per request (to /dev/null here)
-    env: { ...process.env, DATA_DIR: DATA, PORT: String(servicePort), NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
+    env: { ...process.env, DATA_DIR: DATA, PORT: String(servicePort), METRICS_PORT: '0', NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
     stdio: ['ignore', 'ignore', 'inherit']
   })
   const ms = (await waitForHttp(`${serviceUrl}/`, child, 120_000)) - begun
@@ -169,12 +169,12 @@ let rssPeakKb = rssRestKb
 const sampler = setInterval(() => { rssPeakKb = Math.max(rssPeakKb, rssKb(service.pid!)) }, 250)
 
 interface Run { rps: number, p50: number, p99: number, total: number, non2xx: number, errors: number, timeouts: number, statusCodes: Record<string, { count: number }> }
-function load (c: Case): Promise<Run> {
-  const job = join(DATA, 'job.json')
+function load (c: Case, base = c.name === 'hello-world' ? `http://127.0.0.1:${helloPort}` : serviceUrl, connections = CONNECTIONS, jobName = 'job.json'): Promise<Run> {
+  const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
-    base: c.name === 'hello-world' ? `http://127.0.0.1:${helloPort}` : serviceUrl,
+    base,
     paths: c.paths,
-    connections: CONNECTIONS,
+    connections,
     seconds: SECONDS,
     headers: c.token ? { authorization: `Bearer ${c.token}` } : undefined
   }))
@@ -199,7 +199,71 @@ clearInterval(sampler)
 service.kill('SIGTERM')
 hello.kill('SIGTERM')
 
-// 5. The 1M-row CSV import, in a process of its own (time and peak RSS).
+// 5. Scale-out (docs/scaling.md): two service processes sharing a redis-server (STATE_URL), each
+// driven by a load generator of its own with half the connections; their req/s add up. Skipped
+// when redis-server is not installed or BENCH_SHARED=0.
+interface SharedRow { case: string, instances: number, rps: number, p99_ms: number, ratio: number, single_process_rps: number | null, statuses: Record<string, number>, rounds: number[] }
+const sharedRows: SharedRow[] = []
+const hasRedis = spawnSync('redis-server', ['--version']).status === 0
+if (process.env.BENCH_SHARED !== '0' && hasRedis) {
+  const redisPort = await freePort()
+  const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const stateUrl = `redis://127.0.0.1:${redisPort}/0`
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  const { Redis } = await import('ioredis')
+  const { RedisPartnerStore } = await import('../src/partners/redis-store.ts')
+  const client = new Redis(stateUrl)
+  const control = new PartnerStore(controlPath(DATA))
+  await new RedisPartnerStore(client).importRows(control.exportRows())
+  control.close()
+  client.disconnect()
+  const instances = await Promise.all([0, 1].map(async () => {
+    const port = await freePort()
+    const child = spawn(process.execPath, [join(ROOT, 'dist/src/server.js')], {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: DATA, PORT: String(port), METRICS_PORT: '0', STATE_URL: stateUrl, NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
+      stdio: ['ignore', 'ignore', 'inherit']
+    })
+    await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)
+    return { child, url: `http://127.0.0.1:${port}` }
+  }))
+  await new Promise((resolve) => setTimeout(resolve, 2000)) // heartbeats: each sees the other
+  const sharedCases = CASES.filter((c) => ['/sites r=25', '/sites/nearest', '429 path'].includes(c.name))
+  const sharedRuns = new Map<string, { rps: number, p99: number, statusCodes: Record<string, number> }[]>(sharedCases.map((c) => [c.name, []]))
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const c of sharedCases) {
+      const both = await Promise.all(instances.map((inst, i) => load(c, inst.url, Math.ceil(CONNECTIONS / 2), `job-shared-${i}.json`)))
+      const statusCodes: Record<string, number> = {}
+      for (const r of both) for (const [k, v] of Object.entries(r.statusCodes ?? {})) statusCodes[k] = (statusCodes[k] ?? 0) + v.count
+      const run = { rps: both.reduce((n, r) => n + r.rps, 0), p99: Math.max(...both.map((r) => r.p99)), statusCodes }
+      sharedRuns.get(c.name)!.push(run)
+      log(`round ${round} ${c.name.padEnd(15)} 2 instances + Redis ${Math.round(run.rps).toString().padStart(7)} req/s  p99 ${run.p99} ms  ${JSON.stringify(statusCodes)}`)
+    }
+  }
+  for (const inst of instances) inst.child.kill('SIGTERM')
+  await Promise.all(instances.map((inst) => new Promise((resolve) => inst.child.once('exit', resolve))))
+  redis.kill('SIGTERM')
+  const ceilingNow = median(runs.get('hello-world')!.map((r) => r.rps))
+  for (const c of sharedCases) {
+    const list = sharedRuns.get(c.name)!
+    const rps = median(list.map((r) => r.rps))
+    const single = runs.get(c.name)
+    sharedRows.push({
+      case: c.name,
+      instances: 2,
+      rps: Math.round(rps),
+      p99_ms: median(list.map((r) => r.p99)),
+      ratio: Math.round((rps / ceilingNow) * 1000) / 1000,
+      single_process_rps: single ? Math.round(median(single.map((r) => r.rps))) : null,
+      statuses: list[list.length - 1].statusCodes,
+      rounds: list.map((r) => Math.round(r.rps))
+    })
+  }
+} else if (!hasRedis) {
+  log('redis-server not installed: the scale-out figures are skipped')
+}
+
+// 6. The 1M-row CSV import, in a process of its own (time and peak RSS).
 let importFigures = { seconds: 0, maxRssKb: 0, sites: 0 }
 if (process.env.BENCH_NO_IMPORT !== '1') {
   const csv = join(DATA, 'sites.csv')
@@ -237,7 +301,8 @@ const results = {
   rss_rest_mb: Math.round(rssRestKb / 1024),
   rss_load_mb: Math.round(rssPeakKb / 1024),
   import_1m_csv: { seconds: importFigures.seconds, peak_rss_mb: Math.round(importFigures.maxRssKb / 1024), sites: importFigures.sites },
-  cases: rows
+  cases: rows,
+  shared_state_2_instances: sharedRows
 }
 // Only a full run with the standard settings is the record; a partial look goes beside it.
 const full = !only && SECONDS === 10 && ROUNDS === 3 && SITES === 1_000_000 && CONNECTIONS === 50 && process.env.BENCH_NO_IMPORT !== '1'
@@ -249,6 +314,10 @@ log(`figures written to ${resultsFile}`)
 const table = [
   `${'case'.padEnd(16)} ${'req/s'.padStart(8)} ${'ratio'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`,
   ...rows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${String(r.p50_ms).padStart(7)} ${String(r.p99_ms).padStart(7)}  ${JSON.stringify(r.statuses)}`),
+  '',
+  ...(sharedRows.length > 0
+    ? ['', 'two instances sharing Redis (STATE_URL), same machine:', ...sharedRows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${'-'.padStart(7)} ${String(r.p99_ms).padStart(7)}  ${JSON.stringify(r.statuses)}  (one process: ${r.single_process_rps} req/s)`)]
+    : []),
   '',
   `boot with ${SITES.toLocaleString('en')} sites: ${results.boot_ms} ms (first boot on a new file, verifying and writing the index snapshot: ${results.first_boot_ms} ms)`,
   `RSS at rest ${results.rss_rest_mb} MB, under load ${results.rss_load_mb} MB`,

@@ -65,22 +65,29 @@ export class InstanceRecord {
   }
 }
 
-/** The CLI's side: ask every live instance to reload and collect the answers. */
-export async function requestReload (db: Database.Database, options: { timeoutMs: number, pollMs?: number }) {
-  ensureInstanceTables(db)
-  const live = () => db.prepare('SELECT * FROM instances WHERE seen_at > ? ORDER BY started_at').all(Date.now() - INSTANCE_STALE_MS) as InstanceRow[]
-  const instances = live()
-  if (instances.length === 0) return { requestId: undefined, instances, results: new Map<string, ReloadOutcome | string>() }
-  const requestId = Number(db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)').run(new Date().toISOString()).lastInsertRowid)
+interface ReloadAsk {
+  /** the instances alive now */
+  live (): InstanceRow[] | Promise<InstanceRow[]>
+  /** posts the request; its id */
+  post (): number | Promise<number>
+  /** the answers to it so far, by instance id (as JSON) */
+  answers (requestId: number): Record<string, string> | Promise<Record<string, string>>
+}
+
+/**
+ * Asks every live instance to reload and collects the answers: an instance that stops sending
+ * heartbeats, or does not answer by the deadline, is reported as such.
+ */
+async function askReload (ask: ReloadAsk, options: { timeoutMs: number, pollMs?: number }) {
+  const instances = await ask.live()
   const results = new Map<string, ReloadOutcome | string>()
+  if (instances.length === 0) return { requestId: undefined, instances, results }
+  const requestId = await ask.post()
   const deadline = Date.now() + options.timeoutMs
-  const select = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?')
-  while (results.size < instances.length) {
-    for (const row of select.all(requestId) as { instance_id: string, detail: string }[]) {
-      if (!results.has(row.instance_id)) results.set(row.instance_id, JSON.parse(row.detail) as ReloadOutcome)
-    }
-    if (results.size === instances.length) break
-    const alive = new Set(live().map((i) => i.id))
+  for (;;) {
+    for (const [id, detail] of Object.entries(await ask.answers(requestId))) if (!results.has(id)) results.set(id, JSON.parse(detail) as ReloadOutcome)
+    if (instances.every((i) => results.has(i.id))) break
+    const alive = new Set((await ask.live()).map((i) => i.id))
     for (const instance of instances) {
       if (!results.has(instance.id) && !alive.has(instance.id)) results.set(instance.id, 'stopped answering before it reloaded')
     }
@@ -93,6 +100,17 @@ export async function requestReload (db: Database.Database, options: { timeoutMs
   return { requestId, instances, results }
 }
 
+/** The CLI's side over control.db: the instances of this DATA_DIR. */
+export function requestReload (db: Database.Database, options: { timeoutMs: number, pollMs?: number }) {
+  ensureInstanceTables(db)
+  const select = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?')
+  return askReload({
+    live: () => db.prepare('SELECT * FROM instances WHERE seen_at > ? ORDER BY started_at').all(Date.now() - INSTANCE_STALE_MS) as InstanceRow[],
+    post: () => Number(db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)').run(new Date().toISOString()).lastInsertRowid),
+    answers: (id) => Object.fromEntries((select.all(id) as { instance_id: string, detail: string }[]).map((r) => [r.instance_id, r.detail]))
+  }, options)
+}
+
 /**
  * The same over Redis (STATE_URL), for instances on several machines: every instance subscribed
  * to `lsp:reload` reloads from its own files and writes its outcome under the request's key;
@@ -102,34 +120,21 @@ export const RELOAD_CHANNEL = 'lsp:reload'
 export const INSTANCE_INFO = 'lsp:instance-info'
 export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
 
-export async function requestSharedReload (redis: Redis, options: { timeoutMs: number, pollMs?: number }) {
-  const live = async () => {
-    const ids = await redis.zrangebyscore('lsp:instances', Date.now() - INSTANCE_STALE_MS, '+inf')
-    const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
-    return ids.map((id, i): InstanceRow => {
-      const known = info[i] === null ? {} : JSON.parse(info[i]!) as Partial<InstanceRow>
-      return { id, pid: known.pid ?? 0, hostname: known.hostname ?? '', address: known.address ?? null, started_at: known.started_at ?? '', seen_at: Date.now() }
-    })
-  }
-  const instances = await live()
-  const results = new Map<string, ReloadOutcome | string>()
-  if (instances.length === 0) return { requestId: undefined, instances, results }
-  const requestId = await redis.incr('lsp:reload:seq')
-  await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
-  const deadline = Date.now() + options.timeoutMs
-  for (;;) {
-    const answers = await redis.hgetall(reloadResultsKey(requestId))
-    for (const [id, detail] of Object.entries(answers)) if (!results.has(id)) results.set(id, JSON.parse(detail) as ReloadOutcome)
-    if (instances.every((i) => results.has(i.id))) break
-    const alive = new Set((await live()).map((i) => i.id))
-    for (const instance of instances) {
-      if (!results.has(instance.id) && !alive.has(instance.id)) results.set(instance.id, 'stopped answering before it reloaded')
-    }
-    if (Date.now() > deadline) {
-      for (const instance of instances) if (!results.has(instance.id)) results.set(instance.id, `no answer within ${options.timeoutMs / 1000} s`)
-      break
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100))
-  }
-  return { requestId, instances, results }
+export function requestSharedReload (redis: Redis, options: { timeoutMs: number, pollMs?: number }) {
+  return askReload({
+    async live () {
+      const ids = await redis.zrangebyscore('lsp:instances', Date.now() - INSTANCE_STALE_MS, '+inf')
+      const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
+      return ids.map((id, i): InstanceRow => {
+        const known = info[i] === null ? {} : JSON.parse(info[i]!) as Partial<InstanceRow>
+        return { id, pid: known.pid ?? 0, hostname: known.hostname ?? '', address: known.address ?? null, started_at: known.started_at ?? '', seen_at: Date.now() }
+      })
+    },
+    async post () {
+      const requestId = await redis.incr('lsp:reload:seq')
+      await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
+      return requestId
+    },
+    answers: (id) => redis.hgetall(reloadResultsKey(id))
+  }, options)
 }

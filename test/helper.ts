@@ -129,3 +129,13 @@ export function bruteNearby (sites: SiteRow[], q: { lat: number, lng: number, ra
     .sort((a, b) => (a.km - b.km) || (a.site.id < b.site.id ? -1 : a.site.id > b.site.id ? 1 : 0))
     .slice(0, q.limit)
 }
+
+/** The reference sliding log of the limiter's model checks: would it admit a request now? */
+export function referenceAdmits (accepted: number[], limits: Record<'minute' | 'hour' | 'day', number | null>, now: number): boolean {
+  return (['minute', 'hour', 'day'] as const).every((w) => {
+    const limit = limits[w]
+    if (limit === null) return true
+    const ms = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[w]
+    return accepted.filter((ts) => ts > now - ms).length < limit
+  })
+}
