@@ -4,7 +4,7 @@
 // Only 200s are stored; every 200 carries an ETag and Cache-Control, and a matching
 // If-None-Match gets 304. Runs after the limiter, so cached answers count; emptied on reload.
 // Hooks are callback-style and bodies are kept as Buffers: this is the hot path.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
@@ -61,7 +61,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   // The ETag is a digest of the key (cheaper than of the body, and as exact: the key determines
   // the body), salted with what shapes every body but is not in the key.
   const salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
-  const etagOf = (key: string) => `"${createHash('sha1').update(salt + key).digest('base64url')}"`
+  const etagOf = (key: string) => `"${hash('sha1', salt + key, 'base64url')}"`
   app.datasets.onSwap(() => lru.clear())
   app.decorate('responseCache', lru)
   app.decorateRequest('cacheKey', undefined)

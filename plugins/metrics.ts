@@ -4,7 +4,7 @@
 // loopback, apart from the partner port.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,24 +17,69 @@ export interface Metrics {
   reloads: Counter<'result'>
 }
 
-interface RouteSeries { count: { inc (): void }, latency: { observe (value: number): void } }
+
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+/** One route, method and status: counted per request in plain numbers, turned into samples at scrape time. */
+interface Series { route: string, method: string, status: string, count: number, sum: number, buckets: Float64Array }
+
+type Labels = Record<string, string>
+type Sample = { labels: Labels, value: number, metricName?: string }
+
+/**
+ * A metric whose samples are made when Prometheus scrapes: what a request does is add to plain
+ * numbers (prom-client's own counters hash their labels on every increment).
+ */
+function scraped (name: string, help: string, type: 'counter' | 'histogram', samples: () => Sample[]) {
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    async get () { return { name, help, type, aggregator: 'sum', values: samples() } },
+    reset () {}
+  }
+}
 
 async function metrics (app: FastifyInstance) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'lsp_' })
-  const requests = new Counter({ name: 'lsp_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] })
-  const latency = new Histogram({
-    name: 'lsp_http_request_duration_seconds',
-    help: 'Time from request to answer, by route pattern and status',
-    labelNames: ['route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry]
-  })
-  const cache = new Counter({ name: 'lsp_cache_lookups_total', help: 'Answer cache lookups, by result (hit or miss)', labelNames: ['result'], registers: [registry] })
-  const refusals = new Counter({ name: 'lsp_rate_limit_refusals_total', help: 'Requests refused with 429, by partner tier', labelNames: ['tier'], registers: [registry] })
+  const series = new Map<string, Series>()
+  const cacheLookups = { hit: 0, miss: 0 }
+  const refusals = new Map<string, number>()
+  const register = (metric: ReturnType<typeof scraped>) => registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
+  register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter', () =>
+    [...series.values()].map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
+  register(scraped('lsp_http_request_duration_seconds', 'Time from request to answer, by route pattern and status', 'histogram', () => {
+    // one method a series here: the latency is by route and status (GET is the only method that answers)
+    const byRoute = new Map<string, { route: string, status: string, count: number, sum: number, buckets: Float64Array }>()
+    for (const s of series.values()) {
+      const key = `${s.status} ${s.route}`
+      const into = byRoute.get(key) ?? { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+      into.count += s.count
+      into.sum += s.sum
+      for (let i = 0; i < BUCKETS.length; i++) into.buckets[i] += s.buckets[i]
+      byRoute.set(key, into)
+    }
+    const samples: Sample[] = []
+    for (const s of byRoute.values()) {
+      let cumulative = 0
+      for (let i = 0; i < BUCKETS.length; i++) {
+        cumulative += s.buckets[i]
+        samples.push({ metricName: 'lsp_http_request_duration_seconds_bucket', labels: { le: String(BUCKETS[i]), route: s.route, status: s.status }, value: cumulative })
+      }
+      samples.push({ metricName: 'lsp_http_request_duration_seconds_bucket', labels: { le: '+Inf', route: s.route, status: s.status }, value: s.count })
+      samples.push({ metricName: 'lsp_http_request_duration_seconds_sum', labels: { route: s.route, status: s.status }, value: s.sum })
+      samples.push({ metricName: 'lsp_http_request_duration_seconds_count', labels: { route: s.route, status: s.status }, value: s.count })
+    }
+    return samples
+  }))
+  register(scraped('lsp_cache_lookups_total', 'Answer cache lookups, by result (hit or miss)', 'counter', () =>
+    [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
+  register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
+    [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
   const reloads = new Counter({ name: 'lsp_dataset_reloads_total', help: 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', labelNames: ['result'], registers: [registry] })
   for (const result of ['ok', 'refused']) reloads.inc({ result }, 0)
-  for (const result of ['hit', 'miss']) cache.inc({ result }, 0)
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_sites',
     help: 'Sites served, by dataset',
@@ -68,25 +113,24 @@ async function metrics (app: FastifyInstance) {
     collect () { this.set(app.responseCache.size) }
   })
 
-  // one pair of children per route and status, looked up by a string: no label hashing per request
-  const series = new Map<string, RouteSeries>()
-  const seriesOf = (route: string, method: string, status: number): RouteSeries => {
+  const seriesOf = (route: string, method: string, status: number): Series => {
     const key = `${method} ${status} ${route}`
-    const known = series.get(key)
-    if (known) return known
-    const code = String(status)
-    const made = { count: requests.labels(route, method, code), latency: latency.labels(route, code) }
-    series.set(key, made)
-    return made
+    let s = series.get(key)
+    if (!s) series.set(key, s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) })
+    return s
   }
 
   app.addHook('onResponse', (request, reply, done) => {
     // unmatched URLs share one label, so random paths cannot grow the series
     const s = seriesOf(request.route.url ?? 'unmatched', request.method, reply.statusCode)
-    s.count.inc()
-    s.latency.observe(reply.elapsedTime / 1000)
-    if (request.cacheStatus !== 'none') cache.inc({ result: request.cacheStatus })
-    if (reply.statusCode === 429 && request.partner) refusals.inc({ tier: request.partner.tier })
+    const seconds = reply.elapsedTime / 1000
+    s.count++
+    s.sum += seconds
+    let i = 0
+    while (i < BUCKETS.length && seconds > BUCKETS[i]) i++
+    if (i < BUCKETS.length) s.buckets[i]++
+    if (request.cacheStatus !== 'none') cacheLookups[request.cacheStatus]++
+    if (reply.statusCode === 429 && request.partner) refusals.set(request.partner.tier, (refusals.get(request.partner.tier) ?? 0) + 1)
     done()
   })
 
