@@ -94,8 +94,11 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
     directory = new PartnerDirectory(store, new RedisPartnerStore(redis))
     await directory.refreshShared()
     let failing = false
+    let inFlight = false // a slow Redis must not pile up refreshes
     timer = setInterval(() => {
-      directory.refreshShared().then((outcome) => {
+      if (inFlight) return
+      inFlight = true
+      directory.refreshShared().finally(() => { inFlight = false }).then((outcome) => {
         if (failing) app.log.info('partners are read from the shared state again')
         failing = false
         if (outcome === 'restored') app.log.warn({ partners: directory.size }, 'the shared state had lost the partners; put back from this instance\'s copy')

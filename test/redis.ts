@@ -27,6 +27,15 @@ export function redisMissing (): string | undefined {
   return r.status === 0 ? undefined : 'NO REDIS: redis-server is not installed (.ci/run installs Debian\'s redis-server); the shared-state tests are skipped'
 }
 
+/** Skips the whole test file, loudly, when redis-server is missing; true when it did. */
+export function skippedWithoutRedis (t: { comment (...message: unknown[]): void, plan (n: number, reason?: string): void }): boolean {
+  const missing = redisMissing()
+  if (!missing) return false
+  t.comment(missing)
+  t.plan(0, missing)
+  return true
+}
+
 export async function startRedis (t: { teardown (fn: () => unknown): void }): Promise<RedisServer> {
   const port = await freePort()
   let child: ChildProcess | undefined

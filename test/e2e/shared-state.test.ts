@@ -6,13 +6,9 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { tmpDataDir } from '../helper.ts'
 import { admin, startServer, type Server } from '../run.ts'
-import { redisMissing, startRedis } from '../redis.ts'
+import { skippedWithoutRedis, startRedis } from '../redis.ts'
 
-const missing = redisMissing()
-if (missing) {
-  t.comment(missing)
-  t.plan(0, missing)
-} else {
+if (!skippedWithoutRedis(t)) {
   const redis = await startRedis(t)
   // a data directory each, as on three machines: the partners come from Redis alone
   const dirs = [tmpDataDir(t), tmpDataDir(t), tmpDataDir(t)]

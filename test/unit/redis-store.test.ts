@@ -9,14 +9,10 @@ import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
 import { tokenDigest } from '../../src/partners/tokens.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
-import { redisMissing, startRedis } from '../redis.ts'
+import { skippedWithoutRedis, startRedis } from '../redis.ts'
 import { referenceAdmits } from '../helper.ts'
 
-const missing = redisMissing()
-if (missing) {
-  t.comment(missing)
-  t.plan(0, missing)
-} else {
+if (!skippedWithoutRedis(t)) {
   const redis = await startRedis(t)
   const clients = [0, 1, 2].map(() => new Redis(redis.url))
   t.teardown(() => { for (const c of clients) c.disconnect() })
