@@ -10,6 +10,9 @@ export interface RedisServer {
   kill (): Promise<void>
   /** starts it again on the same port, empty */
   start (): Promise<void>
+  /** SIGSTOP / SIGCONT: a Redis that hangs (connections open, no answers), and its return */
+  pause (): void
+  resume (): void
 }
 
 const freePort = () => new Promise<number>((resolve, reject) => {
@@ -57,5 +60,5 @@ export async function startRedis (t: { teardown (fn: () => unknown): void }): Pr
   })
   await start()
   t.teardown(kill)
-  return { url: `redis://127.0.0.1:${port}/0`, port, kill, start }
+  return { url: `redis://127.0.0.1:${port}/0`, port, kill, start, pause: () => child?.kill('SIGSTOP'), resume: () => child?.kill('SIGCONT') }
 }

@@ -103,6 +103,18 @@ if (!skippedWithoutRedis(t)) {
     t.equal((await sites(servers[0], alone)).status, 429, 'and the shared window is full')
   })
 
+  t.test('a Redis that hangs (answers nothing): served on, degraded, ready again when it answers', async (t) => {
+    redis.pause()
+    const statuses: number[] = []
+    for (const s of servers) for (let i = 0; i < 3; i++) statuses.push((await sites(s, steady)).status)
+    t.same([...new Set(statuses)], [200], 'every request answered while Redis hangs (each waits at most the 500 ms command timeout)')
+    await until('every instance to report degraded', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'degraded'))
+    t.match((await readyz(servers[0])).shared_state.error, /timed? ?out/i)
+    redis.resume()
+    await until('every instance to be ready again', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'ready'))
+    t.pass('ready again')
+  })
+
   t.test('the partners after Redis came back empty: put back from the instances\' copies', async (t) => {
     t.match(servers.map((s) => s.output()).join(''), /the shared state had lost the partners; put back from this instance's copy/)
     for (const s of servers) t.equal((await sites(s, steady)).status, 200, 'tokens still work everywhere')
