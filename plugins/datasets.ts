@@ -12,6 +12,7 @@ import { readSnapshot } from '../src/sites/snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../src/instances.ts'
 import { datasetFor } from '../src/partners/permissions.ts'
 import { ApiError } from '../src/errors.ts'
+import type { DatasetsState } from '../src/schemas/health.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -44,6 +45,12 @@ export class DatasetRegistry {
 
   get (name: DatasetName): Dataset {
     return this.current[name]
+  }
+
+  /** Site count and built_at of each dataset, by name (for /readyz and the API index). */
+  state (): DatasetsState {
+    const of = (name: DatasetName) => ({ site_count: this.current[name].count, built_at: this.current[name].builtAt })
+    return { sandbox: of('sandbox'), production: of('production') }
   }
 
   served (): ServedDataset[] {

@@ -4,7 +4,7 @@
 // loopback, apart from the partner port.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,7 +14,8 @@ declare module 'fastify' {
 
 export interface Metrics {
   registry: Registry
-  reloads: Counter<'result'>
+  /** counts a dataset reload by its outcome */
+  reloaded (ok: boolean): void
 }
 
 
@@ -44,25 +45,28 @@ function scraped (name: string, help: string, type: 'counter' | 'histogram', sam
 async function metrics (app: FastifyInstance) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'lsp_' })
-  const series = new Map<string, Series>()
+  // route → method → status → series: found per request without building a key string
+  const byRoute = new Map<string, Map<string, Map<number, Series>>>()
+  const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))
   const cacheLookups = { hit: 0, miss: 0 }
+  const reloads = { ok: 0, refused: 0 }
   const refusals = new Map<string, number>()
   const register = (metric: ReturnType<typeof scraped>) => registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
   register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter', () =>
-    [...series.values()].map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
+    allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
   register(scraped('lsp_http_request_duration_seconds', 'Time from request to answer, by route pattern and status', 'histogram', () => {
     // one method a series here: the latency is by route and status (GET is the only method that answers)
-    const byRoute = new Map<string, { route: string, status: string, count: number, sum: number, buckets: Float64Array }>()
-    for (const s of series.values()) {
+    const merged = new Map<string, { route: string, status: string, count: number, sum: number, buckets: Float64Array }>()
+    for (const s of allSeries()) {
       const key = `${s.status} ${s.route}`
-      const into = byRoute.get(key) ?? { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+      const into = merged.get(key) ?? { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
       into.count += s.count
       into.sum += s.sum
       for (let i = 0; i < BUCKETS.length; i++) into.buckets[i] += s.buckets[i]
-      byRoute.set(key, into)
+      merged.set(key, into)
     }
     const samples: Sample[] = []
-    for (const s of byRoute.values()) {
+    for (const s of merged.values()) {
       let cumulative = 0
       for (let i = 0; i < BUCKETS.length; i++) {
         cumulative += s.buckets[i]
@@ -78,8 +82,8 @@ async function metrics (app: FastifyInstance) {
     [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
   register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
     [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
-  const reloads = new Counter({ name: 'lsp_dataset_reloads_total', help: 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', labelNames: ['result'], registers: [registry] })
-  for (const result of ['ok', 'refused']) reloads.inc({ result }, 0)
+  register(scraped('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter', () =>
+    [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_sites',
     help: 'Sites served, by dataset',
@@ -114,9 +118,12 @@ async function metrics (app: FastifyInstance) {
   })
 
   const seriesOf = (route: string, method: string, status: number): Series => {
-    const key = `${method} ${status} ${route}`
-    let s = series.get(key)
-    if (!s) series.set(key, s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) })
+    let byMethod = byRoute.get(route)
+    if (!byMethod) byRoute.set(route, byMethod = new Map())
+    let byStatus = byMethod.get(method)
+    if (!byStatus) byMethod.set(method, byStatus = new Map())
+    let s = byStatus.get(status)
+    if (!s) byStatus.set(status, s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) })
     return s
   }
 
@@ -134,7 +141,7 @@ async function metrics (app: FastifyInstance) {
     done()
   })
 
-  app.decorate('metrics', { registry, reloads })
+  app.decorate('metrics', { registry, reloaded: (ok: boolean) => { reloads[ok ? 'ok' : 'refused']++ } })
 }
 
 export default fp(metrics, { name: 'metrics', dependencies: ['health', 'datasets', 'partners', 'route-config'] })

@@ -7,10 +7,20 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 
+export interface DeclaredRoute {
+  method: string
+  /** as declared, with `:param` */
+  url: string
+  hidden: boolean
+  summary: string
+  /** the partner endpoint it serves; undefined for public routes */
+  endpoint?: string
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    /** every route declared after this plugin, as METHOD and URL (for the document's tests) */
-    declaredRoutes: { method: string, url: string, hidden: boolean }[]
+    /** every route declared after this plugin (for the API index and the document's tests) */
+    declaredRoutes: DeclaredRoute[]
   }
 }
 
@@ -57,7 +67,10 @@ async function openapi (app: FastifyInstance, options: { apiPrefix: string }) {
   const declared: FastifyInstance['declaredRoutes'] = []
   app.decorate('declaredRoutes', declared)
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) declared.push({ method, url: route.url, hidden: (route.schema as { hide?: boolean } | undefined)?.hide === true })
+    const schema = route.schema as { hide?: boolean, summary?: string } | undefined
+    for (const method of [route.method].flat()) {
+      declared.push({ method, url: route.url, hidden: schema?.hide === true, summary: schema?.summary ?? '', endpoint: route.config?.endpoint })
+    }
   })
   await app.register(swagger, {
     openapi: {

@@ -3,10 +3,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { profileOf, type PartnerProfile } from '../src/partners/permissions.ts'
-import { Redis } from 'ioredis'
 import { PartnerStore, controlPath, fromRow, type Partner, type PartnerRow } from '../src/partners/store.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
-import { withoutCredentials } from '../src/redact.ts'
 import { tokenDigest } from '../src/partners/tokens.ts'
 
 declare module 'fastify' {
@@ -79,19 +77,12 @@ export class PartnerDirectory {
   }
 }
 
-async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number, stateUrl?: string }) {
+async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number }) {
   const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: SERVICE_BUSY_TIMEOUT_MS })
   let timer: NodeJS.Timeout
   let directory: PartnerDirectory
-  if (options.stateUrl) {
-    const redis = new Redis(options.stateUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 1_000, retryStrategy: (times) => Math.min(200 * times, 2_000), lazyConnect: true })
-    redis.on('error', () => {})
-    try {
-      await redis.connect()
-    } catch (err) {
-      throw new Error(`cannot reach the shared state at STATE_URL (${withoutCredentials(options.stateUrl)}) to load the partners: ${(err as Error).message}`)
-    }
-    directory = new PartnerDirectory(store, new RedisPartnerStore(redis))
+  if (app.redis) {
+    directory = new PartnerDirectory(store, new RedisPartnerStore(app.redis))
     await directory.refreshShared()
     let failing = false
     let inFlight = false // a slow Redis must not pile up refreshes
@@ -108,7 +99,6 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
         failing = true
       })
     }, options.refreshMs)
-    app.addHook('onClose', async () => { redis.disconnect() })
   } else {
     directory = new PartnerDirectory(store)
     timer = setInterval(() => {
@@ -118,7 +108,7 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
     }, options.refreshMs)
   }
   timer.unref()
-  app.log.info({ partners: directory.size, source: options.stateUrl ? 'redis' : 'control.db' }, 'partners loaded')
+  app.log.info({ partners: directory.size, source: app.redis ? 'redis' : 'control.db' }, 'partners loaded')
   app.decorate('partners', directory)
   app.addHook('onClose', async () => {
     clearInterval(timer)
@@ -126,4 +116,4 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
   })
 }
 
-export default fp(partners, { name: 'partners', dependencies: ['health'] })
+export default fp(partners, { name: 'partners', dependencies: ['health', 'shared-state'] })

@@ -9,7 +9,7 @@ import type Database from 'better-sqlite3'
 import { ApiError } from '../src/errors.ts'
 import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds, type HitResult, type SecondBucket } from '../src/limits/limiter.ts'
 import { SharedTelemetry, TelemetryFeed, type Telemetry } from '../src/usage/telemetry.ts'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { FailoverStore } from '../src/limits/failover-store.ts'
 import { RedisStore } from '../src/limits/redis-store.ts'
 
@@ -34,8 +34,6 @@ declare module 'fastify' {
 export interface RateLimitOptions {
   clock?: () => number
   saveMs: number
-  /** redis://…: windows and telemetry shared by every instance (issue 8); else in process */
-  stateUrl?: string
 }
 
 // Saved per partner and second: small upserts, however busy the partner (see LocalStore.restore).
@@ -69,22 +67,9 @@ function restore (db: Database.Database, store: LocalStore, now: number): number
  * Windows and telemetry in Redis (STATE_URL), behind a store that limits alone while Redis is
  * away. Redis keeps the counts, so nothing is saved to control.db.
  */
-function sharedState (app: FastifyInstance, url: string, clock: () => number) {
-  const redis = new Redis(url, {
-    // fail fast: a request must not wait for Redis to come back
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(200 * times, 2_000),
-    lazyConnect: false
-  })
-  redis.on('error', () => {}) // reported once by the store's way down, not per reconnection attempt
+function sharedState (app: FastifyInstance, redis: Redis, clock: () => number) {
   const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log)
-  app.addHook('onClose', async () => {
-    await shared.close()
-    redis.disconnect()
-  })
+  app.addHook('onClose', () => shared.close())
   return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis), save: () => {}, shared }
 }
 
@@ -131,7 +116,7 @@ function localState (app: FastifyInstance, options: RateLimitOptions, clock: () 
 
 async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   const clock = options.clock ?? Date.now
-  const { limiter, telemetry, save, shared } = options.stateUrl ? sharedState(app, options.stateUrl, clock) : localState(app, options, clock)
+  const { limiter, telemetry, save, shared } = app.redis ? sharedState(app, app.redis, clock) : localState(app, options, clock)
   if (shared) app.decorate('sharedState', shared)
   app.decorate('saveCounters', save)
   app.decorate('limiter', limiter)
@@ -178,7 +163,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
       cache: request.cacheStatus
     })
   })
-
 }
 
-export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health', 'reload'] })
+export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health', 'reload', 'shared-state'] })

@@ -4,7 +4,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { hostname } from 'node:os'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { INSTANCE_INFO, InstanceRecord, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from '../src/instances.ts'
 
 declare module 'fastify' {
@@ -21,7 +21,7 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
     const started = performance.now()
     const outcome = await app.datasets.reload()
     const ms = Math.round(performance.now() - started)
-    app.metrics.reloads.inc({ result: outcome.ok ? 'ok' : 'refused' })
+    app.metrics.reloaded(outcome.ok)
     if (outcome.ok) app.log.info({ reason, ms, datasets: outcome.datasets }, 'datasets reloaded')
     else app.log.error({ reason, ms, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
     return outcome
@@ -39,7 +39,7 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   }, options.pollMs)
   timer.unref()
 
-  if (app.config.stateUrl) sharedReloads(app, app.config.stateUrl, instance)
+  if (app.redis) sharedReloads(app, app.redis, instance)
 
   app.addHook('onListen', async () => {
     const address = app.server.address()
@@ -57,16 +57,14 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
  * instance reloads from its own files and writes its outcome under the request's key. The
  * instance's pid, host and address are published beside its heartbeat for the CLI to print.
  */
-function sharedReloads (app: FastifyInstance, url: string, instance: InstanceRecord) {
-  const options = { maxRetriesPerRequest: 1, retryStrategy: (times: number) => Math.min(200 * times, 2_000) }
-  const subscriber = new Redis(url, options)
-  const writer = new Redis(url, options)
+function sharedReloads (app: FastifyInstance, writer: Redis, instance: InstanceRecord) {
+  const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
   subscriber.on('error', () => {}) // the shared state's way down reports Redis trouble, once
-  writer.on('error', () => {})
   const startedAt = new Date().toISOString()
   let address: string | null = null
   const publishInfo = () => writer.hset(INSTANCE_INFO, instance.id, JSON.stringify({ pid: process.pid, hostname: hostname(), address, started_at: startedAt })).catch(() => {})
-  // on every (re)connection: a Redis restarted empty learns about this instance again
+  // now, and on every reconnection: a Redis restarted empty learns about this instance again
+  publishInfo()
   writer.on('ready', publishInfo)
   subscriber.subscribe(RELOAD_CHANNEL).catch((err: Error) => app.log.error({ error: err.message }, 'could not subscribe to shared reload requests'))
   subscriber.on('message', (_channel: string, message: string) => {
@@ -88,8 +86,7 @@ function sharedReloads (app: FastifyInstance, url: string, instance: InstanceRec
   app.addHook('preClose', async () => {
     await writer.hdel(INSTANCE_INFO, instance.id).catch(() => {})
     subscriber.disconnect()
-    writer.disconnect()
   })
 }
 
-export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners', 'health', 'metrics'] })
+export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners', 'health', 'metrics', 'shared-state'] })

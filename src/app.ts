@@ -16,6 +16,7 @@ import healthRoutes from './routes/health.ts'
 import indexRoutes from './routes/index.ts'
 import errors from '../plugins/errors.ts'
 import health from '../plugins/health.ts'
+import sharedState from '../plugins/shared-state.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
 import routeConfig from '../plugins/route-config.ts'
@@ -113,12 +114,13 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(errors)
   await app.register(routeConfig)
   await app.register(health)
+  await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
-  await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs, stateUrl: config.stateUrl || undefined })
+  await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(auth)
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs, stateUrl: config.stateUrl || undefined })
+  await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   await app.register(openapi, { apiPrefix: config.apiPrefix })
   const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }

@@ -11,6 +11,9 @@ export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
 export const GEOJSON_TYPE = 'application/geo+json; charset=utf-8'
 
+/** The answer of a search or lookup that found nothing. */
+export const NULL_JSON = Buffer.from('null')
+
 /** Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer). */
 export function sendJson (reply: object, json: string | Buffer, type = JSON_TYPE): FastifyReply {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.

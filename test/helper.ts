@@ -8,6 +8,8 @@ import { loadConfig, type Config } from '../src/config.ts'
 import { datasetPath, writeDataset, type SiteRow } from '../src/sites/dataset-file.ts'
 import { PartnerStore, controlPath, type NewPartner, type PartnerChanges } from '../src/partners/store.ts'
 import { seededRandom } from '../src/sites/generator.ts'
+import type { RateLimiter } from '../src/limits/limiter.ts'
+import type { Limits } from '../src/partners/tiers.ts'
 
 interface Teardown { teardown (fn: () => unknown): void }
 
@@ -131,11 +133,53 @@ export function bruteNearby (sites: SiteRow[], q: { lat: number, lng: number, ra
 }
 
 /** The reference sliding log of the limiter's model checks: would it admit a request now? */
-export function referenceAdmits (accepted: number[], limits: Record<'minute' | 'hour' | 'day', number | null>, now: number): boolean {
+function referenceAdmits (accepted: number[], limits: Limits, now: number): boolean {
   return (['minute', 'hour', 'day'] as const).every((w) => {
     const limit = limits[w]
     if (limit === null) return true
     const ms = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[w]
     return accepted.filter((ts) => ts > now - ms).length < limit
   })
+}
+
+/**
+ * Random limits, waits and bursts against a reference sliding log: every answer of the limiter,
+ * and every window's used / reset after each step, must be the reference's. `limiterAt` gives the
+ * limiter for a step (several instances may take turns) with its clock at `now`. The first
+ * disagreement, or undefined.
+ */
+export async function modelCheck (options: {
+  seed: string, runs: number, steps: number,
+  limiterAt (now: number, random: () => number): RateLimiter
+}): Promise<string | undefined> {
+  const random = seededRandom(options.seed)
+  let now = Date.UTC(2026, 10, 21, 12)
+  for (let run = 0; run < options.runs; run++) {
+    const limits: Limits = {
+      minute: random() < 0.2 ? null : 1 + Math.floor(random() * 8),
+      hour: random() < 0.2 ? null : 5 + Math.floor(random() * 30),
+      day: random() < 0.3 ? null : 20 + Math.floor(random() * 60)
+    }
+    const key = `model-${options.seed}-${run}`
+    const reference: number[] = []
+    for (let step = 0; step < options.steps; step++) {
+      now += Math.floor(random() * random() * 600_000)
+      const burst = 1 + Math.floor(random() * 3)
+      for (let b = 0; b < burst; b++) {
+        const expected = referenceAdmits(reference, limits, now)
+        const r = await options.limiterAt(now, random).hit(key, limits)
+        if (r.allowed !== expected) return `run ${run} step ${step}: ${r.allowed ? 'admitted' : 'refused'}, the reference ${expected ? 'admits' : 'refuses'} (${JSON.stringify(limits)})`
+        if (r.allowed) reference.push(now)
+      }
+      const { windows } = await options.limiterAt(now, random).state(key, limits)
+      for (const w of windows) {
+        const inWindow = reference.filter((ts) => ts > now - w.seconds * 1000)
+        if (w.used !== inWindow.length) return `run ${run} step ${step}: ${w.name} used ${w.used}, reference ${inWindow.length}`
+        if (w.limit !== null && w.used > w.limit) return `run ${run} step ${step}: the ${w.name} window admitted more than its limit`
+        const resets = inWindow.length === 0 ? 0 : inWindow[0] + w.seconds * 1000 - now
+        if (w.limit !== null && w.resetsInMs !== resets) return `run ${run} step ${step}: ${w.name} resets in ${w.resetsInMs} ms, reference ${resets}`
+      }
+    }
+  }
+  return undefined
 }

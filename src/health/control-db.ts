@@ -4,7 +4,8 @@
 // /readyz shows what is failing. The service keeps answering from memory meanwhile.
 import type { FastifyBaseLogger } from 'fastify'
 
-export type ControlJob = 'partners' | 'heartbeat' | 'counters' | 'reload-requests'
+export const CONTROL_JOBS = ['partners', 'heartbeat', 'counters', 'reload-requests'] as const
+export type ControlJob = typeof CONTROL_JOBS[number]
 
 /** Jobs that write; while one of these fails, control.db counts as not writable. */
 const WRITERS: ReadonlySet<ControlJob> = new Set(['heartbeat', 'counters', 'reload-requests'])

@@ -16,13 +16,12 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { probe: true },
     schema: { operationId: 'readyz', tags: ['service'], summary: 'Readiness: datasets loaded and control.db usable', response: { 200: Readiness, 503: Readiness } }
   }, (_request, reply) => {
-    const datasets = Object.fromEntries(app.datasets.served().map((d) => [d.dataset, { site_count: d.site_count, built_at: d.built_at }]))
     const health = app.controlDb
     const ready = health.readable && health.writable
     const shared = app.sharedState?.status()
     reply.header('cache-control', 'no-store').code(ready ? 200 : 503).send({
       status: !ready ? 'not_ready' as const : shared && !shared.connected ? 'degraded' as const : 'ready' as const,
-      datasets: datasets as { sandbox: { site_count: number, built_at: string }, production: { site_count: number, built_at: string } },
+      datasets: app.datasets.state(),
       control_db: { readable: health.readable, writable: health.writable, failures: health.failures() },
       shared_state: shared ?? { backend: 'embedded' as const }
     })

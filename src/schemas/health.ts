@@ -1,4 +1,5 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
+import { CONTROL_JOBS } from '../health/control-db.ts'
 
 export const Liveness = Type.Object({
   status: Type.Literal('ok', { description: 'The process is up and its event loop answers' })
@@ -9,8 +10,12 @@ const DatasetState = Type.Object({
   built_at: Type.String({ description: 'When the dataset file was built (its meta table)' })
 })
 
+/** What each dataset serves now: in /readyz and in the API index. */
+export const DatasetsState = Type.Object({ sandbox: DatasetState, production: DatasetState })
+export type DatasetsState = Static<typeof DatasetsState>
+
 const ControlFailure = Type.Object({
-  job: Type.Union([Type.Literal('partners'), Type.Literal('heartbeat'), Type.Literal('counters'), Type.Literal('reload-requests')]),
+  job: Type.Union(CONTROL_JOBS.map((job) => Type.Literal(job))),
   error: Type.String({ description: "SQLite's reason" }),
   since: Type.String({ description: 'ISO 8601 UTC time of the first failure in this run of failures' }),
   consequence: Type.String({ description: 'What the service does meanwhile' })
@@ -31,7 +36,7 @@ export const Readiness = Type.Object({
   status: Type.Union([Type.Literal('ready'), Type.Literal('degraded'), Type.Literal('not_ready')], {
     description: 'degraded (200): serving, but limiting alone while the shared state is unavailable; not_ready (503): control.db failing'
   }),
-  datasets: Type.Object({ sandbox: DatasetState, production: DatasetState }),
+  datasets: DatasetsState,
   control_db: Type.Object({
     readable: Type.Boolean(),
     writable: Type.Boolean(),

@@ -81,11 +81,11 @@ t.test('GET /v1: the index', async (t) => {
     version: '1.2.6',
     documentation: { openapi: '/v1/openapi.json', docs: '/docs' },
     operations: [
-      { method: 'GET', path: '/v1/sites', summary: 'Sites near a point, nearest first (format=geojson for GeoJSON)' },
+      { method: 'GET', path: '/v1/sites', summary: 'Sites near a point, nearest first' },
       { method: 'GET', path: '/v1/sites/nearest', summary: 'The nearest site within the radius, or null' },
-      { method: 'GET', path: '/v1/sites/by-tag', summary: 'Sites of one tag, map-minimal, in id order, paginated (format=geojson for GeoJSON)' },
-      { method: 'GET', path: '/v1/sites/{id}', summary: 'One site by id, or null' },
-      { method: 'GET', path: '/v1/usage', summary: 'Your three rate-limit windows; expand=telemetry adds recent events' }
+      { method: 'GET', path: '/v1/sites/by-tag', summary: 'Sites of one tag, map-minimal, in id order, paginated' },
+      { method: 'GET', path: '/v1/sites/{id}', summary: 'One site by id, or null when it is unknown or outside the allow-list' },
+      { method: 'GET', path: '/v1/usage', summary: 'Usage report: the three windows, and telemetry with expand=telemetry' }
     ],
     datasets: {
       sandbox: { site_count: 2, built_at: app.datasets.get('sandbox').builtAt },

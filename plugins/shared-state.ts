@@ -1,0 +1,40 @@
+// The connection to the shared state (STATE_URL, Redis), one per instance for every plugin that
+// uses it: partners, the limiter's store, telemetry and reload answers (a second, duplicated
+// connection listens for reload requests, as a subscriber must). Without STATE_URL there is none.
+// Commands fail fast instead of queueing: a request never waits for Redis to come back; the
+// limiter's way down takes over (src/limits/failover-store.ts).
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
+import { withoutCredentials } from '../src/redact.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** the shared state's connection; undefined without STATE_URL */
+    redis?: Redis
+  }
+}
+
+async function sharedState (app: FastifyInstance, options: { stateUrl?: string }) {
+  if (!options.stateUrl) return
+  const redis = new Redis(options.stateUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    connectTimeout: 2_000,
+    retryStrategy: (times) => Math.min(200 * times, 2_000),
+    lazyConnect: true
+  })
+  redis.on('error', () => {}) // reported once by those who use it, not per reconnection attempt
+  try {
+    await redis.connect()
+  } catch (err) {
+    redis.disconnect()
+    throw new Error(`cannot reach the shared state at STATE_URL (${withoutCredentials(options.stateUrl)}): ${(err as Error).message}`)
+  }
+  app.decorate('redis', redis)
+  // registered first, so closed last: the other plugins' onClose hooks still have it
+  app.addHook('onClose', async () => { redis.disconnect() })
+}
+
+export default fp(sharedState, { name: 'shared-state' })
