@@ -14,10 +14,14 @@ export const GEOJSON_TYPE = 'application/geo+json; charset=utf-8'
 /** The answer of a search or lookup that found nothing. */
 export const NULL_JSON = Buffer.from('null')
 
-/** Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer). */
-export function sendJson (reply: object, json: string | Buffer, type = JSON_TYPE): FastifyReply {
+/**
+ * Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer).
+ * Returns nothing: the routes' handlers are plain functions that answer through the reply (an
+ * async handler costs a promise and a microtask per request).
+ */
+export function sendJson (reply: object, json: string | Buffer, type = JSON_TYPE): void {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.
-  return (reply as FastifyReply).type(type).send(typeof json === 'string' ? Buffer.from(json) : json)
+  (reply as FastifyReply).type(type).send(typeof json === 'string' ? Buffer.from(json) : json)
 }
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */

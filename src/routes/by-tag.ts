@@ -27,7 +27,7 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
         ...errorResponses(BY_TAG_ERRORS)
       }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const { tag, page } = request.query
     const perPage = Math.min(request.query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!

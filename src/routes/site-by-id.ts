@@ -22,7 +22,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
       querystring: DemoQuery,
       response: { 200: Type.Union([SiteRecord, Type.Null()]), ...errorResponses(SITE_ERRORS) }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
     if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return sendJson(reply, NULL_JSON)

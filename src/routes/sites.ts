@@ -55,7 +55,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
         ...errorResponses(SEARCH_ERRORS)
       }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const { ds, hits } = search(request, request.partner.maxResults)
     request.rows = hits.length
     const positions = new Uint32Array(hits.length)
@@ -73,7 +73,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       querystring: NearbyQuery,
       response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }
     }
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const { ds, hits } = search(request, 1)
     request.rows = hits.length
     return sendJson(reply, hits.length === 0 ? NULL_JSON : JSON.stringify(nearestRecord(ds, hits[0].position, hits[0].h, links)))
