@@ -38,6 +38,22 @@ export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?:
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 const INTEGER = /^[+-]?\d+$/
 const MAX_SHOWN = 64
+/** A decimal as String(number) writes one: no sign but -, no leading or trailing zeros, no exponent. */
+const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/
+
+/**
+ * String(n) for a number parsed from `text`, without converting the double back when the text is
+ * already that string: at most 15 digits (DBL_DIG: such a decimal comes back from its double
+ * unchanged, and no shorter one maps to the same double), and not so small that String would
+ * switch to exponent form (below 1e-6). Converting a double to text is the dearer direction.
+ */
+export function numberText (text: string, n: number): string {
+  if (text.length <= 17 && PLAIN_DECIMAL.test(text)) {
+    const digits = text.length - (text.charCodeAt(0) === 45 ? 1 : 0) - (text.includes('.') ? 1 : 0)
+    if (digits <= 15 && (n === 0 ? text === '0' : Math.abs(n) >= 1e-6)) return text
+  }
+  return String(n)
+}
 
 function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
   const kind = schema.type as Kind
@@ -132,7 +148,7 @@ export function compileQuery (schema: TObject): QueryValidator {
         continue
       }
       value[rule.name] = parsed
-      canonical += rule.prefix + String(parsed) + '&'
+      canonical += rule.prefix + (typeof parsed === 'number' ? numberText(raw as string, parsed) : String(parsed)) + '&'
     }
 
     if (missing.length > 0) return { error: missingParams(missing) }

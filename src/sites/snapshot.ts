@@ -7,7 +7,7 @@ import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
-import { identity, type SubIndex } from './spatial.ts'
+import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
 const MAGIC = 'LSPIDX02'
 export const snapshotPath = (datasetFile: string) => `${datasetFile}.index`
@@ -164,15 +164,15 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     const lngs = new Float64Array(read('lngs'))
     if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count) return undefined
 
-    const all: SubIndex | undefined = count === 0 ? undefined : { kd: KDBush.from(read('all')), positions: identity(count) }
+    const all: SubIndex | undefined = count === 0 ? undefined : subIndexOf(KDBush.from(read('all')), identity(count))
     const byCategory = new Map<number, SubIndex>()
     for (const c of header.categories) {
-      byCategory.set(c, { kd: KDBush.from(read(`cat:${c}:kd`)), positions: new Uint32Array(read(`cat:${c}:positions`)) })
+      byCategory.set(c, subIndexOf(KDBush.from(read(`cat:${c}:kd`)), new Uint32Array(read(`cat:${c}:positions`))))
     }
     const tagSites = new Map<string, Uint32Array>()
     for (const tag of header.tags) tagSites.set(tag, new Uint32Array(read(`tag:${tag}`)))
     const tagIndexes = new Map<string, SubIndex>()
-    for (const tag of header.indexedTags) tagIndexes.set(tag, { kd: KDBush.from(read(`tagkd:${tag}`)), positions: tagSites.get(tag)! })
+    for (const tag of header.indexedTags) tagIndexes.set(tag, subIndexOf(KDBush.from(read(`tagkd:${tag}`)), tagSites.get(tag)!))
 
     return {
       name, path, meta, builtAt: meta.built_at, version: datasetVersion(meta),

@@ -9,6 +9,16 @@ const RAD = Math.PI / 180
 export interface SubIndex {
   kd: KDBush
   positions: Uint32Array
+  /** cos(latitude) of each slot of the tree, in the tree's order: one Math.cos less per site looked at */
+  cosLats: Float64Array
+}
+
+/** The SubIndex of a finished kdbush tree. */
+export function subIndexOf (kd: KDBush, positions: Uint32Array): SubIndex {
+  const xy = kd.coords
+  const cosLats = new Float64Array(xy.length >> 1)
+  for (let i = 0; i < cosLats.length; i++) cosLats[i] = Math.cos(xy[2 * i + 1] * RAD)
+  return { kd, positions, cosLats }
 }
 
 export interface Hit {
@@ -29,7 +39,7 @@ export function buildSubIndex (positions: Uint32Array, lngs: Float64Array, lats:
   const kd = new KDBush(positions.length)
   for (const p of positions) kd.add(lngs[p], lats[p])
   kd.finish()
-  return { kd, positions }
+  return subIndexOf(kd, positions)
 }
 
 const haverSin = (theta: number) => {
@@ -44,6 +54,10 @@ export function haverSinDist (lng: number, lat: number, cosLat: number, lng2: nu
 
 export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Math.sqrt(h))
 export const maxHaverSinFor = (radiusKm: number) => haverSin(radiusKm / EARTH_RADIUS_KM)
+
+/** haverSinDist with cos(lat2 * RAD) given: the same operations in the same order, so the same bits. */
+const haverSinDistCos = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number) =>
+  cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
 
 const byDistanceThenId = (a: Hit, b: Hit) => (a.h - b.h) || (a.position - b.position)
 
@@ -60,90 +74,144 @@ export interface SiteCoordinates {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Best-first search over a kdbush tree: geokdbush's algorithm and arithmetic (haversine of the
-// central angle, box lower bounds), rewritten to allocate nothing per query and to order the
-// queue by (h, then nodes before sites, then site position). Sites therefore come out exactly in
-// (distance, id) order, ties included, and the first `limit` popped are the answer.
+// Nearest-first search over a kdbush tree with geokdbush's arithmetic (haversine of the central
+// angle, box lower bounds). Nodes are visited best-first; the sites found so far are kept in a
+// max-heap of at most `limit`, ordered by (h, position), so a site or node that cannot beat the
+// worst one held is never queued. The answer is exactly the first `limit` sites in (distance, id)
+// order, ties included: a site as far as the worst held but with a lower position still gets in.
+// Nothing is allocated per query but the answer.
 
 /** Scratch space shared by all searches (the service answers one request at a time). */
 const scratch = {
-  cap: 0,
-  key: new Float64Array(0), // h, or a node's lower bound of h
-  tie: new Float64Array(0), // site position, or -1 for a node
-  ref: new Int32Array(0), // >= 0: item of a site; < 0: -(node slot + 1)
-  nodes: 0,
+  // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
   nodeCap: 0,
   nodeLeft: new Int32Array(0),
   nodeRight: new Int32Array(0),
   nodeAxis: new Uint8Array(0),
-  nodeBox: new Float64Array(0) // minLng, minLat, maxLng, maxLat per slot
+  nodeBox: new Float64Array(0), // minLng, minLat, maxLng, maxLat per slot
+  queueKey: new Float64Array(0), // a lower bound of h over the node's box
+  queueSlot: new Int32Array(0),
+  // sites held: a max-heap by (h, position), the worst on top
+  bestCap: 0,
+  bestH: new Float64Array(0),
+  bestPosition: new Float64Array(0)
 }
-
-function growHeap (size: number) {
-  const cap = Math.max(1024, size * 2)
-  const key = new Float64Array(cap); key.set(scratch.key.subarray(0, scratch.cap))
-  const tie = new Float64Array(cap); tie.set(scratch.tie.subarray(0, scratch.cap))
-  const ref = new Int32Array(cap); ref.set(scratch.ref.subarray(0, scratch.cap))
-  Object.assign(scratch, { cap, key, tie, ref })
-}
+let slots = 0
+let queued = 0
+let held = 0
+let heldMax = 0
+/** The farthest h that can still get in: the radius until `heldMax` sites are held, then the worst held. */
+let bound = 0
 
 function growNodes (size: number) {
   const cap = Math.max(1024, size * 2)
-  const left = new Int32Array(cap); left.set(scratch.nodeLeft.subarray(0, scratch.nodeCap))
-  const right = new Int32Array(cap); right.set(scratch.nodeRight.subarray(0, scratch.nodeCap))
-  const axis = new Uint8Array(cap); axis.set(scratch.nodeAxis.subarray(0, scratch.nodeCap))
-  const box = new Float64Array(cap * 4); box.set(scratch.nodeBox.subarray(0, scratch.nodeCap * 4))
-  Object.assign(scratch, { nodeCap: cap, nodeLeft: left, nodeRight: right, nodeAxis: axis, nodeBox: box })
+  const grown = <T extends Int32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T, per = 1) => {
+    const next = make(cap * per)
+    next.set(old.subarray(0, scratch.nodeCap * per))
+    return next
+  }
+  scratch.nodeLeft = grown(scratch.nodeLeft, (n) => new Int32Array(n))
+  scratch.nodeRight = grown(scratch.nodeRight, (n) => new Int32Array(n))
+  scratch.nodeAxis = grown(scratch.nodeAxis, (n) => new Uint8Array(n))
+  scratch.nodeBox = grown(scratch.nodeBox, (n) => new Float64Array(n), 4)
+  scratch.queueKey = grown(scratch.queueKey, (n) => new Float64Array(n))
+  scratch.queueSlot = grown(scratch.queueSlot, (n) => new Int32Array(n))
+  scratch.nodeCap = cap
 }
 
-const before = (ka: number, ta: number, kb: number, tb: number) => ka < kb || (ka === kb && ta < tb)
+function makeRoomForBest (limit: number) {
+  if (scratch.bestCap >= limit) return
+  scratch.bestCap = Math.max(128, limit)
+  scratch.bestH = new Float64Array(scratch.bestCap)
+  scratch.bestPosition = new Float64Array(scratch.bestCap)
+}
 
-let heapSize = 0
-
-function heapPush (key: number, tie: number, ref: number) {
-  if (heapSize === scratch.cap) growHeap(heapSize + 1)
-  const { key: K, tie: T, ref: R } = scratch
-  let i = heapSize++
+function queuePush (key: number, slot: number) {
+  const K = scratch.queueKey
+  const S = scratch.queueSlot
+  let i = queued++
   while (i > 0) {
     const parent = (i - 1) >> 1
-    if (!before(key, tie, K[parent], T[parent])) break
-    K[i] = K[parent]; T[i] = T[parent]; R[i] = R[parent]
+    if (K[parent] <= key) break
+    K[i] = K[parent]; S[i] = S[parent]
     i = parent
   }
-  K[i] = key; T[i] = tie; R[i] = ref
+  K[i] = key; S[i] = slot
 }
 
-/** Removes the top entry (read it from index 0 first). */
-function heapPop () {
-  const { key: K, tie: T, ref: R } = scratch
-  const last = --heapSize
+/** Removes the node on top of the queue (read it from index 0 first). */
+function queuePop () {
+  const K = scratch.queueKey
+  const S = scratch.queueSlot
+  const last = --queued
   if (last === 0) return
-  const key = K[last]; const tie = T[last]; const ref = R[last]
+  const key = K[last]; const slot = S[last]
   let i = 0
   const half = last >> 1
   while (i < half) {
     let child = 2 * i + 1
-    const right = child + 1
-    if (right < last && before(K[right], T[right], K[child], T[child])) child = right
-    if (!before(K[child], T[child], key, tie)) break
-    K[i] = K[child]; T[i] = T[child]; R[i] = R[child]
+    if (child + 1 < last && K[child + 1] < K[child]) child++
+    if (K[child] >= key) break
+    K[i] = K[child]; S[i] = S[child]
     i = child
   }
-  K[i] = key; T[i] = tie; R[i] = ref
+  K[i] = key; S[i] = slot
+}
+
+/** (ha, pa) comes after (hb, pb) in (distance, id) order. */
+const after = (ha: number, pa: number, hb: number, pb: number) => ha > hb || (ha === hb && pa > pb)
+
+function bestSiftUp (i: number, h: number, position: number) {
+  const H = scratch.bestH
+  const P = scratch.bestPosition
+  while (i > 0) {
+    const parent = (i - 1) >> 1
+    if (!after(h, position, H[parent], P[parent])) break
+    H[i] = H[parent]; P[i] = P[parent]
+    i = parent
+  }
+  H[i] = h; P[i] = position
+}
+
+function bestSiftDown (size: number, h: number, position: number) {
+  const H = scratch.bestH
+  const P = scratch.bestPosition
+  let i = 0
+  const half = size >> 1
+  while (i < half) {
+    let child = 2 * i + 1
+    if (child + 1 < size && after(H[child + 1], P[child + 1], H[child], P[child])) child++
+    if (!after(H[child], P[child], h, position)) break
+    H[i] = H[child]; P[i] = P[child]
+    i = child
+  }
+  H[i] = h; P[i] = position
+}
+
+/** A site within the bound: held if there is room or if it comes before the worst held. */
+function offer (h: number, position: number) {
+  const H = scratch.bestH
+  if (held < heldMax) {
+    bestSiftUp(held++, h, position)
+    if (held === heldMax) bound = H[0]
+  } else if (after(H[0], scratch.bestPosition[0], h, position)) {
+    bestSiftDown(held, h, position)
+    bound = H[0]
+  }
 }
 
 function pushNode (left: number, right: number, axis: number, minLng: number, minLat: number, maxLng: number, maxLat: number, lng: number, lat: number, cosLat: number, maxH: number) {
   if (left > right) return
   const bound = boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat)
   if (bound > maxH) return
-  if (scratch.nodes === scratch.nodeCap) growNodes(scratch.nodes + 1)
-  const slot = scratch.nodes++
+  if (slots === scratch.nodeCap) growNodes(slots + 1)
+  const slot = slots++
   scratch.nodeLeft[slot] = left
   scratch.nodeRight[slot] = right
   scratch.nodeAxis[slot] = axis
   const b = slot * 4
   scratch.nodeBox[b] = minLng; scratch.nodeBox[b + 1] = minLat; scratch.nodeBox[b + 2] = maxLng; scratch.nodeBox[b + 3] = maxLat
-  heapPush(bound, -1, -(slot + 1))
+  queuePush(bound, slot)
 }
 
 /** geokdbush's lower bound of h from the point to any point of the box. */
@@ -174,55 +242,57 @@ function vertexLat (lat: number, haverSinDLng: number): number {
  */
 function around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
   accept: ((position: number) => boolean) | undefined, out: Hit[]) {
-  const { kd, positions } = source
+  const { kd, positions, cosLats } = source
   const ids = kd.ids
   const xy = kd.coords
   const nodeSize = kd.nodeSize
-  heapSize = 0
-  scratch.nodes = 0
-  let found = 0
+  makeRoomForBest(limit)
+  const H = scratch.bestH
+  const P = scratch.bestPosition
+  slots = 0
+  queued = 0
+  held = 0
+  heldMax = limit
+  bound = maxH
   pushNode(0, ids.length - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
-  while (heapSize > 0 && found < limit) {
-    const key = scratch.key[0]
-    if (key > maxH) break
-    const ref = scratch.ref[0]
-    const tie = scratch.tie[0]
-    heapPop()
-    if (ref >= 0) { // a site: nothing left in the queue comes before it
-      out.push({ position: tie, h: key })
-      found++
-      continue
-    }
-    const slot = -ref - 1
+  while (queued > 0) {
+    if (scratch.queueKey[0] > bound) break // no node left can hold a site that gets in
+    const slot = scratch.queueSlot[0]
+    queuePop()
     const left = scratch.nodeLeft[slot]
     const right = scratch.nodeRight[slot]
-    const axis = scratch.nodeAxis[slot]
-    const b = slot * 4
-    const minLng = scratch.nodeBox[b]; const minLat = scratch.nodeBox[b + 1]; const maxLng = scratch.nodeBox[b + 2]; const maxLat = scratch.nodeBox[b + 3]
-    // Only what can lie within the radius enters the queue (geokdbush queues all and stops at
-    // the first too far): in dense areas most of a leaf is beyond the radius.
-    if (right - left <= nodeSize) { // leaf: queue its sites
+    if (right - left <= nodeSize) { // leaf: offer its sites
       for (let i = left; i <= right; i++) {
-        const h = haverSinDist(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1])
-        if (h > maxH) continue
+        const h = haverSinDistCos(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1], cosLats[i])
+        if (h > bound) continue
         const position = positions[ids[i]]
         if (accept && !accept(position)) continue
-        heapPush(h, position, i)
+        offer(h, position)
       }
       continue
     }
+    const axis = scratch.nodeAxis[slot]
+    const b = slot * 4
+    const minLng = scratch.nodeBox[b]; const minLat = scratch.nodeBox[b + 1]; const maxLng = scratch.nodeBox[b + 2]; const maxLat = scratch.nodeBox[b + 3]
     const m = (left + right) >> 1
     const midLng = xy[2 * m]
     const midLat = xy[2 * m + 1]
-    const h = haverSinDist(lng, lat, cosLat, midLng, midLat)
-    if (h <= maxH) {
+    const h = haverSinDistCos(lng, lat, cosLat, midLng, midLat, cosLats[m])
+    if (h <= bound) {
       const position = positions[ids[m]]
-      if (!accept || accept(position)) heapPush(h, position, m)
+      if (!accept || accept(position)) offer(h, position)
     }
     const nextAxis = 1 - axis
-    pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, maxH)
-    pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, maxH)
+    pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, bound)
+    pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, bound)
   }
+  // the held sites, nearest first: take the worst off the top, last place first
+  const hits = new Array<Hit>(held)
+  for (let size = held; size > 0; size--) {
+    hits[size - 1] = { position: P[0], h: H[0] }
+    if (size > 1) bestSiftDown(size - 1, H[size - 1], P[size - 1])
+  }
+  for (const hit of hits) out.push(hit)
 }
 
 /**
