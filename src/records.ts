@@ -67,42 +67,47 @@ export function mapMinimalRecord (ds: Dataset, position: number, links: string):
  * bytes in large chunks (no object or string per site), so that an answer is assembled by
  * copying bytes: no serialising, no string joining, no encoding on the hot path.
  */
-class FragmentStore {
-  static readonly CHUNK_BYTES = 8 * 1024 * 1024
+export class FragmentStore {
+  static readonly CHUNK_BITS = 23
+  static readonly CHUNK_BYTES = 1 << FragmentStore.CHUNK_BITS // 8 MB
+  /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
+  static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
   private readonly chunks: Buffer[] = []
   private used = FragmentStore.CHUNK_BYTES
-  private readonly chunkOf: Uint16Array
-  private readonly offsetOf: Uint32Array
-  private readonly lengthOf: Uint32Array // 0: not made yet
+  /**
+   * Per site, side by side (one memory read finds both): where its fragment is (chunk number in
+   * the high bits, offset in the low 23) and its byte length, 0 while not made yet.
+   */
+  private readonly span: Uint32Array
 
   constructor (count: number, private readonly make: (position: number) => string) {
-    this.chunkOf = new Uint16Array(count)
-    this.offsetOf = new Uint32Array(count)
-    this.lengthOf = new Uint32Array(count)
+    this.span = new Uint32Array(2 * count)
   }
 
   /** Byte length of a site's fragment, making it if needed. */
   length (p: number): number {
-    const known = this.lengthOf[p]
+    const known = this.span[2 * p + 1]
     if (known !== 0) return known
     const json = this.make(p)
     const bytes = Buffer.byteLength(json)
     if (this.used + bytes > FragmentStore.CHUNK_BYTES) {
+      if (this.chunks.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+      // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
       this.chunks.push(Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes)))
       this.used = 0
     }
     const chunk = this.chunks.length - 1
     this.chunks[chunk].write(json, this.used, 'utf8')
-    this.chunkOf[p] = chunk
-    this.offsetOf[p] = this.used
-    this.lengthOf[p] = bytes
+    this.span[2 * p] = ((chunk << FragmentStore.CHUNK_BITS) | this.used) >>> 0
+    this.span[2 * p + 1] = bytes
     this.used += bytes
     return bytes
   }
 
   copy (p: number, target: Buffer, at: number): number {
-    const offset = this.offsetOf[p]
-    return this.chunks[this.chunkOf[p]].copy(target, at, offset, offset + this.lengthOf[p])
+    const where = this.span[2 * p]
+    const offset = where & (FragmentStore.CHUNK_BYTES - 1)
+    return this.chunks[where >>> FragmentStore.CHUNK_BITS].copy(target, at, offset, offset + this.span[2 * p + 1])
   }
 
   /** `[` fragments joined by `,` `]`, with `head` before and `tail` after. */

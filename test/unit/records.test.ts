@@ -2,7 +2,7 @@
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { loadDataset } from '../../src/sites/dataset.ts'
-import { mapMinimalRecord, minimalSitesJson, siteJson, siteRecord, sitesJson } from '../../src/records.ts'
+import { FragmentStore, mapMinimalRecord, minimalSitesJson, siteJson, siteRecord, sitesJson } from '../../src/records.ts'
 import { buildTestApp, site, tmpDataDir, UNLIMITED } from '../helper.ts'
 
 const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', 'Tab\there', 'Emoji 🚁', '</script>', 'Null\u0000byte', '']
@@ -42,4 +42,16 @@ t.test('answers over HTTP are byte for byte JSON.stringify of the records', asyn
   }))
   const body = await get('/v1/sites?lat=89.999&lng=-180&radius=75')
   t.equal(body, JSON.stringify((JSON.parse(body) as { id: string }[]).map((r) => record(sites.find((s) => s.id === r.id)!))))
+})
+
+t.test('fragments across many chunks, and one larger than a chunk, come back byte for byte', async (t) => {
+  // 100 kB fragments fill an 8 MB chunk after 83; site 150 alone is larger than a chunk
+  const text = (p: number) => JSON.stringify({ p, pad: (p === 150 ? 'é' : String.fromCharCode(97 + (p % 26))).repeat(p === 150 ? 5_000_000 : 100_000 + p) })
+  const store = new FragmentStore(300, text)
+  const order = Array.from({ length: 300 }, (_, i) => (i * 7) % 300) // made out of position order
+  const answer = store.array(order, '{"x":', '}')
+  t.equal(answer.toString(), `{"x":[${order.map(text).join(',')}]}`)
+  t.equal(store.one(299).toString(), text(299))
+  t.equal(store.one(150).toString(), text(150))
+  t.equal(store.array([]).toString(), '[]')
 })
