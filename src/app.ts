@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import type { Config } from './config.ts'
+import { accessWriter } from './access-log.ts'
 import { ApiError } from './errors.ts'
 import { compileQuery } from './query.ts'
 import { redactUrl } from './redact.ts'
@@ -94,19 +95,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done()
   })
   const accessLog = ['trace', 'debug', 'info'].includes(config.logLevel)
-  // Written with the root logger and flat fields: no per-request child bindings or serialisers.
+  // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
+  const access = accessWriter(app.log, options.loggerInstance === undefined)
   app.addHook('onResponse', (request, reply, done) => {
     if (accessLog && request.route.config.probe !== true) {
-      app.log.info({
-        reqId: request.id,
-        method: request.method,
-        url: redactUrl(request.url),
-        ip: request.ip,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 100) / 100,
-        partner: request.partner?.slug,
-        cache: request.cacheStatus === 'none' ? undefined : request.cacheStatus
-      }, 'request')
+      access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
+        request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)
     }
     done()
   })

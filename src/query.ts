@@ -38,19 +38,25 @@ export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?:
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 const INTEGER = /^[+-]?\d+$/
 const MAX_SHOWN = 64
-/** A decimal as String(number) writes one: no sign but -, no leading or trailing zeros, no exponent. */
-const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/
+/** A decimal as String(number) writes one, but for trailing zeros after the point (toFixed's). */
+const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d*)?$/
 
 /**
- * String(n) for a number parsed from `text`, without converting the double back when the text is
- * already that string: at most 15 digits (DBL_DIG: such a decimal comes back from its double
- * unchanged, and no shorter one maps to the same double), and not so small that String would
- * switch to exponent form (below 1e-6). Converting a double to text is the dearer direction.
+ * String(n) for a number parsed from `text`, without converting the double back when the text,
+ * less any trailing zeros after the point, already is that string: at most 15 digits (DBL_DIG:
+ * such a decimal comes back from its double unchanged, and no shorter one maps to the same
+ * double), and not so small that String would switch to exponent form (below 1e-6). Converting
+ * a double to text is the dearer direction.
  */
 export function numberText (text: string, n: number): string {
-  if (text.length <= 17 && PLAIN_DECIMAL.test(text)) {
-    const digits = text.length - (text.charCodeAt(0) === 45 ? 1 : 0) - (text.includes('.') ? 1 : 0)
-    if (digits <= 15 && (n === 0 ? text === '0' : Math.abs(n) >= 1e-6)) return text
+  if (text.length <= 24 && PLAIN_DECIMAL.test(text)) {
+    let end = text.length
+    if (text.includes('.')) {
+      while (text.charCodeAt(end - 1) === 48) end-- // 0
+      if (text.charCodeAt(end - 1) === 46) end-- // .
+    }
+    const digits = end - (text.charCodeAt(0) === 45 ? 1 : 0) - (text.lastIndexOf('.', end - 1) >= 0 ? 1 : 0)
+    if (digits <= 15 && (n === 0 ? end === 1 : Math.abs(n) >= 1e-6)) return end === text.length ? text : text.slice(0, end)
   }
   return String(n)
 }

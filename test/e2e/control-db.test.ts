@@ -110,6 +110,8 @@ async function breakAndMend (t: Test, h: Harness, breakIt: () => void, mendIt: (
   t.equal(down.body.status, 'not_ready')
   t.equal(down.body.control_db.writable, false)
   t.match(down.body.control_db.failures.map((f: { error: string }) => f.error).join(' | '), reason)
+  // logged before /readyz changes, but read here through a pipe: wait for it rather than race it
+  await h.until('the failure to be logged', () => /"msg":"control\.db: (heartbeat|counters) failed; serving on/.test(h.server.output()) ? true : undefined)
   t.match(h.server.output(), /"msg":"control\.db: (heartbeat|counters) failed; serving on/, 'logged')
   await serve(t, h, 3)
   t.equal(await h.usedMinute(), 10, '/usage counts every request while control.db refuses writes')
@@ -117,6 +119,7 @@ async function breakAndMend (t: Test, h: Harness, breakIt: () => void, mendIt: (
 
   mendIt()
   await h.until('readyz to say ready again', async () => (await h.readyz()).status === 200 ? true : undefined)
+  await h.until('the recovery to be logged', () => /"msg":"control\.db: (heartbeat|counters) works again"/.test(h.server.output()) ? true : undefined)
   t.match(h.server.output(), /"msg":"control\.db: (heartbeat|counters) works again"/, 'logged')
   await h.until('the counters kept in memory to be saved', () => h.savedRequests() === 10 ? true : undefined)
   t.pass('all 10 requests saved once control.db took writes again')

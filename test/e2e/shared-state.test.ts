@@ -97,6 +97,8 @@ if (!skippedWithoutRedis(t)) {
 
     await redis.start()
     await until('every instance to be ready again', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'ready'))
+    // the line is written before /readyz turns ready, but reaches this process through a pipe
+    await until('every instance to log the recovery', async () => servers.every((s) => /shared state \(Redis\) available again/.test(s.output())))
     for (const s of servers) t.match(s.output(), /shared state \(Redis\) available again/)
     const reports = await Promise.all(servers.map((s) => usage(s, alone)))
     for (const r of reports) t.equal(r.windows.minute.used, 30, 'the 30 requests accepted alone are in the shared window')
