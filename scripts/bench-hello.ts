@@ -3,6 +3,20 @@ import Fastify from 'fastify'
 
 const app = Fastify({ logger: false })
 app.get('/', async () => ({ hello: 'world' }))
+// A second ceiling for large answers: the same bare route sending a fixed body of the size of a
+// /sites answer with 100 records (about 19 kB), as bytes.
+const record = (i: number) => ({
+  id: `prd-${String(i).padStart(7, '0')}`,
+  category: '3',
+  name: 'Washington Meadow Landing Site',
+  region: 'District of Columbia',
+  country: 'US',
+  latitude: 38.703,
+  longitude: -77.187,
+  helipaddy_link: `https://helipaddy.com/pad/prd-${String(i).padStart(7, '0')}`
+})
+const big = Buffer.from(JSON.stringify(Array.from({ length: 100 }, (_, i) => record(i))))
+app.get('/big', (_request, reply) => { reply.type('application/json; charset=utf-8').send(big) })
 const address = await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 process.stdout.write(`listening ${address}\n`)
 process.on('SIGTERM', () => { app.close().then(() => process.exit(0)) })

@@ -5,7 +5,8 @@
 // boot time and RSS, and writes bench/results.json.
 //   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look);
 //   BENCH_CASES=a,b runs only the cases whose names contain a or b (and the ceiling);
-//   BENCH_REUSE=1 keeps bench/data from the last run; BENCH_NO_IMPORT=1 skips the import figure.
+//   BENCH_REUSE=1 keeps bench/data from the last run; BENCH_NO_IMPORT=1 skips the import figure;
+//   BENCH_WARMUP (seconds, default 5) is the unmeasured run of each case before the rounds.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -24,6 +25,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const DISTINCT = 10_000
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5)
 const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -121,16 +123,18 @@ for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requ
 interface Case { name: string, paths: string[], token?: string, note: string }
 const ALL_CASES: Case[] = [
   { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
+  { name: 'hello-world 19kB', paths: ['/big'], note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
   { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
   { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
   { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
   { name: '/sites/nearest', paths: near('/sites/nearest', ''), token: tokens.wide, note: 'default radius 25' },
   { name: '/sites/by-tag', paths: tagPages, token: tokens.wide, note: `pages of 500, ${tagPages.length} distinct` },
-  { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries' },
+  { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries (19 kB answers)' },
+  { name: 'cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 nearest queries' },
   { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
 ]
 const only = process.env.BENCH_CASES?.split(',')
-const CASES = only ? ALL_CASES.filter((c) => c.name === 'hello-world' || only.some((o) => c.name.includes(o))) : ALL_CASES
+const CASES = only ? ALL_CASES.filter((c) => c.name.startsWith('hello-world') || only.some((o) => c.name.includes(o))) : ALL_CASES
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
 // cycling URLs always miss while a hot set of 100 always hits) and the ceiling. The first boot on
@@ -169,13 +173,13 @@ let rssPeakKb = rssRestKb
 const sampler = setInterval(() => { rssPeakKb = Math.max(rssPeakKb, rssKb(service.pid!)) }, 250)
 
 interface Run { rps: number, p50: number, p99: number, total: number, non2xx: number, errors: number, timeouts: number, statusCodes: Record<string, { count: number }> }
-function load (c: Case, base = c.name === 'hello-world' ? `http://127.0.0.1:${helloPort}` : serviceUrl, connections = CONNECTIONS, jobName = 'job.json'): Promise<Run> {
+function load (c: Case, base = c.name.startsWith('hello-world') ? `http://127.0.0.1:${helloPort}` : serviceUrl, connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS): Promise<Run> {
   const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
     base,
     paths: c.paths,
     connections,
-    seconds: SECONDS,
+    seconds,
     headers: c.token ? { authorization: `Bearer ${c.token}` } : undefined
   }))
   return new Promise((resolve, reject) => {
@@ -186,7 +190,12 @@ function load (c: Case, base = c.name === 'hello-world' ? `http://127.0.0.1:${he
   })
 }
 
-// 4. Rounds: every case once per round, the ceiling first in each.
+// 4. Warm-up (JIT, and the record fragments the service makes on first use), then rounds: every
+// case once per round, the ceilings first in each.
+if (WARMUP > 0) {
+  for (const c of CASES) await load(c, undefined, CONNECTIONS, 'job.json', WARMUP)
+  log(`warmed up: ${WARMUP} s of each case, not measured`)
+}
 const runs = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
@@ -294,7 +303,7 @@ const results = {
   date: new Date().toISOString(),
   command: 'npm run bench',
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version },
-  settings: { sites: SITES, connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, distinct_urls: DISTINCT, service_cache_entries: 1000, service_log_level: 'info' },
+  settings: { sites: SITES, connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, warmup_seconds: WARMUP, distinct_urls: DISTINCT, service_cache_entries: 1000, service_log_level: 'info' },
   dataset_build_seconds: Math.round(buildSeconds * 10) / 10,
   boot_ms: Math.round(bootMs),
   first_boot_ms: Math.round(first.ms),
