@@ -7,7 +7,7 @@ import { JSON_TYPE } from '../src/records.ts'
 
 /** Error bodies are sent as JSON text: the schema serialiser would choose among the shapes of
  * `data.params` with a validator on every error (429s included). */
-const send = (reply: FastifyReply, error: ApiError) => reply.code(error.statusCode).type(JSON_TYPE).send(JSON.stringify(error.toBody()))
+const send = (reply: FastifyReply, error: ApiError) => reply.code(error.statusCode).type(JSON_TYPE).send(error.toJson())
 
 async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {

@@ -33,26 +33,40 @@ export interface ErrorBody {
   data: ErrorData
 }
 
+const NO_EXTRA: Omit<ErrorData, 'status'> = Object.freeze({})
+/** The body of each code that takes no parameters, serialised once: 401s and 403s come in floods. */
+const plainBodies = new Map<ErrorCode, string>()
+
 /** An error with a public code; the error handler turns it into the error body. */
 export class ApiError extends Error {
   readonly statusCode: number
   readonly data: ErrorData
+  private readonly plain: boolean
 
   /** `status` overrides the catalogue's only for rest_bad_request (a framework 4xx passed on). */
-  constructor (readonly code: ErrorCode, extra: Omit<ErrorData, 'status'> = {}, message?: string, status?: number) {
+  constructor (readonly code: ErrorCode, extra: Omit<ErrorData, 'status'> = NO_EXTRA, message?: string, status?: number) {
     const entry = ERRORS[code]
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
     const stackTraceLimit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(message ?? fill(entry.message, extra))
+    super(message ?? (entry.message.includes('{') ? fill(entry.message, extra) : entry.message))
     Error.stackTraceLimit = stackTraceLimit
     this.name = 'ApiError'
     this.statusCode = status ?? entry.status
-    this.data = { status: this.statusCode, ...extra }
+    this.plain = extra === NO_EXTRA && message === undefined && status === undefined
+    this.data = this.plain ? { status: this.statusCode } : { status: this.statusCode, ...extra }
   }
 
   toBody (): ErrorBody {
     return { code: this.code, message: this.message, data: this.data }
+  }
+
+  /** JSON.stringify(toBody()), made once per code for the codes without parameters. */
+  toJson (): string {
+    if (!this.plain) return JSON.stringify(this.toBody())
+    let json = plainBodies.get(this.code)
+    if (json === undefined) plainBodies.set(this.code, json = JSON.stringify(this.toBody()))
+    return json
   }
 }
 

@@ -10,7 +10,7 @@ export function startMetricsServer (registry: Registry, port: number): Promise<{
     const path = (request.url ?? '').split('?')[0]
     if (request.method !== 'GET' || path !== '/metrics') {
       response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' })
-      response.end(JSON.stringify(new ApiError('rest_no_route').toBody()))
+      response.end(new ApiError('rest_no_route').toJson())
       return
     }
     registry.metrics().then((text) => {

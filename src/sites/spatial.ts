@@ -9,16 +9,23 @@ const RAD = Math.PI / 180
 export interface SubIndex {
   kd: KDBush
   positions: Uint32Array
-  /** cos(latitude) of each slot of the tree, in the tree's order: one Math.cos less per site looked at */
-  cosLats: Float64Array
+  /**
+   * cos(latitude) of each slot of the tree, in the tree's order (one Math.cos less per site looked
+   * at), made by the first search that uses this index: 8 bytes a site, only for indexes in use.
+   */
+  cosLats: Float64Array | undefined
 }
 
 /** The SubIndex of a finished kdbush tree. */
 export function subIndexOf (kd: KDBush, positions: Uint32Array): SubIndex {
+  return { kd, positions, cosLats: undefined }
+}
+
+function cosinesOf (kd: KDBush): Float64Array {
   const xy = kd.coords
   const cosLats = new Float64Array(xy.length >> 1)
   for (let i = 0; i < cosLats.length; i++) cosLats[i] = Math.cos(xy[2 * i + 1] * RAD)
-  return { kd, positions, cosLats }
+  return cosLats
 }
 
 export interface Hit {
@@ -242,7 +249,8 @@ function vertexLat (lat: number, haverSinDLng: number): number {
  */
 function around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
   accept: ((position: number) => boolean) | undefined, out: Hit[]) {
-  const { kd, positions, cosLats } = source
+  const { kd, positions } = source
+  const cosLats = source.cosLats ??= cosinesOf(kd)
   const ids = kd.ids
   const xy = kd.coords
   const nodeSize = kd.nodeSize
