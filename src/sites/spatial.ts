@@ -254,13 +254,13 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
   const ids = kd.ids
   const xy = kd.coords
   const nodeSize = kd.nodeSize
-  makeRoomForBest(limit)
+  heldMax = Math.min(limit, ids.length) // no more can be held than the index has sites
+  makeRoomForBest(heldMax)
   const H = scratch.bestH
   const P = scratch.bestPosition
   slots = 0
   queued = 0
   held = 0
-  heldMax = limit
   bound = maxH
   pushNode(0, ids.length - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
   while (queued > 0) {

@@ -74,6 +74,15 @@ t.test('a tie at the limit is broken by id, whatever the insertion order', async
   }
 })
 
+t.test('a limit beyond the number of sites returns every site within the radius, in order', async (t) => {
+  const query = { lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 2500, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] }
+  const expected = bruteNearby(sites, { ...query, limit: Infinity }).map((e) => e.site.id)
+  t.ok(expected.length > 100, `a wide answer (${expected.length} sites)`)
+  for (const limit of [Infinity, Number.MAX_SAFE_INTEGER, sites.length, expected.length]) {
+    t.same(findNearby(ds, { ...query, limit }).map((h) => ds.ids[h.position]), expected, `limit ${limit}`)
+  }
+})
+
 t.test('across the antimeridian and over the pole', async (t) => {
   const d = tmpDataDir(t)
   writeDataset(datasetPath(d, 'sandbox'), [
