@@ -82,7 +82,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // connection is answered in full (with Connection: close) rather than refused with Fastify's
     // own 503 body, which is not the contract's shape. SHUTDOWN_TIMEOUT_MS bounds the wait.
     forceCloseConnections: 'idle',
-    return503OnClosing: false
+    return503OnClosing: false,
+    // A dataset file without a current index snapshot is verified and indexed at boot, in a
+    // worker: about 9 s for a million sites here, close to Fastify's default of 10 s per plugin.
+    pluginTimeout: 300_000
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', config)

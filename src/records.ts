@@ -31,11 +31,11 @@ export const nmFromKm = (km: number) => Math.round((km / KM_PER_NM) * 1000) / 10
 export const linkPrefix = (pilotAppUrl: string) => `${pilotAppUrl}/pad/`
 
 export function siteRecord (ds: Dataset, position: number, links: string): SiteRecord {
-  const id = ds.ids[position]
+  const id = ds.ids.at(position)
   return {
     id,
     category: String(ds.categories[position]),
-    name: ds.names[position],
+    name: ds.names.at(position),
     region: ds.regions[position],
     country: ds.countries[position],
     latitude: ds.lats[position],
@@ -45,11 +45,11 @@ export function siteRecord (ds: Dataset, position: number, links: string): SiteR
 }
 
 export function nearestRecord (ds: Dataset, position: number, h: number, links: string): NearestRecord {
-  const id = ds.ids[position]
+  const id = ds.ids.at(position)
   return {
     id,
     category: String(ds.categories[position]),
-    name: ds.names[position],
+    name: ds.names.at(position),
     latitude: ds.lats[position],
     longitude: ds.lngs[position],
     distance_nm: nmFromKm(kmFromHaverSin(h)),
@@ -58,7 +58,7 @@ export function nearestRecord (ds: Dataset, position: number, h: number, links: 
 }
 
 export function mapMinimalRecord (ds: Dataset, position: number, links: string): MapMinimalRecord {
-  const id = ds.ids[position]
+  const id = ds.ids.at(position)
   return { id, category: String(ds.categories[position]), latitude: ds.lats[position], longitude: ds.lngs[position], helipaddy_link: links + id }
 }
 
@@ -159,17 +159,17 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
     const escapedLinks = JSON.stringify(links).slice(1, -1)
     const { ids, names, regions, countries, categories, lats, lngs } = ds
     const full = (p: number) => {
-      const id = ids[p]
-      return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names[p])},"region":"${regions[p]}","country":"${countries[p]}",` +
+      const id = ids.at(p)
+      return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names.at(p))},"region":"${regions[p]}","country":"${countries[p]}",` +
         `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
     }
     const minimal = (p: number) => {
-      const id = ids[p]
+      const id = ids.at(p)
       return `{"id":"${id}","category":"${categories[p]}","latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
     }
     // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
     const feature = (record: (p: number) => string) => (p: number) =>
-      `{"type":"Feature","id":"${ids[p]}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
+      `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
     byLinks.set(links, f = {
       full: new FragmentStore(ds.count, full),
       minimal: new FragmentStore(ds.count, minimal),

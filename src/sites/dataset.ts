@@ -4,6 +4,7 @@
 import Database from 'better-sqlite3'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
+import { StringColumn } from './columns.ts'
 import { buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
@@ -24,8 +25,9 @@ export interface Dataset {
   /** Names the file's content (built_at, site count, source): part of cache keys and ETags. */
   version: string
   count: number
-  ids: string[]
-  names: string[]
+  /** ascending (ids are ASCII: byte order is string order) */
+  ids: StringColumn
+  names: StringColumn
   regions: string[]
   countries: string[]
   categories: Int32Array
@@ -165,8 +167,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     builtAt: meta.built_at,
     version: datasetVersion(meta),
     count,
-    ids,
-    names,
+    ids: StringColumn.from(ids),
+    names: StringColumn.from(names),
     regions,
     countries,
     categories,
@@ -220,7 +222,7 @@ export function positionOf (ds: Dataset, id: string): number {
   let hi = ds.count - 1
   while (lo <= hi) {
     const mid = (lo + hi) >>> 1
-    const v = ds.ids[mid]
+    const v = ds.ids.at(mid)
     if (v === id) return mid
     if (v < id) lo = mid + 1
     else hi = mid - 1

@@ -7,9 +7,10 @@ import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
+import { StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
-const MAGIC = 'LSPIDX02'
+const MAGIC = 'LSPIDX03' // 03: ids and names as byte columns
 export const snapshotPath = (datasetFile: string) => `${datasetFile}.index`
 
 interface SectionTable { [name: string]: [offset: number, length: number] }
@@ -61,8 +62,10 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
     }
     return { table, idx }
   }
-  add('ids', Buffer.from(JSON.stringify(ds.ids)))
-  add('names', Buffer.from(JSON.stringify(ds.names)))
+  add('ids', ds.ids.bytes)
+  add('idEnds', ds.ids.ends)
+  add('names', ds.names.bytes)
+  add('nameEnds', ds.names.ends)
   const regions = codes(ds.regions)
   const countries = codes(ds.countries)
   add('regionTable', Buffer.from(JSON.stringify(regions.table)))
@@ -148,8 +151,9 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     }
     const json = <T>(key: string): T => JSON.parse(Buffer.from(read(key)).toString('utf8')) as T
     const count = header.count
-    const ids = json<string[]>('ids')
-    const names = json<string[]>('names')
+    const column = (bytesKey: string, endsKey: string) => new StringColumn(Buffer.from(read(bytesKey)), new Uint32Array(read(endsKey)))
+    const ids = column('ids', 'idEnds')
+    const names = column('names', 'nameEnds')
     const expand = (tableKey: string, idxKey: string) => {
       const table = json<string[]>(tableKey)
       const idx = new Uint16Array(read(idxKey))

@@ -99,8 +99,8 @@ t.test('round trip: export then import in every format gives the same dataset', 
     const byId = new Map(sites.map((s) => [s.id, s]))
     let same = 0
     for (let p = 0; p < ds.count; p++) {
-      const s = byId.get(ds.ids[p])!
-      if (s.name === ds.names[p] && s.category === ds.categories[p] && s.latitude === ds.lats[p] && s.longitude === ds.lngs[p] &&
+      const s = byId.get(ds.ids.at(p))!
+      if (s.name === ds.names.at(p) && s.category === ds.categories[p] && s.latitude === ds.lats[p] && s.longitude === ds.lngs[p] &&
         s.region === ds.regions[p] && s.country === ds.countries[p]) same++
     }
     t.equal(same, 3000, `${format}: every field back as it was`)

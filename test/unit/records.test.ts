@@ -31,7 +31,7 @@ t.test('answers over HTTP are byte for byte JSON.stringify of the records', asyn
   const get = async (url: string) => (await app.inject({ method: 'GET', url: `${url}&api_key=${tokens.a}` })).body
   // names as stored: SQLite keeps text as UTF-8: a lone surrogate comes back as three U+FFFD
   const ds = app.datasets.get('sandbox')
-  const storedName = (id: string) => ds.names[ds.ids.indexOf(id)]
+  const storedName = (id: string) => ds.names.at(ds.ids.toArray().indexOf(id))
   t.equal(storedName('n-4'), 'Lone \ufffd\ufffd\ufffd surrogate')
   const record = (s: typeof sites[number]) => ({ id: s.id, category: '4', name: storedName(s.id), region: 'EUR', country: 'GB', latitude: s.latitude, longitude: s.longitude, helipaddy_link: `https://pilot.test/pad/${s.id}` })
   const byId = [...sites].sort((a, b) => a.id < b.id ? -1 : 1)

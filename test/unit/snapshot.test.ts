@@ -48,7 +48,7 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
   t.equal(readSnapshot(path, 'sandbox'), undefined, 'the file was replaced')
   t.equal(snapshotCurrent(path), false)
   writeSnapshot(loadDataset(path, 'sandbox'))
-  t.equal(readSnapshot(path, 'sandbox')!.ids[0], 'b')
+  t.equal(readSnapshot(path, 'sandbox')!.ids.at(0), 'b')
   utimesSync(path, new Date(), new Date(Date.now() + 5000))
   t.equal(readSnapshot(path, 'sandbox'), undefined, 'the file was touched')
   writeSnapshot(loadDataset(path, 'sandbox'))
