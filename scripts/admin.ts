@@ -15,7 +15,7 @@ import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/redact.ts'
 import { SLUG_PATTERN } from '../src/schemas/common.ts'
 import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
-import { ENVIRONMENTS, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
+import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
   PartnerStore, PartnerStoreError, checkedRow, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
@@ -199,7 +199,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
           otherCategories: onOff('other-categories', options['other-categories']),
           siteById: onOff('site-by-id', options['site-by-id']),
           radiusCapKm: radius === undefined ? undefined : Number(radius),
-          maxResults: integer('max-results', options['max-results'], 1, 10000),
+          maxResults: integer('max-results', options['max-results'], 1, MAX_RESULTS_CEILING),
           limitOverrides
         }
         for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) if (changes[key] === undefined) delete changes[key]

@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
-  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, TIER_LIMITS, WINDOWS,
+  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, MAX_RESULTS_CEILING, TIER_LIMITS, WINDOWS,
   type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
 } from './tiers.ts'
 import { newToken, tokenDigest } from './tokens.ts'
@@ -194,7 +194,7 @@ export function checkedRow (value: unknown): PartnerRow {
   if (typeof row.categories !== 'string' || !/^(\d+(,\d+)*)?$/.test(row.categories)) fail('bad categories')
   if (![0, 1].includes(row.other_categories) || ![0, 1].includes(row.site_by_id)) fail('bad switches')
   if (!(typeof row.radius_cap_km === 'number' && row.radius_cap_km > 0)) fail('bad radius_cap_km')
-  if (!(Number.isInteger(row.max_results) && row.max_results >= 1)) fail('bad max_results')
+  if (!(Number.isInteger(row.max_results) && row.max_results >= 1 && row.max_results <= MAX_RESULTS_CEILING)) fail(`max_results must be a whole number from 1 to ${MAX_RESULTS_CEILING}`)
   for (const l of [row.limit_minute, row.limit_hour, row.limit_day]) if (!(l === null || l === 'unlimited' || /^[1-9]\d*$/.test(l))) fail('bad limit')
   if (typeof row.token_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(row.token_sha256)) fail('token_sha256 must be 64 hex digits')
   if (typeof row.created_at !== 'string' || typeof row.updated_at !== 'string') fail('bad dates')

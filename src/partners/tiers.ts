@@ -22,4 +22,6 @@ export const TIER_LIMITS: Record<Tier, Limits> = {
 export const DEFAULT_CATEGORIES = [4, 7]
 export const DEFAULT_RADIUS_CAP_KM = 75
 export const DEFAULT_MAX_RESULTS = 100
+/** The largest max_results a partner may have (the CLI and imports check the same bound). */
+export const MAX_RESULTS_CEILING = 10_000
 export const DEFAULT_RADIUS_KM = 25

@@ -1,7 +1,7 @@
 // GeoJSON (RFC 7946) forms of the site answers: each record becomes the properties of a Point
 // feature at [longitude, latitude]; the feature's id is the site id.
 import { Type, type TSchema } from '@sinclair/typebox'
-import { MapMinimalRecord, SiteRecord } from './records.ts'
+import { MapMinimalRecord, SiteRecord, tagPaging } from './records.ts'
 
 const Point = Type.Object({
   type: Type.Literal('Point'),
@@ -25,11 +25,7 @@ export const SiteFeatureCollection = Type.Object({
 
 export const TagFeatureCollection = Type.Object({
   type: Type.Literal('FeatureCollection'),
-  tag: Type.String(),
-  page: Type.Integer(),
-  per_page: Type.Integer(),
-  total: Type.Integer({ description: 'Sites of the tag the partner may see' }),
-  total_pages: Type.Integer(),
+  ...tagPaging,
   features: Type.Array(MapMinimalFeature)
 }, { additionalProperties: false, description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members' })
 

@@ -29,12 +29,14 @@ export const MapMinimalRecord = Type.Object({
 }, { additionalProperties: false, description: 'Map-minimal site record' })
 export type MapMinimalRecord = Static<typeof MapMinimalRecord>
 
-export const TagPage = Type.Object({
+/** The paging fields of a tag page, in both its JSON and its GeoJSON form. */
+export const tagPaging = {
   tag: Type.String(),
   page: Type.Integer(),
   per_page: Type.Integer(),
   total: Type.Integer({ description: 'Sites of the tag the partner may see' }),
-  total_pages: Type.Integer(),
-  sites: Type.Array(MapMinimalRecord)
-})
+  total_pages: Type.Integer()
+}
+
+export const TagPage = Type.Object({ ...tagPaging, sites: Type.Array(MapMinimalRecord) })
 export type TagPage = Static<typeof TagPage>

@@ -32,6 +32,24 @@ export class StringColumn {
     return this.bytes.toString('utf8', i === 0 ? 0 : this.ends[i - 1], this.ends[i])
   }
 
+  /**
+   * Index of `value` in a column sorted by byte order (for UTF-8 the order of code points; for
+   * ASCII, of JS strings), or -1. Compares bytes in place: no string is made per probe.
+   */
+  indexOfSorted (value: string): number {
+    const key = Buffer.from(value, 'utf8')
+    let lo = 0
+    let hi = this.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1
+      const order = this.bytes.compare(key, 0, key.length, mid === 0 ? 0 : this.ends[mid - 1], this.ends[mid])
+      if (order === 0) return mid
+      if (order < 0) lo = mid + 1
+      else hi = mid - 1
+    }
+    return -1
+  }
+
   toArray (): string[] {
     return Array.from({ length: this.length }, (_, i) => this.at(i))
   }

@@ -217,18 +217,7 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 }
 
 /** Position of a site id, or -1 (ids are sorted, so a binary search). */
-export function positionOf (ds: Dataset, id: string): number {
-  let lo = 0
-  let hi = ds.count - 1
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1
-    const v = ds.ids.at(mid)
-    if (v === id) return mid
-    if (v < id) lo = mid + 1
-    else hi = mid - 1
-  }
-  return -1
-}
+export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
 export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): { total: number, positions: ArrayLike<number> } {

@@ -101,7 +101,7 @@ const scratch = {
   // sites held: a max-heap by (h, position), the worst on top
   bestCap: 0,
   bestH: new Float64Array(0),
-  bestPosition: new Float64Array(0)
+  bestPosition: new Uint32Array(0)
 }
 let slots = 0
 let queued = 0
@@ -130,7 +130,7 @@ function makeRoomForBest (limit: number) {
   if (scratch.bestCap >= limit) return
   scratch.bestCap = Math.max(128, limit)
   scratch.bestH = new Float64Array(scratch.bestCap)
-  scratch.bestPosition = new Float64Array(scratch.bestCap)
+  scratch.bestPosition = new Uint32Array(scratch.bestCap)
 }
 
 function queuePush (key: number, slot: number) {
@@ -244,11 +244,11 @@ function vertexLat (lat: number, haverSinDLng: number): number {
 }
 
 /**
- * Appends to `out` the `limit` sites of one sub-index nearest to the point within `maxH`, in
+ * The `limit` sites of one sub-index nearest to the point within `maxH`, in
  * (h, position) order, keeping only positions that `accept` (when given).
  */
 function around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
-  accept: ((position: number) => boolean) | undefined, out: Hit[]) {
+  accept: ((position: number) => boolean) | undefined): Hit[] {
   const { kd, positions } = source
   const cosLats = source.cosLats ??= cosinesOf(kd)
   const ids = kd.ids
@@ -300,7 +300,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
     hits[size - 1] = { position: P[0], h: H[0] }
     if (size > 1) bestSiftDown(size - 1, H[size - 1], P[size - 1])
   }
-  for (const hit of hits) out.push(hit)
+  return hits
 }
 
 /**
@@ -315,9 +315,7 @@ export function searchNearby (sources: SubIndex[], area: SearchArea, accept?: (p
   const maxH = maxHaverSinFor(area.radiusKm)
   const lists: Hit[][] = []
   for (const source of sources) {
-    const list: Hit[] = []
-    around(source, area.lng, area.lat, cosLat, limit, maxH, accept, list)
-    lists.push(list)
+    lists.push(around(source, area.lng, area.lat, cosLat, limit, maxH, accept))
   }
   return merge(lists, limit)
 }
