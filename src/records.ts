@@ -126,6 +126,20 @@ export class FragmentStore {
     return out
   }
 
+  /** A site's fragment with ASCII `text` put in `tailBytes` before its end. */
+  spliced (p: number, tailBytes: number, text: string): Buffer {
+    const bytes = this.length(p)
+    const out = Buffer.allocUnsafe(bytes + text.length)
+    const where = this.span[2 * p]
+    const chunk = this.chunks[where >>> FragmentStore.CHUNK_BITS]
+    const offset = where & (FragmentStore.CHUNK_BYTES - 1)
+    const cut = offset + bytes - tailBytes
+    let at = chunk.copy(out, 0, offset, cut)
+    at += out.write(text, at, 'latin1')
+    chunk.copy(out, at, cut, offset + bytes)
+    return out
+  }
+
   one (p: number): Buffer {
     const out = Buffer.allocUnsafe(this.length(p))
     this.copy(p, out, 0)
@@ -136,6 +150,10 @@ export class FragmentStore {
 interface Fragments {
   full: FragmentStore
   minimal: FragmentStore
+  /** a nearest record without its distance (which depends on the query) */
+  nearest: FragmentStore
+  /** bytes after the distance's place in a nearest fragment, but for the id's */
+  nearestTail: number
   /** GeoJSON features around the records; made on first use only */
   fullFeature: () => FragmentStore
   minimalFeature: () => FragmentStore
@@ -163,6 +181,12 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
       return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names.at(p))},"region":"${regions[p]}","country":"${countries[p]}",` +
         `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
     }
+    // the nearest record's text but for `,"distance_nm":…`, which goes in before the link
+    const nearest = (p: number) => {
+      const id = ids.at(p)
+      return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names.at(p))},` +
+        `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+    }
     const minimal = (p: number) => {
       const id = ids.at(p)
       return `{"id":"${id}","category":"${categories[p]}","latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
@@ -173,6 +197,8 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
     byLinks.set(links, f = {
       full: new FragmentStore(ds.count, full),
       minimal: new FragmentStore(ds.count, minimal),
+      nearest: new FragmentStore(ds.count, nearest),
+      nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
       fullFeature: once(() => new FragmentStore(ds.count, feature(full))),
       minimalFeature: once(() => new FragmentStore(ds.count, feature(minimal)))
     })
@@ -182,6 +208,12 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
 
 /** JSON of a full record. */
 export const siteJson = (ds: Dataset, position: number, links: string): Buffer => fragmentsOf(ds, links).full.one(position)
+
+/** JSON of a nearest record (the same text as JSON.stringify of nearestRecord). */
+export function nearestJson (ds: Dataset, position: number, h: number, links: string): Buffer {
+  const f = fragmentsOf(ds, links)
+  return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`)
+}
 
 /** JSON array of full records. */
 export const sitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string): Buffer => fragmentsOf(ds, links).full.array(positions)

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestRecord, sitesGeoJson, sitesJson } from '../records.ts'
+import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
@@ -76,7 +76,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }, (request, reply) => {
     const { ds, hits } = search(request, 1)
     request.rows = hits.length
-    return sendJson(reply, hits.length === 0 ? NULL_JSON : JSON.stringify(nearestRecord(ds, hits[0].position, hits[0].h, links)))
+    return sendJson(reply, hits.length === 0 ? NULL_JSON : nearestJson(ds, hits[0].position, hits[0].h, links))
   })
 }
 

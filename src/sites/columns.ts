@@ -32,6 +32,11 @@ export class StringColumn {
     return this.bytes.toString('utf8', i === 0 ? 0 : this.ends[i - 1], this.ends[i])
   }
 
+  /** Length in bytes of the i-th string's UTF-8. */
+  byteLength (i: number): number {
+    return this.ends[i] - (i === 0 ? 0 : this.ends[i - 1])
+  }
+
   /**
    * Index of `value` in a column sorted by byte order (for UTF-8 the order of code points; for
    * ASCII, of JS strings), or -1. Compares bytes in place: no string is made per probe.

@@ -2,7 +2,8 @@
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { loadDataset } from '../../src/sites/dataset.ts'
-import { FragmentStore, mapMinimalRecord, minimalSitesJson, siteJson, siteRecord, sitesJson } from '../../src/records.ts'
+import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesJson } from '../../src/records.ts'
+import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { buildTestApp, site, tmpDataDir, UNLIMITED } from '../helper.ts'
 
 const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', 'Tab\there', 'Emoji 🚁', '</script>', 'Null\u0000byte', '']
@@ -24,6 +25,28 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
   const odd = 'https://x.example/a"b\\c/pad/'
   t.equal(sitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, odd))), 'a link prefix that needs escaping')
   t.equal(minimalSitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, odd))))
+})
+
+t.test('a nearest answer (fragment with the distance put in) equals JSON.stringify of its record', async (t) => {
+  const dir = tmpDataDir(t)
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  // distances from 0 to half the globe, with round, long and exponent-free texts alike
+  const hs = [0, 1e-15, 1e-9, 2.5e-7, maxHaverSinFor(0.001), maxHaverSinFor(1.852), maxHaverSinFor(25), maxHaverSinFor(500), maxHaverSinFor(9999), 0.5, 1]
+  for (let i = 1; i <= 40; i++) hs.push(maxHaverSinFor(i * 12.345678))
+  let compared = 0
+  for (const links of ['https://pilot.example/x/pad/', 'https://x.example/a"b\\c/pad/', 'https://ü.example/✈/pad/']) {
+    for (let p = 0; p < ds.count; p++) {
+      for (const h of hs) {
+        const theirs = JSON.stringify(nearestRecord(ds, p, h, links))
+        const ours = nearestJson(ds, p, h, links).toString()
+        if (ours !== theirs) t.fail(`site ${p}, h ${h}, links ${links}: ${ours} != ${theirs}`)
+        compared++
+      }
+    }
+  }
+  t.equal(compared, 3 * ds.count * hs.length, 'every site, distance and link prefix compared')
+  t.equal(nearestJson(ds, 2, 0, 'https://p/pad/').toString(), JSON.stringify(nearestRecord(ds, 2, 0, 'https://p/pad/')))
 })
 
 t.test('answers over HTTP are byte for byte JSON.stringify of the records', async (t) => {
