@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import { canonicalOf } from '../src/query.ts'
 import { JSON_TYPE } from '../src/records.ts'
+import { answers } from '../src/answer-pool.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -53,9 +54,11 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   const lru = new LRUCache<string, CachedAnswer>({
     max: options.maxEntries,
     maxSize: options.maxMb * 1024 * 1024,
-    sizeCalculation: (entry, key) => entry.body.length + 2 * key.length + 200,
+    sizeCalculation: (entry, key) => answers.footprint(entry.body) + 2 * key.length + 200,
     ttl: Math.max(1, options.ttlSeconds) * 1000,
-    ttlAutopurge: false
+    ttlAutopurge: false,
+    // an entry holds a reference on its pooled body (taken when stored, below)
+    dispose: (entry) => answers.release(entry.body)
   })
   const cacheControl = `private, max-age=${options.ttlSeconds}`
   // The ETag is a digest of the key (cheaper than of the body, and as exact: the key determines
@@ -79,7 +82,11 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     request.rows = entry.rows
     reply.header('etag', entry.etag).header('cache-control', cacheControl)
     if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
-    else reply.type(entry.type).send(entry.body)
+    else {
+      answers.retain(entry.body) // given back in onResponse, even if the entry goes meanwhile
+      request.pooledBody = entry.body
+      reply.type(entry.type).send(entry.body)
+    }
     // answered: done() is not called
   })
 
@@ -93,7 +100,10 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
     const etag = etagOf(request.cacheKey)
     reply.header('etag', etag).header('cache-control', cacheControl)
-    if (enabled) lru.set(request.cacheKey, { body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
+    if (enabled) {
+      answers.retain(body)
+      lru.set(request.cacheKey, { body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
+    }
     if (etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
       return done(null, '')

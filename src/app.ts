@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import type { Config } from './config.ts'
 import { accessWriter } from './access-log.ts'
+import { answers } from './answer-pool.ts'
 import { ApiError } from './errors.ts'
 import { compileQuery } from './query.ts'
 import { redactUrl } from './redact.ts'
@@ -35,6 +36,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** an operator's probe (/healthz, /readyz): left out of the access log */
     probe?: boolean
+  }
+  interface FastifyRequest {
+    /** the answer's pooled buffer (src/answer-pool.ts), given back when the response is done */
+    pooledBody: Buffer | undefined
   }
 }
 
@@ -100,7 +105,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const accessLog = ['trace', 'debug', 'info'].includes(config.logLevel)
   // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
   const access = accessWriter(app.log, options.loggerInstance === undefined)
+  app.decorateRequest('pooledBody', undefined)
   app.addHook('onResponse', (request, reply, done) => {
+    // the response is in the socket's hands in full (or failed): its buffer can be used again
+    if (request.pooledBody !== undefined) answers.release(request.pooledBody)
     if (accessLog && request.route.config.probe !== true) {
       access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
         request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)

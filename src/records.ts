@@ -6,6 +6,7 @@ import type { FastifyReply } from 'fastify'
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from './schemas/records.ts'
 import type { Dataset } from './sites/dataset.ts'
 import { kmFromHaverSin } from './sites/spatial.ts'
+import { answers } from './answer-pool.ts'
 
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
@@ -21,7 +22,9 @@ export const NULL_JSON = Buffer.from('null')
  */
 export function sendJson (reply: object, json: string | Buffer, type = JSON_TYPE): void {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.
-  (reply as FastifyReply).type(type).send(typeof json === 'string' ? Buffer.from(json) : json)
+  const r = reply as FastifyReply
+  if (typeof json !== 'string' && answers.holds(json)) r.request.pooledBody = json // given back in onResponse
+  r.type(type).send(typeof json === 'string' ? Buffer.from(json) : json)
 }
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
@@ -114,7 +117,7 @@ export class FragmentStore {
   array (positions: ArrayLike<number>, head = '', tail = ''): Buffer {
     let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
     for (let i = 0; i < positions.length; i++) total += this.length(positions[i])
-    const out = Buffer.allocUnsafe(total)
+    const out = answers.take(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [
     for (let i = 0; i < positions.length; i++) {
