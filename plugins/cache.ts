@@ -9,7 +9,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import { canonicalOf } from '../src/query.ts'
-import { JSON_TYPE } from '../src/records.ts'
+import { JSON_TYPE, sendJson } from '../src/records.ts'
 import { answers } from '../src/answer-pool.ts'
 
 declare module 'fastify' {
@@ -83,9 +83,8 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     reply.header('etag', entry.etag).header('cache-control', cacheControl)
     if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
     else {
-      answers.retain(entry.body) // given back in onResponse, even if the entry goes meanwhile
-      request.pooledBody = entry.body
-      reply.type(entry.type).send(entry.body)
+      answers.retain(entry.body) // the request's own reference: the entry may go meanwhile
+      sendJson(reply, entry.body, entry.type)
     }
     // answered: done() is not called
   })

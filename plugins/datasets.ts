@@ -49,12 +49,16 @@ export class DatasetRegistry {
 
   /** Site count and built_at of each dataset, by name (for /readyz and the API index). */
   state (): DatasetsState {
-    const of = (name: DatasetName) => ({ site_count: this.current[name].count, built_at: this.current[name].builtAt })
-    return { sandbox: of('sandbox'), production: of('production') }
+    return { sandbox: this.stateOf('sandbox'), production: this.stateOf('production') }
   }
 
+  /** The same, as a list (reload outcomes, metrics). */
   served (): ServedDataset[] {
-    return DATASETS.map((name) => ({ dataset: name, site_count: this.current[name].count, built_at: this.current[name].builtAt }))
+    return DATASETS.map((name) => ({ dataset: name, ...this.stateOf(name) }))
+  }
+
+  private stateOf (name: DatasetName) {
+    return { site_count: this.current[name].count, built_at: this.current[name].builtAt }
   }
 
   /** Called after every swap (the response cache empties itself here). */

@@ -20,11 +20,11 @@ export const NULL_JSON = Buffer.from('null')
  * Returns nothing: the routes' handlers are plain functions that answer through the reply (an
  * async handler costs a promise and a microtask per request).
  */
-export function sendJson (reply: object, json: string | Buffer, type = JSON_TYPE): void {
+export function sendJson (reply: object, json: Buffer, type = JSON_TYPE): void {
   // The route's reply is typed by its response schema; the JSON here was made from the same records.
   const r = reply as FastifyReply
-  if (typeof json !== 'string' && answers.holds(json)) r.request.pooledBody = json // given back in onResponse
-  r.type(type).send(typeof json === 'string' ? Buffer.from(json) : json)
+  if (answers.holds(json)) r.request.pooledBody = json // the request's reference, given back in onResponse
+  r.type(type).send(json)
 }
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
@@ -133,13 +133,10 @@ export class FragmentStore {
   spliced (p: number, tailBytes: number, text: string): Buffer {
     const bytes = this.length(p)
     const out = Buffer.allocUnsafe(bytes + text.length)
-    const where = this.span[2 * p]
-    const chunk = this.chunks[where >>> FragmentStore.CHUNK_BITS]
-    const offset = where & (FragmentStore.CHUNK_BYTES - 1)
-    const cut = offset + bytes - tailBytes
-    let at = chunk.copy(out, 0, offset, cut)
-    at += out.write(text, at, 'latin1')
-    chunk.copy(out, at, cut, offset + bytes)
+    this.copy(p, out, 0)
+    const cut = bytes - tailBytes
+    out.copyWithin(cut + text.length, cut, bytes) // the tail moves up to make room
+    out.write(text, cut, 'latin1')
     return out
   }
 
@@ -179,21 +176,17 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
     // the link prefix are escaped (the prefix once).
     const escapedLinks = JSON.stringify(links).slice(1, -1)
     const { ids, names, regions, countries, categories, lats, lngs } = ds
-    const full = (p: number) => {
+    // The three forms share their first and last fields: `{"id":…,"category":…,` what the form
+    // adds, then `"latitude":…,"longitude":…,"helipaddy_link":…}`.
+    const record = (middle: (p: number) => string) => (p: number) => {
       const id = ids.at(p)
-      return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names.at(p))},"region":"${regions[p]}","country":"${countries[p]}",` +
-        `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+      return `{"id":"${id}","category":"${categories[p]}",${middle(p)}"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
     }
+    const named = (p: number) => `"name":${JSON.stringify(names.at(p))},`
+    const full = record((p) => `${named(p)}"region":"${regions[p]}","country":"${countries[p]}",`)
     // the nearest record's text but for `,"distance_nm":…`, which goes in before the link
-    const nearest = (p: number) => {
-      const id = ids.at(p)
-      return `{"id":"${id}","category":"${categories[p]}","name":${JSON.stringify(names.at(p))},` +
-        `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
-    }
-    const minimal = (p: number) => {
-      const id = ids.at(p)
-      return `{"id":"${id}","category":"${categories[p]}","latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
-    }
+    const nearest = record(named)
+    const minimal = record(() => '')
     // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
     const feature = (record: (p: number) => string) => (p: number) =>
       `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`

@@ -10,35 +10,27 @@ export interface SubIndex {
   kd: KDBush
   positions: Uint32Array
   /**
-   * Per slot of the tree, in the tree's order, made by the first search that uses this index (12
-   * bytes a site, only for indexes in use): cos(latitude), one Math.cos less per site looked at;
-   * and the site's position, `positions[kd.ids[slot]]`, read where the slot's coordinates are
-   * read instead of at a random place of `positions` (a cache miss per site found: about a
-   * quarter of an r=25 search over a million sites).
+   * Per slot of the tree, in the tree's order, made with the index (12 bytes a site): cos(latitude),
+   * one Math.cos less per site looked at; and the site's position, `positions[kd.ids[slot]]`, read
+   * where the slot's coordinates are read instead of at a random place of `positions` (a cache
+   * miss per site found: about a quarter of an r=25 search over a million sites). Made at load,
+   * not by the first search: for a million sites that took 57-113 ms of the first request.
    */
-  bySlot: SlotData | undefined
-}
-
-interface SlotData {
-  cosLats: Float64Array
-  positions: Uint32Array
+  slotCosLats: Float64Array
+  slotPositions: Uint32Array
 }
 
 /** The SubIndex of a finished kdbush tree. */
 export function subIndexOf (kd: KDBush, positions: Uint32Array): SubIndex {
-  return { kd, positions, bySlot: undefined }
-}
-
-function slotDataOf ({ kd, positions }: SubIndex): SlotData {
   const xy = kd.coords
   const ids = kd.ids
-  const cosLats = new Float64Array(ids.length)
+  const slotCosLats = new Float64Array(ids.length)
   const slotPositions = new Uint32Array(ids.length)
   for (let i = 0; i < ids.length; i++) {
-    cosLats[i] = Math.cos(xy[2 * i + 1] * RAD)
+    slotCosLats[i] = Math.cos(xy[2 * i + 1] * RAD)
     slotPositions[i] = positions[ids[i]]
   }
-  return { cosLats, positions: slotPositions }
+  return { kd, positions, slotCosLats, slotPositions }
 }
 
 export interface Hit {
@@ -67,17 +59,17 @@ const haverSin = (theta: number) => {
   return s * s
 }
 
-/** Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit. */
-export function haverSinDist (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number {
-  return cosLat * Math.cos(lat2 * RAD) * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
-}
 
 export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Math.sqrt(h))
 export const maxHaverSinFor = (radiusKm: number) => haverSin(radiusKm / EARTH_RADIUS_KM)
 
-/** haverSinDist with cos(lat2 * RAD) given: the same operations in the same order, so the same bits. */
+/** haverSinDist with cos(lat2 * RAD) given (made once per tree slot): the same operations in the same order. */
 const haverSinDistCos = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number) =>
   cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
+
+/** Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit. */
+export const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number =>
+  haverSinDistCos(lng, lat, cosLat, lng2, lat2, Math.cos(lat2 * RAD))
 
 const byDistanceThenId = (a: Hit, b: Hit) => (a.h - b.h) || (a.position - b.position)
 
@@ -262,12 +254,11 @@ function vertexLat (lat: number, haverSinDLng: number): number {
  */
 function around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
   accept: ((position: number) => boolean) | undefined): Hit[] {
-  const { kd } = source
-  const { cosLats, positions } = source.bySlot ??= slotDataOf(source)
-  const ids = kd.ids
+  const { kd, slotCosLats: cosLats, slotPositions: positions } = source
+  const count = positions.length
   const xy = kd.coords
   const nodeSize = kd.nodeSize
-  heldMax = Math.min(limit, ids.length) // no more can be held than the index has sites
+  heldMax = Math.min(limit, count) // no more can be held than the index has sites
   makeRoomForBest(heldMax)
   const H = scratch.bestH
   const P = scratch.bestPosition
@@ -275,7 +266,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
   queued = 0
   held = 0
   bound = maxH
-  pushNode(0, ids.length - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
+  pushNode(0, count - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
   while (queued > 0) {
     if (scratch.queueKey[0] > bound) break // no node left can hold a site that gets in
     const slot = scratch.queueSlot[0]

@@ -20,13 +20,15 @@ const address = await app.listen({ host: '127.0.0.1', port: 0 })
 const { port } = new URL(address)
 const key = tokens.pool
 
-const tagPage = (page: number) => `/v1/sites/by-tag?tag=~fuel&per_page=500&page=${page}`
+const tagPage = (page: number, perPage = 500) => `/v1/sites/by-tag?tag=~fuel&per_page=${perPage}&page=${page}`
 const nearby = (i: number) => `/v1/sites?lat=${(50 + (i % 17) * 0.01).toFixed(3)}&lng=${(8 + (i % 13) * 0.01).toFixed(3)}&radius=${5 + (i % 7)}`
 const paths = [...Array.from({ length: 6 }, (_, i) => tagPage(i + 1)), ...Array.from({ length: 60 }, (_, i) => nearby(i))]
+// the slow client's: 120 different first pages of 380 to 499 sites (cache misses, each its own buffer)
+const slowPaths = Array.from({ length: 120 }, (_, i) => tagPage(1, 380 + i))
 
 // The expected bytes, fetched one at a time before any concurrency.
 const expected = new Map<string, string>()
-for (const path of paths) {
+for (const path of [...paths, ...slowPaths]) {
   const r = await fetch(`${address}${path}`, { headers: { authorization: `Bearer ${key}` } })
   expected.set(path, await r.text())
 }
@@ -35,6 +37,14 @@ t.test('answers are big enough to be pooled', async (t) => {
   for (const path of paths) t.ok(Buffer.byteLength(expected.get(path)!) >= 2048, path)
   t.ok(Buffer.byteLength(expected.get(tagPage(1))!) > 50_000, 'a tag page is over 50 kB')
 })
+
+/** Polls `condition` until it holds (true) or 10 s have gone by (false). */
+async function eventually (condition: () => boolean): Promise<boolean> {
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
+    if (condition()) return true
+  }
+  return condition()
+}
 
 const cacheHits = async () => {
   const text = await app.metrics.registry.metrics()
@@ -73,12 +83,14 @@ function bodiesOf (raw: Buffer): { status: number, body: string }[] {
 
 t.test('a buffer still queued for a slow client is never used for another answer', async (t) => {
   const before = answers.stats()
-  // 120 tag pages of over 50 kB: more than the loopback socket buffers take, so the server's
+  // 120 tag pages of over 40 kB: more than the loopback socket buffers take, so the server's
   // writes stop part way and the rest of the answers wait their turn in the server.
-  const slowPaths = Array.from({ length: 120 }, (_, i) => tagPage((i % 6) + 1))
   let release!: () => void
   const slow = slowClient(slowPaths, new Promise<void>((resolve) => { release = resolve }))
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  // the server has answered all 120; the answers it could not hand to the socket yet hold buffers
+  t.ok(await eventually(() => answers.stats().taken - before.taken >= slowPaths.length), 'the server made every slow answer')
+  const pending = answers.stats().out - before.out
+  t.ok(pending > 8, `answers waiting for the slow client hold buffers (${pending} out, the cache holds at most 8)`)
   // meanwhile: 4 clients, 150 requests each; clients 0 and 1 go round all answers, 2 and 3 ask
   // for two hot ones, answered from the cache while the others' answers take and give back buffers
   const hot = [nearby(0), tagPage(1)]
@@ -110,7 +122,6 @@ t.test('a buffer still queued for a slow client is never used for another answer
   const cached = [...app.responseCache.values()]
   t.equal(cached.length, 8)
   t.same(cached.filter((entry) => !answers.holds(entry.body)).length, 0, 'every cached answer holds its buffer')
-  // everything given back but what the cache holds (eight entries)
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  t.ok(answers.stats().out - before.out <= 8, `buffers still out after the traffic: ${answers.stats().out - before.out}`)
+  // everything given back but what the cache holds (eight entries), once the last onResponse ran
+  t.ok(await eventually(() => answers.stats().out - before.out <= 8), `buffers still out after the traffic: ${answers.stats().out - before.out}`)
 })
