@@ -9,11 +9,22 @@ import type { FastifyBaseLogger } from 'fastify'
 const { streamSym, chindingsSym, timeSym, messageKeySym, needsMetadataGsym, mixinSym } = pino.symbols
 const INFO = 30
 
-export type AccessWriter = (reqId: string, method: string, url: string, ip: string, status: number, ms: number, partner: string | undefined, cache: string | undefined) => void
+/** Writes one request's line. */
+type WriteLine = (reqId: string, method: string, url: string, ip: string, status: number, ms: number, partner: string | undefined, cache: string | undefined) => void
+
+export type AccessWriter = WriteLine & {
+  /** writes the lines still held (the service calls it when it closes and when the process exits) */
+  flush: () => void
+}
+
+/** Lines held for one write at most (characters): a turn of the event loop rarely holds more. */
+const MAX_PENDING = 64 * 1024
 
 /** What logger.info writes for these fields. */
 export function viaLogger (log: FastifyBaseLogger): AccessWriter {
-  return (reqId, method, url, ip, status, ms, partner, cache) => log.info({ reqId, method, url, ip, status, ms, partner, cache }, 'request')
+  const write: WriteLine = (reqId, method, url, ip, status, ms, partner, cache) =>
+    log.info({ reqId, method, url, ip, status, ms, partner, cache }, 'request')
+  return Object.assign(write, { flush: () => {} })
 }
 
 /** The hand-made line when the logger is a plain pino logger writing to one stream, else viaLogger. */
@@ -26,10 +37,29 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
     logger[messageKeySym] === 'msg' && !(stream as unknown as Record<symbol, unknown>)[needsMetadataGsym] && !logger[mixinSym]
   if (!plain) return viaLogger(log)
   const timeOf = time as () => string
-  return (reqId, method, url, ip, status, ms, partner, cache) => {
-    if (logger.levelVal > INFO) return
-    stream.write!(`{"level":30${timeOf()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},` +
-      `"url":${JSON.stringify(url)},"ip":${JSON.stringify(ip)},"status":${status},"ms":${ms}` +
-      `${partner === undefined ? '' : `,"partner":${JSON.stringify(partner)}`}${cache === undefined ? '' : `,"cache":${JSON.stringify(cache)}`},"msg":"request"}\n`)
+  // Lines wait for the end of the event loop's turn (setImmediate) and go out in one write: under
+  // load a turn answers tens of requests, and pino writes synchronously, so this is one system
+  // call a turn instead of one a request. What a turn held is lost only if the process is killed
+  // (SIGKILL) within that turn: the service flushes when it closes and when the process exits.
+  let pending = ''
+  let scheduled = false
+  const flush = () => {
+    scheduled = false
+    if (pending === '') return
+    const lines = pending
+    pending = ''
+    stream.write!(lines)
   }
+  const write: WriteLine = (reqId, method, url, ip, status, ms, partner, cache) => {
+    if (logger.levelVal > INFO) return
+    pending += `{"level":30${timeOf()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},` +
+      `"url":${JSON.stringify(url)},"ip":${JSON.stringify(ip)},"status":${status},"ms":${ms}` +
+      `${partner === undefined ? '' : `,"partner":${JSON.stringify(partner)}`}${cache === undefined ? '' : `,"cache":${JSON.stringify(cache)}`},"msg":"request"}\n`
+    if (pending.length >= MAX_PENDING) flush()
+    else if (!scheduled) {
+      scheduled = true
+      setImmediate(flush)
+    }
+  }
+  return Object.assign(write, { flush })
 }

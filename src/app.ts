@@ -105,6 +105,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const accessLog = ['trace', 'debug', 'info'].includes(config.logLevel)
   // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
   const access = accessWriter(app.log, options.loggerInstance === undefined)
+  process.on('exit', access.flush)
+  app.addHook('onClose', (_app, done) => {
+    access.flush()
+    process.off('exit', access.flush)
+    done()
+  })
   app.decorateRequest('pooledBody', undefined)
   app.addHook('onResponse', (request, reply, done) => {
     // the response is in the socket's hands in full (or failed): its buffer can be used again

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../src/app.ts'
 import { loadConfig, type Config } from '../src/config.ts'
@@ -14,6 +15,31 @@ import type { Limits } from '../src/partners/tiers.ts'
 interface Teardown { teardown (fn: () => unknown): void }
 
 export const REPO_ROOT = new URL('..', import.meta.url).pathname
+
+/**
+ * A log destination that keeps what is written, line by line (the access log writes the lines of
+ * one event-loop turn at once) and write by write.
+ */
+export function logCapture () {
+  const lines: string[] = []
+  const writes: string[] = []
+  const stream = new Writable({
+    write (chunk, _enc, done) {
+      const text = String(chunk)
+      writes.push(text)
+      for (const line of text.split('\n')) if (line !== '') lines.push(line + '\n')
+      done()
+    }
+  })
+  const clear = () => {
+    lines.length = 0
+    writes.length = 0
+  }
+  return { lines, writes, stream, clear }
+}
+
+/** One turn of the event loop: the access lines of the turns before it are written. */
+export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 export function tmpDataDir (t: Teardown, prefix = 'lsp-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))

@@ -1,9 +1,8 @@
 // /sites and /sites/nearest through inject on fixture files: every error code with its exact
 // body, the order of checks, allow-list and category rules, datasets, radius, limits, shapes.
-import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp, loggerOptions } from '../../src/app.ts'
-import { UNLIMITED, buildTestApp, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import { UNLIMITED, buildTestApp, logCapture, nextTurn, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
 
 const KM_PER_DEG = 6371 * Math.PI / 180
 const north = (km: number) => Math.round((51.5 + km / KM_PER_DEG) * 1000) / 1000
@@ -218,8 +217,7 @@ t.test('no CORS headers', async (t) => {
 })
 
 t.test('the request log never shows a token', async (t) => {
-  const lines: string[] = []
-  const stream = new Writable({ write (chunk, _enc, done) { lines.push(String(chunk)); done() } })
+  const { lines, stream } = logCapture()
   const dir = tmpDataDir(t)
   const logTokens = writeFixture(dir, { sandbox, production, partners: [{ name: 'L', slug: 'l' }, { name: 'S', slug: 's', status: 'suspended' }] })
   const config = testConfig(dir, { LOG_LEVEL: 'info' })
@@ -236,6 +234,7 @@ t.test('the request log never shows a token', async (t) => {
   ]
   for (const url of urls) await logged.inject({ method: 'GET', url })
   await logged.inject({ method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${secret}` } })
+  await nextTurn()
   const log = lines.join('')
   t.ok(lines.filter((l) => l.includes('"msg":"request"')).length >= urls.length, 'every request was logged')
   t.ok(log.includes('api_key=[REDACTED]'))

@@ -1,15 +1,10 @@
 // The hand-made access line is the line pino itself writes for the same fields.
 import { test } from 'tap'
-import { Writable } from 'node:stream'
 import pino from 'pino'
 import { accessWriter, viaLogger } from '../../src/access-log.ts'
 import { loggerOptions } from '../../src/app.ts'
-import { testConfig, tmpDataDir } from '../helper.ts'
-
-const capture = () => {
-  const lines: string[] = []
-  return { lines, stream: new Writable({ write (chunk, _enc, done) { lines.push(String(chunk)); done() } }) }
-}
+import { buildApp } from '../../src/app.ts'
+import { logCapture as capture, nextTurn, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
 const withoutTime = (line: string) => line.replace(/"time":\d+/, '"time":0')
 
 test('byte for byte what logger.info writes, whatever the fields hold', async (t) => {
@@ -30,6 +25,9 @@ test('byte for byte what logger.info writes, whatever the fields hold', async (t
     write(...c)
     reference(...c)
   }
+  t.same(hand.writes, [], 'held until the end of the turn')
+  await nextTurn()
+  t.equal(hand.writes.length, 1, 'one write for the lines of a turn')
   t.equal(hand.lines.length, cases.length)
   t.same(hand.lines.map(withoutTime), own.lines.map(withoutTime))
   for (const line of hand.lines) t.ok(line.endsWith('}\n') && JSON.parse(line).msg === 'request')
@@ -39,9 +37,42 @@ test('below info nothing is written; an unknown logger gets logger.info', async 
   const config = { ...testConfig(tmpDataDir(t)), logLevel: 'warn' as const }
   const out = capture()
   accessWriter(pino(loggerOptions(config), out.stream), true)('r', 'GET', '/', '::1', 200, 1, undefined, undefined)
+  await nextTurn()
   t.same(out.lines, [])
   const calls: unknown[] = []
   const fake = { info: (...args: unknown[]) => calls.push(args) } as unknown as Parameters<typeof accessWriter>[0]
   accessWriter(fake, false)('r', 'GET', '/', '::1', 200, 1, 'p', undefined)
   t.same(calls, [[{ reqId: 'r', method: 'GET', url: '/', ip: '::1', status: 200, ms: 1, partner: 'p', cache: undefined }, 'request']])
+})
+
+test('a turn\'s lines in one write, a full batch at once, and nothing held after close', async (t) => {
+  const config = { ...testConfig(tmpDataDir(t)), logLevel: 'info' as const }
+  const out = capture()
+  const write = accessWriter(pino(loggerOptions(config), out.stream), true)
+  const url = `/v1/sites?lat=1&lng=2&q=${'x'.repeat(1000)}`
+  // about 1,150 characters a line: the 57th goes past 64 K characters and the batch goes out at once
+  for (let i = 0; i < 60; i++) write(`r${i}`, 'GET', url, '::1', 200, 1, undefined, undefined)
+  t.equal(out.writes.length, 1, 'written when the held lines pass 64 K characters')
+  const first = out.lines.length
+  t.ok(first >= 50 && first < 60, `${first} lines in the first write`)
+  await nextTurn()
+  t.equal(out.writes.length, 2)
+  t.same(out.lines.map((l) => JSON.parse(l).reqId), Array.from({ length: 60 }, (_, i) => `r${i}`), 'every line once, in order')
+  write('late', 'GET', '/', '::1', 200, 1, undefined, undefined)
+  write.flush()
+  t.equal(out.lines.at(-1)!.includes('"reqId":"late"'), true, 'flush writes at once')
+  write.flush()
+  t.equal(out.writes.length, 3, 'nothing to flush, nothing written')
+
+  // the service: what its last turn answered is written when it closes, before the next turn
+  const dir = tmpDataDir(t)
+  const tokens = writeFixture(dir, { partners: [{ name: 'A', slug: 'a' }] })
+  const logged = capture()
+  const app = await buildApp(testConfig(dir, { LOG_LEVEL: 'info' }), { logger: { ...loggerOptions(config), stream: logged.stream } })
+  const res = await app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens.a}` } })
+  t.equal(res.statusCode, 200)
+  await app.close()
+  const access = logged.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request')
+  t.same(access.map((l) => [l.url, l.status, l.partner]), [['/v1/usage', 200, 'a']])
+  t.equal(process.listeners('exit').length, process.listeners('exit').filter((f) => f.name !== 'flush').length, 'no exit listener left behind')
 })
