@@ -39,8 +39,8 @@ export function siteRecord (ds: Dataset, position: number, links: string): SiteR
     id,
     category: String(ds.categories[position]),
     name: ds.names.at(position),
-    region: ds.regions[position],
-    country: ds.countries[position],
+    region: ds.regions.at(position),
+    country: ds.countries.at(position),
     latitude: ds.lats[position],
     longitude: ds.lngs[position],
     helipaddy_link: links + id
@@ -183,7 +183,7 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
       return `{"id":"${id}","category":"${categories[p]}",${middle(p)}"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
     }
     const named = (p: number) => `"name":${JSON.stringify(names.at(p))},`
-    const full = record((p) => `${named(p)}"region":"${regions[p]}","country":"${countries[p]}",`)
+    const full = record((p) => `${named(p)}"region":"${regions.at(p)}","country":"${countries.at(p)}",`)
     // the nearest record's text but for `,"distance_nm":…`, which goes in before the link
     const nearest = record(named)
     const minimal = record(() => '')

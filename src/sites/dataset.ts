@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
-import { StringColumn } from './columns.ts'
+import { CodeColumn, StringColumn } from './columns.ts'
 import { buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
@@ -28,8 +28,8 @@ export interface Dataset {
   /** ascending (ids are ASCII: byte order is string order) */
   ids: StringColumn
   names: StringColumn
-  regions: string[]
-  countries: string[]
+  regions: CodeColumn
+  countries: CodeColumn
   categories: Int32Array
   lats: Float64Array
   lngs: Float64Array
@@ -95,17 +95,11 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
 
   const ids = new Array<string>(count)
   const names = new Array<string>(count)
-  const regions = new Array<string>(count)
-  const countries = new Array<string>(count)
+  const regions = CodeColumn.builder(count)
+  const countries = CodeColumn.builder(count)
   const categories = new Int32Array(count)
   const lats = new Float64Array(count)
   const lngs = new Float64Array(count)
-  const interned = new Map<string, string>()
-  const intern = (s: string) => {
-    let v = interned.get(s)
-    if (v === undefined) interned.set(s, v = s)
-    return v
-  }
 
   const rows = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id').raw().iterate() as IterableIterator<unknown[]>
   let i = 0
@@ -120,8 +114,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     if (typeof siteName !== 'string') throw new DatasetError(path, `site ${id}: bad name`)
     ids[i] = id
     names[i] = siteName
-    regions[i] = intern(region)
-    countries[i] = intern(country)
+    regions.set(i, region)
+    countries.set(i, country)
     categories[i] = category
     lats[i] = latitude
     lngs[i] = longitude
@@ -169,8 +163,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     count,
     ids: StringColumn.from(ids),
     names: StringColumn.from(names),
-    regions,
-    countries,
+    regions: regions.done(),
+    countries: countries.done(),
     categories,
     lats,
     lngs,

@@ -7,7 +7,7 @@ import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
 import type { DatasetMeta, DatasetName } from './dataset-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
-import { StringColumn } from './columns.ts'
+import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
 const MAGIC = 'LSPIDX03' // 03: ids and names as byte columns
@@ -51,27 +51,14 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
     const pad = (8 - (offset % 8)) % 8 // typed arrays read back in place need aligned offsets
     if (pad) { parts.push(Buffer.alloc(pad)); offset += pad }
   }
-  const codes = (values: string[]) => {
-    const table: string[] = []
-    const index = new Map<string, number>()
-    const idx = new Uint16Array(values.length)
-    for (let i = 0; i < values.length; i++) {
-      let k = index.get(values[i])
-      if (k === undefined) { index.set(values[i], k = table.length); table.push(values[i]) }
-      idx[i] = k
-    }
-    return { table, idx }
-  }
   add('ids', ds.ids.bytes)
   add('idEnds', ds.ids.ends)
   add('names', ds.names.bytes)
   add('nameEnds', ds.names.ends)
-  const regions = codes(ds.regions)
-  const countries = codes(ds.countries)
-  add('regionTable', Buffer.from(JSON.stringify(regions.table)))
-  add('regionIdx', regions.idx)
-  add('countryTable', Buffer.from(JSON.stringify(countries.table)))
-  add('countryIdx', countries.idx)
+  add('regionTable', Buffer.from(JSON.stringify(ds.regions.table)))
+  add('regionIdx', ds.regions.codes)
+  add('countryTable', Buffer.from(JSON.stringify(ds.countries.table)))
+  add('countryIdx', ds.countries.codes)
   add('categories', ds.categories)
   add('lats', ds.lats)
   add('lngs', ds.lngs)
@@ -154,19 +141,14 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     const column = (bytesKey: string, endsKey: string) => new StringColumn(Buffer.from(read(bytesKey)), new Uint32Array(read(endsKey)))
     const ids = column('ids', 'idEnds')
     const names = column('names', 'nameEnds')
-    const expand = (tableKey: string, idxKey: string) => {
-      const table = json<string[]>(tableKey)
-      const idx = new Uint16Array(read(idxKey))
-      const out = new Array<string>(count)
-      for (let i = 0; i < count; i++) out[i] = table[idx[i]]
-      return out
-    }
-    const regions = expand('regionTable', 'regionIdx')
-    const countries = expand('countryTable', 'countryIdx')
+    const codes = (tableKey: string, idxKey: string) => new CodeColumn(json<string[]>(tableKey), new Uint16Array(read(idxKey)))
+    const regions = codes('regionTable', 'regionIdx')
+    const countries = codes('countryTable', 'countryIdx')
     const categories = new Int32Array(read('categories'))
     const lats = new Float64Array(read('lats'))
     const lngs = new Float64Array(read('lngs'))
-    if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count) return undefined
+    if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count ||
+      regions.length !== count || countries.length !== count) return undefined
 
     const all: SubIndex | undefined = count === 0 ? undefined : subIndexOf(KDBush.from(read('all')), identity(count))
     const byCategory = new Map<number, SubIndex>()

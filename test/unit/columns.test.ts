@@ -1,6 +1,6 @@
-// String columns give back exactly the strings they were made from.
+// String and code columns give back exactly the strings they were made from.
 import { test } from 'tap'
-import { StringColumn } from '../../src/sites/columns.ts'
+import { CodeColumn, StringColumn } from '../../src/sites/columns.ts'
 
 test('every string back as it went in, empty and multi-byte ones included', async (t) => {
   const values = ['', 'a', 'prd-0000001', 'Héliport de l\'Île ✈', 'Emoji 🚁 pad', '', 'Line\u2028separator', 'x'.repeat(70_000), 'Quote "q" \\ back']
@@ -21,4 +21,21 @@ test('indexOfSorted finds every string of a sorted column and nothing else', asy
   for (let i = 0; i < sorted.length; i++) t.equal(column.indexOfSorted(sorted[i]), i, JSON.stringify(sorted[i]))
   for (const missing of ['0', 'a-', 'aa', 'prd-000001', 'prd-00000010', 'zz', 'A']) t.equal(column.indexOfSorted(missing), -1, JSON.stringify(missing))
   t.equal(StringColumn.from([]).indexOfSorted('a'), -1)
+})
+
+test('a code column: every value back, each distinct value once, codes in order of first appearance', async (t) => {
+  const values = ['EUR', 'NAM', 'EUR', 'OCE', 'NAM', 'EUR', 'é✈']
+  const column = CodeColumn.from(values)
+  t.equal(column.length, values.length)
+  for (let i = 0; i < values.length; i++) t.equal(column.at(i), values[i], `row ${i}`)
+  t.same(column.toArray(), values)
+  t.same(column.table, ['EUR', 'NAM', 'OCE', 'é✈'])
+  t.same([...column.codes], [0, 1, 0, 2, 1, 0, 3])
+  t.same(CodeColumn.from([]).toArray(), [])
+  const copy = new CodeColumn([...column.table], new Uint16Array(column.codes))
+  t.same(copy.toArray(), values, 'rebuilt from its table and codes (as a snapshot reads it)')
+  t.throws(() => new CodeColumn(['A'], new Uint16Array([0, 1])), /row 1 has no value/)
+  const many = Array.from({ length: 65_536 }, (_, i) => `v${i}`)
+  t.same(CodeColumn.from(many).at(65_535), 'v65535', '65,536 distinct values fit')
+  t.throws(() => CodeColumn.from([...many, 'one more']), /over 65,536/)
 })

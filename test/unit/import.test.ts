@@ -101,7 +101,7 @@ t.test('round trip: export then import in every format gives the same dataset', 
     for (let p = 0; p < ds.count; p++) {
       const s = byId.get(ds.ids.at(p))!
       if (s.name === ds.names.at(p) && s.category === ds.categories[p] && s.latitude === ds.lats[p] && s.longitude === ds.lngs[p] &&
-        s.region === ds.regions[p] && s.country === ds.countries[p]) same++
+        s.region === ds.regions.at(p) && s.country === ds.countries.at(p)) same++
     }
     t.equal(same, 3000, `${format}: every field back as it was`)
     t.equal([...ds.tagSites.values()].reduce((n, list) => n + list.length, 0), sites.reduce((n, s) => n + s.tags.length, 0), `${format}: every tag`)
