@@ -43,12 +43,21 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
   // (SIGKILL) within that turn: the service flushes when it closes and when the process exits.
   let pending = ''
   let scheduled = false
+  let failing = false
   const flush = () => {
     scheduled = false
     if (pending === '') return
     const lines = pending
     pending = ''
-    stream.write!(lines)
+    // A destination that fails (a full disk, a closed file) must not take the service down from
+    // a timer callback: the lines are dropped, and a warning (on stderr) says so once per outage.
+    try {
+      stream.write!(lines)
+      failing = false
+    } catch (err) {
+      if (!failing) process.emitWarning(`access log lines dropped: ${(err as Error).message}`, 'AccessLogWarning')
+      failing = true
+    }
   }
   const write: WriteLine = (reqId, method, url, ip, status, ms, partner, cache) => {
     if (logger.levelVal > INFO) return

@@ -76,3 +76,34 @@ test('a turn\'s lines in one write, a full batch at once, and nothing held after
   t.same(access.map((l) => [l.url, l.status, l.partner]), [['/v1/usage', 200, 'a']])
   t.equal(process.listeners('exit').length, process.listeners('exit').filter((f) => f.name !== 'flush').length, 'no exit listener left behind')
 })
+
+test('a destination that fails: lines dropped with one warning, the process goes on', async (t) => {
+  const config = { ...testConfig(tmpDataDir(t)), logLevel: 'info' as const }
+  const out = capture()
+  let broken = true
+  const write = accessWriter(pino(loggerOptions(config), {
+    write (line: string) {
+      if (broken) throw new Error('ENOSPC: no space left on device')
+      out.stream.write(line)
+    }
+  }), true)
+  const warnings: string[] = []
+  const onWarning = (w: Error) => { if (w.name === 'AccessLogWarning') warnings.push(w.message) }
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  for (let turn = 0; turn < 3; turn++) {
+    write(`lost${turn}`, 'GET', '/', '::1', 200, 1, undefined, undefined)
+    await nextTurn()
+  }
+  await nextTurn()
+  t.same(warnings, ['access log lines dropped: ENOSPC: no space left on device'], 'one warning for the outage')
+  broken = false
+  write('back', 'GET', '/', '::1', 200, 1, undefined, undefined)
+  await nextTurn()
+  t.same(out.lines.map((l) => JSON.parse(l).reqId), ['back'], 'written again once the destination works')
+  broken = true
+  write('lost again', 'GET', '/', '::1', 200, 1, undefined, undefined)
+  await nextTurn()
+  await nextTurn()
+  t.equal(warnings.length, 2, 'a new outage warns again')
+})
