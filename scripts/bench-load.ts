@@ -7,6 +7,7 @@ interface Job { base: string, paths: string[], connections: number, seconds: num
 const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job
 let next = 0
 
+const cpuBefore = process.cpuUsage()
 const result = await autocannon({
   url: job.base,
   connections: job.connections,
@@ -17,6 +18,7 @@ const result = await autocannon({
     setupRequest: (request) => ({ ...request, path: job.paths[next++ % job.paths.length] })
   }]
 })
+const cpu = process.cpuUsage(cpuBefore)
 process.stdout.write(JSON.stringify({
   rps: result.requests.average,
   p50: result.latency.p50,
@@ -25,5 +27,7 @@ process.stdout.write(JSON.stringify({
   non2xx: result.non2xx,
   errors: result.errors,
   timeouts: result.timeouts,
+  /** this process's CPU time over the run (user + system, µs): the load generator's own cost */
+  cpuUs: cpu.user + cpu.system,
   statusCodes: (result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats
 }) + '\n')

@@ -46,6 +46,14 @@ function freePort (): Promise<number> {
   })
 }
 
+/** CPU time a process has used (user + system), in µs, from /proc (clock ticks of 1/CLK_TCK s). */
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
+function cpuUs (pid: number): number {
+  // the fields after the command name, which is in parentheses and may hold spaces
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
+}
+
 function rssKb (pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
@@ -172,8 +180,16 @@ await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
 let rssPeakKb = rssRestKb
 const sampler = setInterval(() => { rssPeakKb = Math.max(rssPeakKb, rssKb(service.pid!)) }, 250)
 
-interface Run { rps: number, p50: number, p99: number, total: number, non2xx: number, errors: number, timeouts: number, statusCodes: Record<string, { count: number }> }
-function load (c: Case, base = c.name.startsWith('hello-world') ? `http://127.0.0.1:${helloPort}` : serviceUrl, connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS): Promise<Run> {
+interface Run {
+  rps: number, p50: number, p99: number, total: number, non2xx: number, errors: number, timeouts: number, statusCodes: Record<string, { count: number }>
+  /** the load generator's CPU time over the run, µs */
+  cpuUs: number
+  /** the target process's CPU time over the run, µs (when its pid was given) */
+  serverCpuUs?: number
+}
+const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.total)) * 10) / 10
+const targetPid = (c: Case) => c.name.startsWith('hello-world') ? hello.pid! : service.pid!
+function load (c: Case, base = c.name.startsWith('hello-world') ? `http://127.0.0.1:${helloPort}` : serviceUrl, connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, pid?: number): Promise<Run> {
   const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
     base,
@@ -182,11 +198,19 @@ function load (c: Case, base = c.name.startsWith('hello-world') ? `http://127.0.
     seconds,
     headers: c.token ? { authorization: `Bearer ${c.token}` } : undefined
   }))
+  // the target's CPU from the generator's start to its end: a few hundred ms of the generator's
+  // own start-up, when the target is idle, are in the window but cost the target nothing
+  const before = pid === undefined ? 0 : cpuUs(pid)
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), job], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
-    child.on('close', (code) => code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited with ${code}`)))
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited with ${code}`))
+      const run = JSON.parse(out) as Run
+      if (pid !== undefined) run.serverCpuUs = cpuUs(pid) - before
+      resolve(run)
+    })
   })
 }
 
@@ -199,9 +223,10 @@ if (WARMUP > 0) {
 const runs = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
-    const run = await load(c)
+    const run = await load(c, undefined, CONNECTIONS, 'job.json', SECONDS, targetPid(c))
     runs.get(c.name)!.push(run)
-    log(`round ${round} ${c.name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
+    log(`round ${round} ${c.name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
+      `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
   }
 }
 clearInterval(sampler)
@@ -294,6 +319,10 @@ const rows = CASES.map((c) => {
     p50_ms: median(list.map((r) => r.p50)),
     p99_ms: median(list.map((r) => r.p99)),
     ratio: Math.round((rps / ceiling) * 1000) / 1000,
+    // CPU time per request of the process answering and of the load generator (medians of the
+    // rounds): steadier than req/s on a shared machine, and they show where the two cores went
+    server_cpu_us_per_request: median(list.map((r) => perRequest(r.serverCpuUs!, r))),
+    load_generator_cpu_us_per_request: median(list.map((r) => perRequest(r.cpuUs, r))),
     statuses: Object.fromEntries(Object.entries(list[list.length - 1].statusCodes ?? {}).map(([k, v]) => [k, v.count])),
     errors: list.reduce((n, r) => n + r.errors + r.timeouts, 0),
     rounds: list.map((r) => Math.round(r.rps))
@@ -321,11 +350,11 @@ writeFileSync(resultsFile, JSON.stringify(results, null, 2) + '\n')
 log(`figures written to ${resultsFile}`)
 
 const table = [
-  `${'case'.padEnd(16)} ${'req/s'.padStart(8)} ${'ratio'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`,
-  ...rows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${String(r.p50_ms).padStart(7)} ${String(r.p99_ms).padStart(7)}  ${JSON.stringify(r.statuses)}`),
+  `${'case'.padEnd(16)} ${'req/s'.padStart(8)} ${'ratio'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)} ${'generator'.padStart(9)}  statuses`,
+  ...rows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${String(r.p50_ms).padStart(7)} ${String(r.p99_ms).padStart(7)} ${String(r.server_cpu_us_per_request).padStart(10)} ${String(r.load_generator_cpu_us_per_request).padStart(9)}  ${JSON.stringify(r.statuses)}`),
   '',
   ...(sharedRows.length > 0
-    ? ['', 'two instances sharing Redis (STATE_URL), same machine:', ...sharedRows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${'-'.padStart(7)} ${String(r.p99_ms).padStart(7)}  ${JSON.stringify(r.statuses)}  (one process: ${r.single_process_rps} req/s)`)]
+    ? ['', 'two instances sharing Redis (STATE_URL), same machine:', ...sharedRows.map((r) => `${r.case.padEnd(16)} ${String(r.rps).padStart(8)} ${r.ratio.toFixed(3).padStart(6)} ${'-'.padStart(7)} ${String(r.p99_ms).padStart(7)} ${'-'.padStart(10)} ${'-'.padStart(9)}  ${JSON.stringify(r.statuses)}  (one process: ${r.single_process_rps} req/s)`)]
     : []),
   '',
   `boot with ${SITES.toLocaleString('en')} sites: ${results.boot_ms} ms (first boot on a new file, verifying and writing the index snapshot: ${results.first_boot_ms} ms)`,
