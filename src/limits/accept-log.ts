@@ -9,6 +9,8 @@ export class AcceptLog {
   size = 0
   /** sequence number of the next entry; entries are addressed by it for setRows */
   nextSeq = 0
+  /** per window length (ms): the sequence number of the window's first entry when last asked */
+  private readonly starts = new Map<number, number>()
 
   constructor (public capacity: number, initial = 16) {
     const n = Math.max(1, Math.min(capacity, initial))
@@ -67,9 +69,40 @@ export class AcceptLog {
     return lo
   }
 
-  /** Drops entries at or before `time`. */
+  /**
+   * firstAfter(after) for a window's start: where the last call for the same window length
+   * ended, the walk goes on (a window's start only moves forward), so each request costs a step or
+   * two instead of a binary search over the whole log, whose probes land far apart in a busy
+   * partner's log of up to a day of requests. Exact whatever `after` is: a start that moved back
+   * (or a long way on) is searched for.
+   */
+  windowStart (windowMs: number, after: number): number {
+    const oldest = this.nextSeq - this.size
+    const i = Math.max(0, (this.starts.get(windowMs) ?? oldest) - oldest)
+    const start = i <= this.size && (i === 0 || this.at(i - 1) <= after) ? this.walk(i, after) : this.firstAfter(after)
+    this.starts.set(windowMs, oldest + start)
+    return start
+  }
+
+  /** The first index from `i` on with time > after, given that the entries before `i` are not. */
+  private walk (i: number, after: number): number {
+    const end = Math.min(this.size, i + 16)
+    while (i < end && this.at(i) <= after) i++
+    if (i < end || i === this.size) return i
+    // a long way on: search the rest
+    let lo = i
+    let hi = this.size
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.at(mid) > after) hi = mid
+      else lo = mid + 1
+    }
+    return lo
+  }
+
+  /** Drops entries at or before `time` (usually none or a few, at the oldest end). */
   dropUntil (time: number) {
-    const k = this.firstAfter(time)
+    const k = this.walk(0, time)
     this.head = (this.head + k) % this.times.length
     this.size -= k
   }

@@ -72,7 +72,7 @@ export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: 
   let rows = 0
   let resetsInMs = 0
   if (log && log.size > 0) {
-    const from = log.firstAfter(now - windowMs)
+    const from = log.windowStart(windowMs, now - windowMs)
     used = log.size - from
     if (withRows) for (let i = from; i < log.size; i++) rows += log.rowsAt(i)
     if (used > 0) resetsInMs = log.at(from) + windowMs - now
