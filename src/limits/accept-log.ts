@@ -59,7 +59,11 @@ export class AcceptLog {
 
   /** Index (oldest = 0) of the first entry with time > after; size when none. */
   firstAfter (after: number): number {
-    let lo = 0
+    return this.search(0, after)
+  }
+
+  /** firstAfter by binary search, given that the entries before `lo` are not after. */
+  private search (lo: number, after: number): number {
     let hi = this.size
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
@@ -89,15 +93,7 @@ export class AcceptLog {
     const end = Math.min(this.size, i + 16)
     while (i < end && this.at(i) <= after) i++
     if (i < end || i === this.size) return i
-    // a long way on: search the rest
-    let lo = i
-    let hi = this.size
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.at(mid) > after) hi = mid
-      else lo = mid + 1
-    }
-    return lo
+    return this.search(i, after) // a long way on: search the rest
   }
 
   /** Drops entries at or before `time` (usually none or a few, at the oldest end). */
