@@ -188,8 +188,10 @@ interface Run {
   serverCpuUs?: number
 }
 const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.total)) * 10) / 10
-const targetPid = (c: Case) => c.name.startsWith('hello-world') ? hello.pid! : service.pid!
-function load (c: Case, base = c.name.startsWith('hello-world') ? `http://127.0.0.1:${helloPort}` : serviceUrl, connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, pid?: number): Promise<Run> {
+/** Where a case is answered: the bare process for the ceilings, the service for the rest. */
+interface Target { base: string, pid?: number }
+const targetOf = (c: Case): Target => c.name.startsWith('hello-world') ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
+function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS): Promise<Run> {
   const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
     base,
@@ -198,8 +200,8 @@ function load (c: Case, base = c.name.startsWith('hello-world') ? `http://127.0.
     seconds,
     headers: c.token ? { authorization: `Bearer ${c.token}` } : undefined
   }))
-  // the target's CPU from the generator's start to its end: a few hundred ms of the generator's
-  // own start-up, when the target is idle, are in the window but cost the target nothing
+  // the target's CPU (when its pid is known) from the generator's start to its end: a few hundred
+  // ms of the generator's own start-up, when the target is idle, are in the window but cost it nothing
   const before = pid === undefined ? 0 : cpuUs(pid)
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), job], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
@@ -223,7 +225,7 @@ if (WARMUP > 0) {
 const runs = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
-    const run = await load(c, undefined, CONNECTIONS, 'job.json', SECONDS, targetPid(c))
+    const run = await load(c)
     runs.get(c.name)!.push(run)
     log(`round ${round} ${c.name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
       `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
@@ -266,7 +268,7 @@ if (process.env.BENCH_SHARED !== '0' && hasRedis) {
   const sharedRuns = new Map<string, { rps: number, p99: number, statusCodes: Record<string, number> }[]>(sharedCases.map((c) => [c.name, []]))
   for (let round = 1; round <= ROUNDS; round++) {
     for (const c of sharedCases) {
-      const both = await Promise.all(instances.map((inst, i) => load(c, inst.url, Math.ceil(CONNECTIONS / 2), `job-shared-${i}.json`)))
+      const both = await Promise.all(instances.map((inst, i) => load(c, { base: inst.url }, Math.ceil(CONNECTIONS / 2), `job-shared-${i}.json`)))
       const statusCodes: Record<string, number> = {}
       for (const r of both) for (const [k, v] of Object.entries(r.statusCodes ?? {})) statusCodes[k] = (statusCodes[k] ?? 0) + v.count
       const run = { rps: both.reduce((n, r) => n + r.rps, 0), p99: Math.max(...both.map((r) => r.p99)), statusCodes }
@@ -320,7 +322,7 @@ const rows = CASES.map((c) => {
     p99_ms: median(list.map((r) => r.p99)),
     ratio: Math.round((rps / ceiling) * 1000) / 1000,
     // CPU time per request of the process answering and of the load generator (medians of the
-    // rounds): steadier than req/s on a shared machine, and they show where the two cores went
+    // rounds): where the two cores went. They move from run to run about as much as req/s does.
     server_cpu_us_per_request: median(list.map((r) => perRequest(r.serverCpuUs!, r))),
     load_generator_cpu_us_per_request: median(list.map((r) => perRequest(r.cpuUs, r))),
     statuses: Object.fromEntries(Object.entries(list[list.length - 1].statusCodes ?? {}).map(([k, v]) => [k, v.count])),

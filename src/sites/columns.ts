@@ -92,12 +92,6 @@ export class CodeColumn {
     }
   }
 
-  static from (values: readonly string[]): CodeColumn {
-    const b = CodeColumn.builder(values.length)
-    for (let i = 0; i < values.length; i++) b.set(i, values[i])
-    return b.done()
-  }
-
   get length (): number {
     return this.codes.length
   }
