@@ -4,13 +4,24 @@
 // Only 200s are stored; every 200 carries an ETag and Cache-Control, and a matching
 // If-None-Match gets 304. Runs after the limiter, so cached answers count; emptied on reload.
 // Hooks are callback-style and bodies are kept as Buffers: this is the hot path.
+//
+// A repeated request is found before validation: an alias memo maps the URL as it came (without
+// its token) to the normalised key and what of the partner it was made for, so a hit skips
+// parsing and checking the parameters. The entry is still looked up by the normalised key, and
+// served only while its dataset is the one in service. A URL asked by partners of different
+// permissions keeps the last one's alias; the others take the normal way, still to a hit.
 import { hash } from 'node:crypto'
 import fp from 'fastify-plugin'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import { canonicalOf } from '../src/query.ts'
 import { JSON_TYPE, sendJson } from '../src/records.ts'
 import { answers } from '../src/answer-pool.ts'
+import { BoundedMap } from '../src/bounded-map.ts'
+import { datasetFor } from '../src/partners/permissions.ts'
+import type { DatasetName } from '../src/sites/dataset-file.ts'
+import { TOKEN_PREFIX } from '../src/partners/tokens.ts'
+import type { Dataset } from '../src/sites/dataset.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,14 +30,20 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     cacheKey?: string
+    /** the URL as it came without its token, for the alias memo (undefined: not memoised) */
+    cacheAlias?: string
   }
   interface FastifyInstance {
     /** the answers cache (read it; only this plugin writes it) */
     responseCache: LRUCache<string, CachedAnswer>
+    /** URL as it came, without its token → normalised key (read it; only this plugin writes it) */
+    responseCacheAliases: BoundedMap<string, CacheAlias>
   }
 }
 
 export interface CachedAnswer {
+  /** the dataset the answer was made from */
+  dataset: Dataset
   body: Buffer
   /** Content-Type: JSON, or GeoJSON (format=geojson) */
   type: string
@@ -49,6 +66,39 @@ function keyOf (request: FastifyRequest): string {
   return `${request.dataset!.version}\u0000${request.route.url}\u0000${canonicalOf(request.params)}\u0000${canonicalOf(request.query)}\u0000${request.partner.fingerprint}`
 }
 
+/** Longest URL memoised: answers' URLs are far shorter, and junk parameters must not fill memory. */
+const MAX_ALIAS_URL = 512
+
+/**
+ * The URL as it came, without its token (api_key=…): the alias memo's key. undefined when the URL
+ * is long, has a %-escape (which could hide a token or a parameter's name) or anything shaped like
+ * a token outside api_key.
+ */
+export function aliasUrlOf (url: string): string | undefined {
+  if (url.length > MAX_ALIAS_URL || url.includes('%')) return undefined
+  let at = url.indexOf('api_key')
+  while (at !== -1) {
+    const before = url.charCodeAt(at - 1)
+    const after = url.charCodeAt(at + 7)
+    if ((before === 0x3f || before === 0x26) && (after === 0x3d || after === 0x26 || at + 7 === url.length)) {
+      // the parameter goes, with one of the separators around it
+      const end = url.indexOf('&', at)
+      url = end === -1 ? url.slice(0, at - 1) : url.slice(0, at) + url.slice(end + 1)
+      at = url.indexOf('api_key', at)
+    } else at = url.indexOf('api_key', at + 7)
+  }
+  return url.includes(TOKEN_PREFIX) ? undefined : url
+}
+
+/** What an alias stands for: the normalised key, for a partner of these permissions and dataset. */
+export interface CacheAlias {
+  /** the partner's permission fingerprint */
+  fingerprint: string
+  /** the dataset the partner is served from without demo= (demo= is in the URL) */
+  dataset: DatasetName
+  key: string
+}
+
 async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
   const enabled = options.ttlSeconds > 0
   const lru = new LRUCache<string, CachedAnswer>({
@@ -65,9 +115,48 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   // the body), salted with what shapes every body but is not in the key.
   const salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
   const etagOf = (key: string) => `"${hash('sha1', salt + key, 'base64url')}"`
-  app.datasets.onSwap(() => lru.clear())
+  const aliases = new BoundedMap<string, CacheAlias>(options.maxEntries)
+  /** An answer may be served, and an alias made to it, only while its dataset is in service. */
+  const current = (dataset: Dataset) => app.datasets.get(dataset.name) === dataset
+  app.datasets.onSwap(() => {
+    lru.clear()
+    aliases.clear()
+  })
   app.decorate('responseCache', lru)
+  app.decorate('responseCacheAliases', aliases)
   app.decorateRequest('cacheKey', undefined)
+  app.decorateRequest('cacheAlias', undefined)
+
+  const remember = (request: FastifyRequest, key: string) => {
+    if (request.cacheAlias === undefined) return
+    aliases.set(request.cacheAlias, { fingerprint: request.partner.fingerprint, dataset: datasetFor(request.partner, false), key })
+  }
+  const serve = (request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer) => {
+    request.cacheKey = key
+    request.cacheStatus = 'hit'
+    request.rows = entry.rows
+    request.dataset = entry.dataset
+    reply.header('etag', entry.etag).header('cache-control', cacheControl)
+    if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
+    else {
+      answers.retain(entry.body) // the request's own reference: the entry may go meanwhile
+      sendJson(reply, entry.body, entry.type)
+    }
+  }
+
+  // After the token check and the limiter (their onRequest hooks are registered before this one):
+  // a repeated request is answered here, before its parameters are parsed and checked.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!enabled || !request.route.config.cache || !request.partner) return done()
+    const url = aliasUrlOf(request.url)
+    request.cacheAlias = url
+    const alias = url === undefined ? undefined : aliases.get(url)
+    if (alias === undefined || alias.fingerprint !== request.partner.fingerprint || alias.dataset !== datasetFor(request.partner, false)) return done()
+    const entry = lru.get(alias.key)
+    if (entry === undefined || !current(entry.dataset)) return done()
+    serve(request, reply, alias.key, entry)
+    // answered: done() is not called
+  })
 
   app.addHook('preHandler', (request, reply, done) => {
     if (!request.route.config.cache) return done()
@@ -78,14 +167,9 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
       request.cacheStatus = 'miss'
       return done()
     }
-    request.cacheStatus = 'hit'
-    request.rows = entry.rows
-    reply.header('etag', entry.etag).header('cache-control', cacheControl)
-    if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
-    else {
-      answers.retain(entry.body) // the request's own reference: the entry may go meanwhile
-      sendJson(reply, entry.body, entry.type)
-    }
+    // the same question asked another way (or its alias was forgotten)
+    if (current(entry.dataset)) remember(request, key)
+    serve(request, reply, key, entry)
     // answered: done() is not called
   })
 
@@ -101,7 +185,11 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     reply.header('etag', etag).header('cache-control', cacheControl)
     if (enabled) {
       answers.retain(body)
-      lru.set(request.cacheKey, { body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
+      const dataset = request.dataset!
+      lru.set(request.cacheKey, { dataset, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
+      // Not when the dataset was swapped while this answer was made: the entry (under the old
+      // version's key) can then never be found.
+      if (current(dataset)) remember(request, request.cacheKey)
     }
     if (etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)

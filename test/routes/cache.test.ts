@@ -1,13 +1,17 @@
 // The response cache: isolation between partners, reloads, ETag and 304, what is cached.
 import { join } from 'node:path'
 import t from 'tap'
+import { aliasUrlOf } from '../../plugins/cache.ts'
 import { writeDataset } from '../../src/sites/dataset-file.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 const sandbox = [site('c-4', 4, 51.5, -0.12), site('c-7', 7, 51.5, -0.121), site('c-5', 5, 51.5, -0.122)]
+const production = [site('p-4', 4, 51.5, -0.12), site('p-5', 5, 51.5, -0.121)]
 const { app, tokens, dataDir } = await buildTestApp(t, {
   sandbox,
+  production,
   partners: [
+    { name: 'Live hotels', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED },
     { name: 'Hotels', slug: 'hotels', tier: 'growth', categories: [4], limitOverrides: UNLIMITED },
     { name: 'Pubs', slug: 'pubs', tier: 'growth', categories: [5], limitOverrides: UNLIMITED },
     { name: 'Near', slug: 'near', tier: 'growth', categories: [4, 5, 7], maxResults: 1, limitOverrides: UNLIMITED },
@@ -18,6 +22,9 @@ const Q = '/v1/sites?lat=51.5&lng=-0.12'
 const get = (slug: string, path = Q, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url: `${path}&api_key=${tokens[slug]}`, headers })
 const ids = (body: string) => (JSON.parse(body) as { id: string }[]).map((s) => s.id)
+/** The token in a header: the URL is the alias as it is. */
+const bearer = (slug: string, url: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${tokens[slug]}`, ...headers } })
 
 t.test('partners with different permissions never share an answer', async (t) => {
   for (let round = 0; round < 2; round++) {
@@ -79,9 +86,85 @@ t.test('tags are the same in another app instance on the same data (as after a r
   t.equal(there.body, here.body)
 })
 
+t.test('aliases: a repeated request is answered by its alias, with the same bytes and headers', async (t) => {
+  const url = `${Q}&radius=3`
+  t.equal(app.responseCacheAliases.get(url), undefined)
+  const first = await bearer('hotels', url)
+  const alias = app.responseCacheAliases.get(url)!
+  t.match(alias, { fingerprint: '4|75|100', dataset: 'sandbox' })
+  t.ok(app.responseCache.has(alias.key), 'the alias leads to the entry, by its normalised key')
+  const second = await bearer('hotels', url)
+  t.equal(second.statusCode, 200)
+  t.equal(second.body, first.body)
+  for (const h of ['etag', 'cache-control', 'content-type', 'content-length']) t.equal(second.headers[h], first.headers[h], h)
+  t.not(second.headers['x-request-id'], first.headers['x-request-id'])
+  const notModified = await bearer('hotels', url, { 'if-none-match': first.headers.etag as string })
+  t.equal(notModified.statusCode, 304)
+  t.equal(notModified.body, '')
+  const other = await bearer('hotels', `${Q}&radius=3.0`)
+  t.equal(other.headers.etag, first.headers.etag, 'the same question asked another way: the same entry')
+  t.equal(app.responseCacheAliases.get(`${Q}&radius=3.0`)!.key, alias.key)
+})
+
+t.test('aliases: the same URL for partners of other permissions or datasets', async (t) => {
+  const url = `${Q}&radius=4`
+  t.equal(app.partners.byToken(tokens.live)!.fingerprint, app.partners.byToken(tokens.hotels)!.fingerprint, 'live and hotels differ only by dataset')
+  for (let round = 0; round < 3; round++) {
+    t.same(ids((await bearer('hotels', url)).body), ['c-4'])
+    t.same(ids((await bearer('pubs', url)).body), ['c-5'])
+    t.same(ids((await bearer('live', url)).body), ['p-4'])
+    t.same(ids((await bearer('far', url)).body), ['c-4', 'c-7'])
+    t.same(ids((await bearer('live', `${url}&demo=1`)).body), ['c-4'], 'demo= is in the URL')
+    t.same(ids((await bearer('live', url)).body), ['p-4'])
+  }
+})
+
+t.test('aliases never hold a token', async (t) => {
+  const token = tokens.hotels
+  const asked = [
+    `/v1/sites?api_key=${token}&lat=51.5&lng=-0.12&radius=8`,
+    `/v1/sites?lat=51.5&api_key=${token}&lng=-0.12&radius=8`,
+    `/v1/sites?lat=51.5&lng=-0.12&radius=8&api_key=${token}`,
+    `/v1/sites?lat=51.5&lng=-0.12&radius=8&note=${token}&api_key=${token}`,
+    `/v1/sites?lat=51.5&lng=-0.12&radius=8&api%5Fkey=${token}`,
+    `/v1/sites?lat=51.5&lng=-0.12&radius=8&api_key=${encodeURIComponent(token)}`
+  ]
+  for (const url of asked) {
+    for (let i = 0; i < 2; i++) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, url)
+  }
+  const held = JSON.stringify([...app.responseCacheAliases.keys()].map((k) => [k, app.responseCacheAliases.get(k)]))
+  t.notMatch(held, 'lsp_')
+  t.notMatch(held, token.slice(4))
+  t.ok(app.responseCacheAliases.get('/v1/sites?lat=51.5&lng=-0.12&radius=8'), 'the first three have one alias, without the token')
+})
+
+t.test('the URL an alias is made of', async (t) => {
+  const token = 'lsp_0123456789abcdefghij'
+  const cases: Array<[string, string | undefined]> = [
+    ['/v1/sites?lat=1&lng=2', '/v1/sites?lat=1&lng=2'],
+    [`/v1/sites?api_key=${token}&lat=1&lng=2`, '/v1/sites?lat=1&lng=2'],
+    [`/v1/sites?lat=1&api_key=${token}&lng=2`, '/v1/sites?lat=1&lng=2'],
+    [`/v1/sites?lat=1&lng=2&api_key=${token}`, '/v1/sites?lat=1&lng=2'],
+    [`/v1/sites?api_key=${token}`, '/v1/sites'],
+    ['/v1/sites?lat=1&api_key&lng=2', '/v1/sites?lat=1&lng=2'],
+    ['/v1/sites?lat=1&api_key=&lng=2', '/v1/sites?lat=1&lng=2'],
+    [`/v1/sites?lat=1&api_key=${token}&api_key=${token}`, '/v1/sites?lat=1'],
+    ['/v1/sites?lat=1&xapi_key=2&api_keys=3', '/v1/sites?lat=1&xapi_key=2&api_keys=3'],
+    [`/v1/sites?lat=1&xapi_key=${token}`, undefined],
+    [`/v1/sites?lat=1&note=${token}`, undefined],
+    [`/v1/${token}/sites?lat=1`, undefined],
+    ['/v1/sites?lat=1&api%5Fkey=x', undefined],
+    [`/v1/sites?lat=1&x=${'y'.repeat(500)}`, undefined]
+  ]
+  for (const [url, expected] of cases) t.equal(aliasUrlOf(url), expected, url)
+})
+
 t.test('a reload makes new data visible at once', async (t) => {
   t.same(ids((await get('hotels')).body), ['c-4'])
+  t.same(ids((await bearer('hotels', Q)).body), ['c-4'])
+  t.ok(app.responseCacheAliases.get(Q), 'an alias leads to the old answer')
   writeDataset(join(dataDir, 'sandbox.db'), [site('new-4', 4, 51.5, -0.12)], { source: 'test', precision: 3 })
   t.equal((await app.reloadDatasets('test')).ok, true)
   t.same(ids((await get('hotels')).body), ['new-4'])
+  t.same(ids((await bearer('hotels', Q)).body), ['new-4'])
 })

@@ -107,7 +107,8 @@ t.test('10,000 unknown tokens make no state and leave memory flat', async (t) =>
     partners: app.partners.size,
     limiterLogs: (app.limiter.store as unknown as { logs: Map<string, unknown> }).logs.size,
     telemetry: (app.telemetry as unknown as { rings: Map<string, unknown> }).rings.size,
-    cache: app.responseCache.size
+    cache: app.responseCache.size,
+    cacheAliases: app.responseCacheAliases.size
   })
   const unknown = async (n: number) => {
     for (let i = 0; i < n; i++) {
@@ -130,6 +131,6 @@ t.test('10,000 unknown tokens make no state and leave memory flat', async (t) =>
   t.equal(lines.length, 20_000, 'each refused request logged once')
   clearLines()
   const heapAfter = heapMb()
-  t.same(state(), before, 'no partner, limiter, telemetry or cache entry for any unknown token')
+  t.same(state(), before, 'no partner, limiter, telemetry, cache entry or alias for any unknown token')
   t.ok(heapAfter - heapBefore < 3, `heap ${heapBefore.toFixed(1)} MB -> ${heapAfter.toFixed(1)} MB after 20,000 refused requests`)
 })
