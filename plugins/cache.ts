@@ -7,7 +7,7 @@
 //
 // A repeated request is found before validation: an alias memo maps the URL as it came (without
 // its token) to the normalised key and what of the partner it was made for, so a hit skips
-// parsing and checking the parameters. The entry is still looked up by the normalised key, and
+// parsing and checking the parameters. An alias is made on a URL's first hit. The entry is still looked up by the normalised key, and
 // served only while its dataset is the one in service. A URL asked by partners of different
 // permissions keeps the last one's alias; the others take the normal way, still to a hit.
 import { hash } from 'node:crypto'
@@ -127,10 +127,6 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
   app.decorateRequest('cacheKey', undefined)
   app.decorateRequest('cacheAlias', undefined)
 
-  const remember = (request: FastifyRequest, key: string) => {
-    if (request.cacheAlias === undefined) return
-    aliases.set(request.cacheAlias, { fingerprint: request.partner.fingerprint, dataset: datasetFor(request.partner, false), key })
-  }
   const serve = (request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer) => {
     request.cacheKey = key
     request.cacheStatus = 'hit'
@@ -167,8 +163,11 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
       request.cacheStatus = 'miss'
       return done()
     }
-    // the same question asked another way (or its alias was forgotten)
-    if (current(entry.dataset)) remember(request, key)
+    // Asked again: from now on the URL as it came leads here. Aliases are made on a first hit, not
+    // when an answer is stored, so URLs asked once (most, under a load of misses) make none.
+    if (request.cacheAlias !== undefined && current(entry.dataset)) {
+      aliases.set(request.cacheAlias, { fingerprint: request.partner.fingerprint, dataset: datasetFor(request.partner, false), key })
+    }
     serve(request, reply, key, entry)
     // answered: done() is not called
   })
@@ -185,11 +184,7 @@ async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEn
     reply.header('etag', etag).header('cache-control', cacheControl)
     if (enabled) {
       answers.retain(body)
-      const dataset = request.dataset!
-      lru.set(request.cacheKey, { dataset, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
-      // Not when the dataset was swapped while this answer was made: the entry (under the old
-      // version's key) can then never be found.
-      if (current(dataset)) remember(request, request.cacheKey)
+      lru.set(request.cacheKey, { dataset: request.dataset!, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
     }
     if (etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)

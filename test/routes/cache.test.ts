@@ -90,9 +90,12 @@ t.test('aliases: a repeated request is answered by its alias, with the same byte
   const url = `${Q}&radius=3`
   t.equal(app.responseCacheAliases.get(url), undefined)
   const first = await bearer('hotels', url)
+  t.equal(app.responseCacheAliases.get(url), undefined, 'an answer asked once makes no alias')
+  const again = await bearer('hotels', url)
   const alias = app.responseCacheAliases.get(url)!
-  t.match(alias, { fingerprint: '4|75|100', dataset: 'sandbox' })
+  t.match(alias, { fingerprint: '4|75|100', dataset: 'sandbox' }, 'its first hit does')
   t.ok(app.responseCache.has(alias.key), 'the alias leads to the entry, by its normalised key')
+  t.equal(again.body, first.body)
   const second = await bearer('hotels', url)
   t.equal(second.statusCode, 200)
   t.equal(second.body, first.body)
@@ -103,7 +106,7 @@ t.test('aliases: a repeated request is answered by its alias, with the same byte
   t.equal(notModified.body, '')
   const other = await bearer('hotels', `${Q}&radius=3.0`)
   t.equal(other.headers.etag, first.headers.etag, 'the same question asked another way: the same entry')
-  t.equal(app.responseCacheAliases.get(`${Q}&radius=3.0`)!.key, alias.key)
+  t.equal(app.responseCacheAliases.get(`${Q}&radius=3.0`)!.key, alias.key, 'and an alias to it')
 })
 
 t.test('aliases: the same URL for partners of other permissions or datasets', async (t) => {
