@@ -2,7 +2,7 @@
 // onRequest after auth, so refused tokens count against nothing; /usage never reaches it.
 // Counters are saved to control.db every COUNTER_SAVE_MS and at close (onClose hooks run last
 // registered first, so before control.db closes), and restored at boot.
-// Telemetry events and the rows of each accepted request are recorded when the answer is sent.
+// The rows of each accepted request and its telemetry event are recorded by usage-record.ts.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type Database from 'better-sqlite3'
@@ -143,26 +143,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
     else apply(result)
   })
 
-  app.addHook('onResponse', (request, reply, done) => {
-    done()
-    const endpoint = request.route.config.endpoint
-    if (endpoint === undefined || !request.partner) return
-    const rows = reply.statusCode === 200 ? request.rows : 0
-    if (request.limitSeq !== undefined && rows > 0) {
-      const set = limiter.setRows(request.partner.id, request.limitSeq, rows)
-      if (set instanceof Promise) set.catch((err) => app.log.error({ err }, 'rows could not be recorded'))
-    }
-    if (endpoint === 'usage') return
-    telemetry.record(request.partner.id, {
-      timestamp: clock(),
-      endpoint,
-      status: reply.statusCode,
-      rows,
-      durationMs: Math.round(reply.elapsedTime * 100) / 100,
-      dataset: request.dataset?.name ?? null,
-      cache: request.cacheStatus
-    })
-  })
 }
 
 export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health', 'reload', 'shared-state'] })

@@ -28,6 +28,7 @@ import auth from '../plugins/auth.ts'
 import reload from '../plugins/reload.ts'
 import rateLimit from '../plugins/rate-limit.ts'
 import cache from '../plugins/cache.ts'
+import usageRecord from '../plugins/usage-record.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -133,6 +134,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
+  // after the cache: its onSend hook runs first, so the status recorded is the one sent
+  await app.register(usageRecord)
   await app.register(openapi, { apiPrefix: config.apiPrefix })
   const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }
   await app.register(sitesRoutes, routeOptions)

@@ -62,6 +62,22 @@ t.test('ETag, Cache-Control and 304', async (t) => {
   t.equal(missed304.statusCode, 200, 'another partner, another tag')
 })
 
+t.test('/usage records the status sent: a miss turned into a 304 is a 304 of no rows', async (t) => {
+  const usage = async () => JSON.parse((await app.inject({ method: 'GET', url: `/v1/usage?expand=telemetry&api_key=${tokens.hotels}` })).body)
+  const before = await usage()
+  const notModified = await get('hotels', `${Q}&radius=11`, { 'if-none-match': '*' })
+  t.equal(notModified.statusCode, 304, 'a miss: made, then not sent')
+  const after = await usage()
+  t.match(after.telemetry.recent_events[0], { endpoint: 'sites', status: 304, rows: 0, cache: 'miss' })
+  t.equal(after.windows.minute.rows, before.windows.minute.rows, 'no rows counted')
+  t.equal(after.windows.minute.used, before.windows.minute.used + 1, 'the request counted')
+  const sent = await get('hotels', `${Q}&radius=12`)
+  t.equal(sent.statusCode, 200)
+  const last = await usage()
+  t.match(last.telemetry.recent_events[0], { endpoint: 'sites', status: 200, rows: 1, cache: 'miss' })
+  t.equal(last.windows.minute.rows, before.windows.minute.rows + 1)
+})
+
 t.test('errors are not cached and say no-store', async (t) => {
   const bad = await get('hotels', '/v1/sites?lat=91&lng=0')
   t.equal(bad.headers['cache-control'], 'no-store')
