@@ -53,10 +53,13 @@ if (!skippedWithoutRedis(t)) {
     const reports = await Promise.all(servers.map((s) => usage(s, crowd)))
     for (const r of reports) {
       t.same([r.windows.minute.used, r.windows.minute.remaining, r.windows.day.used], [30, 0, 30], 'the same windows on every instance')
-      t.equal(r.windows.minute.rows, reports[0].windows.minute.rows)
-      t.equal(r.telemetry.events, 100, 'one telemetry feed: every instance\'s events')
     }
-    t.equal(reports[0].windows.minute.rows, 30, 'rows of the 30 answers, one record each')
+    // rows and events are recorded before each answer is sent, so all are there once all came back
+    // (the figures are in the messages: a failure's diff may be cut from a CI log)
+    const rows = reports.map((r) => r.windows.minute.rows)
+    t.same(rows, [30, 30, 30], `rows of the 30 answers, one record each, on every instance: ${rows}`)
+    const events = reports.map((r) => r.telemetry.events)
+    t.same(events, [100, 100, 100], `one telemetry feed, every instance's events, on every instance: ${events}`)
   })
 
   t.test('Redis killed under load: no 5xx, degraded, limiting alone; back: merged', async (t) => {
