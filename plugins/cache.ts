@@ -71,7 +71,9 @@ const MAX_ALIAS_URL = 512
 /**
  * The URL as it came, without its token (api_key=…): the alias memo's key. undefined when the URL
  * is long, has a %-escape (which could hide a token or a parameter's name) or anything shaped like
- * a token outside api_key.
+ * a token outside api_key. Not redactUrl (src/redact.ts): that keeps a URL readable, replacing
+ * secret-looking values and token-shaped text in place, so two URLs that differ there read alike;
+ * an alias must keep everything that can shape the answer.
  */
 export function aliasUrlOf (url: string): string | undefined {
   if (url.length > MAX_ALIAS_URL || url.includes('%')) return undefined

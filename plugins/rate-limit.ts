@@ -142,7 +142,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
     if (result instanceof Promise) result.then(apply, done)
     else apply(result)
   })
-
 }
 
 export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health', 'reload', 'shared-state'] })

@@ -10,24 +10,23 @@ async function usageRecord (app: FastifyInstance) {
   const { limiter, telemetry } = app
   app.addHook('onSend', (request, reply, payload, done) => {
     const endpoint = request.route.config.endpoint
-    if (endpoint === undefined || !request.partner) return done(null, payload)
+    // /usage is neither counted (the limiter passes it by: no limitSeq) nor an event
+    if (endpoint === undefined || endpoint === 'usage' || !request.partner) return done(null, payload)
     const status = reply.statusCode
     const rows = status === 200 ? request.rows : 0
     if (request.limitSeq !== undefined && rows > 0) {
       const set = limiter.setRows(request.partner.id, request.limitSeq, rows)
       if (set instanceof Promise) set.catch((err) => app.log.error({ err }, 'rows could not be recorded'))
     }
-    if (endpoint !== 'usage') {
-      telemetry.record(request.partner.id, {
-        timestamp: limiter.clock(),
-        endpoint,
-        status,
-        rows,
-        durationMs: Math.round(reply.elapsedTime * 100) / 100,
-        dataset: request.dataset?.name ?? null,
-        cache: request.cacheStatus
-      })
-    }
+    telemetry.record(request.partner.id, {
+      timestamp: limiter.clock(),
+      endpoint,
+      status,
+      rows,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      dataset: request.dataset?.name ?? null,
+      cache: request.cacheStatus
+    })
     done(null, payload)
   })
 }

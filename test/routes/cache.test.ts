@@ -150,7 +150,7 @@ t.test('aliases never hold a token', async (t) => {
     `/v1/sites?lat=51.5&lng=-0.12&radius=8&api_key=${token}`,
     `/v1/sites?lat=51.5&lng=-0.12&radius=8&note=${token}&api_key=${token}`,
     `/v1/sites?lat=51.5&lng=-0.12&radius=8&api%5Fkey=${token}`,
-    `/v1/sites?lat=51.5&lng=-0.12&radius=8&api_key=${encodeURIComponent(token)}`
+    `/v1/sites?lat=51.5&lng=-0.12&radius=8&note=${token.replace('_', '%5F')}&api_key=${token}`
   ]
   for (const url of asked) {
     for (let i = 0; i < 2; i++) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, url)
