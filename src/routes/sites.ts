@@ -3,12 +3,12 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../records.ts'
+import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestJson, sitesGeoJson, sitesJson, type FoundIn } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
-import { findNearby, type Dataset } from '../sites/dataset.ts'
+import { findNearbyIn, type Dataset } from '../sites/dataset.ts'
 
 export const SEARCH_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
@@ -29,7 +29,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
     const ds = request.dataset!
-    const hits = findNearby(ds, {
+    const { hits, index } = findNearbyIn(ds, {
       lng: query.lng,
       lat: query.lat,
       radiusKm: Math.min(query.radius, partner.radiusCapKm),
@@ -37,7 +37,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       categories,
       tag: query.tag
     })
-    return { ds, hits }
+    return { ds, hits, index }
   }
 
   app.get('/sites', {
@@ -56,12 +56,18 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       }
     }
   }, (request, reply) => {
-    const { ds, hits } = search(request, request.partner.maxResults)
+    const { ds, hits, index } = search(request, request.partner.maxResults)
     request.rows = hits.length
     const positions = new Uint32Array(hits.length)
     for (let i = 0; i < hits.length; i++) positions[i] = hits[i].position
-    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, positions, links), GEOJSON_TYPE)
-    return sendJson(reply, sitesJson(ds, positions, links))
+    let within: FoundIn | undefined
+    if (index !== undefined) {
+      const slots = new Uint32Array(hits.length)
+      for (let i = 0; i < hits.length; i++) slots[i] = hits[i].slot
+      within = { index, slots }
+    }
+    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, positions, links, within), GEOJSON_TYPE)
+    return sendJson(reply, sitesJson(ds, positions, links, within))
   })
 
   app.get('/sites/nearest', {

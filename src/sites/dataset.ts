@@ -181,26 +181,34 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
  * at least half of them (a filter that rejects at most one site in two); otherwise the
  * categories' own indexes, so rare categories never walk sites they cannot return.
  */
-export function findNearby (ds: Dataset, query: NearbyQuery): Hit[] {
+export const findNearby = (ds: Dataset, query: NearbyQuery): Hit[] => findNearbyIn(ds, query).hits
+
+/**
+ * findNearby, and the one sub-index every hit's `slot` belongs to (undefined when the hits come
+ * from several, or from a scan).
+ */
+export function findNearbyIn (ds: Dataset, query: NearbyQuery): { hits: Hit[], index: SubIndex | undefined } {
   const allowed = query.categories
   const accept = (position: number) => allowed.includes(ds.categories[position])
+  const one = (index: SubIndex, filter?: (position: number) => boolean) => ({ hits: searchNearby([index], query, filter), index })
   if (query.tag === undefined) {
     const covered = sitesIn(ds, allowed)
     if (allowed.length > 1 && ds.all) {
-      if (covered === ds.count) return searchNearby([ds.all], query)
-      if (covered * 2 >= ds.count) return searchNearby([ds.all], query, accept)
+      if (covered === ds.count) return one(ds.all)
+      if (covered * 2 >= ds.count) return one(ds.all, accept)
     }
     const sources: SubIndex[] = []
     for (const category of allowed) {
       const index = ds.byCategory.get(category)
       if (index) sources.push(index)
     }
-    return searchNearby(sources, query)
+    if (sources.length === 1) return one(sources[0])
+    return { hits: searchNearby(sources, query), index: undefined }
   }
   const candidates = ds.tagSites.get(query.tag)
-  if (!candidates) return []
+  if (!candidates) return { hits: [], index: undefined }
   const index = ds.tagIndexes.get(query.tag)
-  return index ? searchNearby([index], query, accept) : scanNearby(ds, candidates, query, accept)
+  return index ? one(index, accept) : { hits: scanNearby(ds, candidates, query, accept), index: undefined }
 }
 
 /** How many of the dataset's sites are in these categories. */

@@ -37,6 +37,11 @@ export interface Hit {
   position: number
   /** haversine of the central angle: the quantity geokdbush orders and filters by */
   h: number
+  /**
+   * The site's slot in the tree of the sub-index it was found in (-1 from a scan): the sites of
+   * one answer lie in a few leaves, so per-slot tables read for them lie together in memory.
+   */
+  slot: number
 }
 
 /** 0, 1, ..., count - 1: the positions of an index over every site. */
@@ -106,7 +111,8 @@ const scratch = {
   // sites held: a max-heap by (h, position), the worst on top
   bestCap: 0,
   bestH: new Float64Array(0),
-  bestPosition: new Uint32Array(0)
+  bestPosition: new Uint32Array(0),
+  bestSlot: new Uint32Array(0)
 }
 let slots = 0
 let queued = 0
@@ -136,6 +142,7 @@ function makeRoomForBest (limit: number) {
   scratch.bestCap = Math.max(128, limit)
   scratch.bestH = new Float64Array(scratch.bestCap)
   scratch.bestPosition = new Uint32Array(scratch.bestCap)
+  scratch.bestSlot = new Uint32Array(scratch.bestCap)
 }
 
 function queuePush (key: number, slot: number) {
@@ -173,41 +180,43 @@ function queuePop () {
 /** (ha, pa) comes after (hb, pb) in (distance, id) order. */
 const after = (ha: number, pa: number, hb: number, pb: number) => ha > hb || (ha === hb && pa > pb)
 
-function bestSiftUp (i: number, h: number, position: number) {
+function bestSiftUp (i: number, h: number, position: number, slot: number) {
   const H = scratch.bestH
   const P = scratch.bestPosition
+  const S = scratch.bestSlot
   while (i > 0) {
     const parent = (i - 1) >> 1
     if (!after(h, position, H[parent], P[parent])) break
-    H[i] = H[parent]; P[i] = P[parent]
+    H[i] = H[parent]; P[i] = P[parent]; S[i] = S[parent]
     i = parent
   }
-  H[i] = h; P[i] = position
+  H[i] = h; P[i] = position; S[i] = slot
 }
 
-function bestSiftDown (size: number, h: number, position: number) {
+function bestSiftDown (size: number, h: number, position: number, slot: number) {
   const H = scratch.bestH
   const P = scratch.bestPosition
+  const S = scratch.bestSlot
   let i = 0
   const half = size >> 1
   while (i < half) {
     let child = 2 * i + 1
     if (child + 1 < size && after(H[child + 1], P[child + 1], H[child], P[child])) child++
     if (!after(H[child], P[child], h, position)) break
-    H[i] = H[child]; P[i] = P[child]
+    H[i] = H[child]; P[i] = P[child]; S[i] = S[child]
     i = child
   }
-  H[i] = h; P[i] = position
+  H[i] = h; P[i] = position; S[i] = slot
 }
 
 /** A site within the bound: held if there is room or if it comes before the worst held. */
-function offer (h: number, position: number) {
+function offer (h: number, position: number, slot: number) {
   const H = scratch.bestH
   if (held < heldMax) {
-    bestSiftUp(held++, h, position)
+    bestSiftUp(held++, h, position, slot)
     if (held === heldMax) bound = H[0]
   } else if (after(H[0], scratch.bestPosition[0], h, position)) {
-    bestSiftDown(held, h, position)
+    bestSiftDown(held, h, position, slot)
     bound = H[0]
   }
 }
@@ -262,6 +271,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
   makeRoomForBest(heldMax)
   const H = scratch.bestH
   const P = scratch.bestPosition
+  const S = scratch.bestSlot
   slots = 0
   queued = 0
   held = 0
@@ -279,7 +289,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
         if (h > bound) continue
         const position = positions[i]
         if (accept && !accept(position)) continue
-        offer(h, position)
+        offer(h, position, i)
       }
       continue
     }
@@ -292,7 +302,7 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
     const h = haverSinDistCos(lng, lat, cosLat, midLng, midLat, cosLats[m])
     if (h <= bound) {
       const position = positions[m]
-      if (!accept || accept(position)) offer(h, position)
+      if (!accept || accept(position)) offer(h, position, m)
     }
     const nextAxis = 1 - axis
     pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, bound)
@@ -301,8 +311,8 @@ function around (source: SubIndex, lng: number, lat: number, cosLat: number, lim
   // the held sites, nearest first: take the worst off the top, last place first
   const hits = new Array<Hit>(held)
   for (let size = held; size > 0; size--) {
-    hits[size - 1] = { position: P[0], h: H[0] }
-    if (size > 1) bestSiftDown(size - 1, H[size - 1], P[size - 1])
+    hits[size - 1] = { position: P[0], h: H[0], slot: S[0] }
+    if (size > 1) bestSiftDown(size - 1, H[size - 1], P[size - 1], S[size - 1])
   }
   return hits
 }
@@ -355,7 +365,7 @@ export function scanNearby (coords: SiteCoordinates, candidates: Uint32Array, ar
   for (const position of candidates) {
     if (accept && !accept(position)) continue
     const h = haverSinDist(lng, lat, cosLat, coords.lngs[position], coords.lats[position])
-    if (h <= maxH) hits.push({ position, h })
+    if (h <= maxH) hits.push({ position, h, slot: -1 })
   }
   hits.sort(byDistanceThenId)
   return hits.length > limit ? hits.slice(0, limit) : hits

@@ -1,10 +1,11 @@
 // The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { loadDataset } from '../../src/sites/dataset.ts'
-import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesJson } from '../../src/records.ts'
+import { findNearbyIn, loadDataset } from '../../src/sites/dataset.ts'
+import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
-import { buildTestApp, site, tmpDataDir, UNLIMITED } from '../helper.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'
 
 const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', 'Tab\there', 'Emoji 🚁', '</script>', 'Null\u0000byte', '']
 const sites = NAMES.map((name, i) => site(`n-${i}`, 4, 10 + i / 100, 20, ['~odd'], { name, latitude: i % 2 ? -0.001 : 89.999, longitude: i % 3 ? 179.999 : -180 }))
@@ -25,6 +26,61 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
   const odd = 'https://x.example/a"b\\c/pad/'
   t.equal(sitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, odd))), 'a link prefix that needs escaping')
   t.equal(minimalSitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, odd))))
+})
+
+t.test('answers whose spans are read by tree slot equal JSON.stringify of the records', async (t) => {
+  const dir = tmpDataDir(t)
+  const sites = randomSites('slots', 4000)
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  const links = 'https://pilot.example/pad/'
+  const random = seededRandom('slot answers')
+  const sources = new Map<string, number>()
+  let compared = 0
+  for (let i = 0; i < 600; i++) {
+    const anchor = sites[Math.floor(random() * sites.length)]
+    const query = {
+      lat: anchor.latitude + (random() - 0.5),
+      lng: anchor.longitude + (random() - 0.5),
+      radiusKm: [25, 75, 400][i % 3],
+      limit: [1, 17, 100][Math.floor(random() * 3)],
+      // the index of all sites, unfiltered and filtered; one category's index; a tag's index
+      categories: [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [2, 3, 4, 5, 6, 7, 8, 9, 10]][i % 4],
+      tag: i % 4 === 3 ? '~fuel' : undefined
+    }
+    const { hits, index } = findNearbyIn(ds, query)
+    if (index === undefined) { t.fail('no single sub-index', query); return }
+    const name = index === ds.all ? 'all' : index === ds.byCategory.get(9) ? 'category 9' : index === ds.tagIndexes.get('~fuel') ? 'tag ~fuel' : 'other'
+    sources.set(name, (sources.get(name) ?? 0) + 1)
+    const positions = hits.map((h) => h.position)
+    for (const h of hits) if (index.slotPositions[h.slot] !== h.position) t.fail('a hit\'s slot is not its site\'s', { query, h })
+    const within = { index, slots: Uint32Array.from(hits, (h) => h.slot) }
+    // every other answer first by slot (the fragments made there), then by position, and the other way round
+    const bySlot = () => sitesJson(ds, positions, links, within).toString()
+    const byPosition = () => sitesJson(ds, positions, links).toString()
+    const [first, second] = i % 2 === 0 ? [bySlot(), byPosition()] : [byPosition(), bySlot()]
+    const expected = JSON.stringify(positions.map((p) => siteRecord(ds, p, links)))
+    if (first !== expected || second !== expected) { t.fail('answer differs', { query }); return }
+    if (sitesGeoJson(ds, positions, links, within).toString() !== sitesGeoJson(ds, positions, links).toString()) { t.fail('GeoJSON differs', { query }); return }
+    compared++
+  }
+  t.equal(compared, 600)
+  t.same(Object.fromEntries(sources), { all: 300, 'category 9': 150, 'tag ~fuel': 150 }, 'each kind of sub-index answered')
+})
+
+t.test('hits from several sub-indexes (merged) or from a scan name no single one', async (t) => {
+  const dir = tmpDataDir(t)
+  const sites = randomSites('slots', 2000) // tags of about 600 sites: scanned, no index of their own
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  const at = { lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 500, limit: 50 }
+  const merged = findNearbyIn(ds, { ...at, categories: [4, 9] })
+  t.equal(merged.index, undefined)
+  t.ok(merged.hits.length > 0)
+  const scanned = findNearbyIn(ds, { ...at, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], tag: '~ppr' })
+  t.equal(ds.tagIndexes.has('~ppr'), false, 'a tag too small for an index of its own')
+  t.equal(scanned.index, undefined)
+  t.ok(scanned.hits.length > 0 && scanned.hits.every((h) => h.slot === -1))
 })
 
 t.test('a nearest answer (fragment with the distance put in) equals JSON.stringify of its record', async (t) => {
