@@ -119,11 +119,17 @@ export class FragmentStore {
     return this.copyOf(this.span, p, target, at)
   }
 
-  /** Copies the fragment whose span is entry `k` of `span`. */
+  /**
+   * Copies the fragment whose span is entry `k` of `span` (the whole fragment: `target` has room).
+   * `set` from a plain Uint8Array view costs about half what `Buffer.copy` does for fragments of
+   * this size (its argument checks and range clamping are most of its time, not the bytes).
+   */
   private copyOf (span: Uint32Array, k: number, target: Buffer, at: number): number {
     const where = span[2 * k]
-    const offset = where & (FragmentStore.CHUNK_BYTES - 1)
-    return this.chunks[where >>> FragmentStore.CHUNK_BITS].copy(target, at, offset, offset + span[2 * k + 1])
+    const bytes = span[2 * k + 1]
+    const chunk = this.chunks[where >>> FragmentStore.CHUNK_BITS]
+    target.set(new Uint8Array(chunk.buffer, chunk.byteOffset + (where & (FragmentStore.CHUNK_BYTES - 1)), bytes), at)
+    return bytes
   }
 
   /**
