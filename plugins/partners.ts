@@ -57,9 +57,10 @@ export class PartnerDirectory {
     if (version === this.seenVersion) return 'same'
     let restored = false
     if (version < this.seenVersion && this.sharedRows.length > 0 && await shared.count() === 0) {
-      await shared.importRows(this.sharedRows)
+      // in one step, so that no instance reads a part of the partners (and refuses the rest's
+      // tokens until its next look); false when another instance put them back first
+      restored = await shared.restoreRows(this.sharedRows)
       version = await shared.version()
-      restored = true
     }
     const rows = await shared.exportRows()
     this.sharedRows = rows

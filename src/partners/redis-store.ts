@@ -24,12 +24,26 @@ redis.call('INCR', KEYS[3])
 return 'ok'
 `
 
+// KEYS: partners, digests, version. ARGV: slug, row JSON, digest, for each row. Writes every row
+// and moves the version once, and only into a store with no partner: an instance reading while
+// another puts the partners back sees none or all of them, never a part (a part is tokens refused).
+const RESTORE = `
+if redis.call('HLEN', KEYS[1]) > 0 then return 0 end
+for i = 1, #ARGV, 3 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
+end
+redis.call('INCR', KEYS[3])
+return 1
+`
+
 export class RedisPartnerStore {
   private readonly keys: { partners: string, digests: string, version: string }
 
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
     this.keys = { partners: `${prefix}partners`, digests: `${prefix}partner-digests`, version: `${prefix}partners:version` }
     redis.defineCommand('lspPutPartner', { numberOfKeys: 3, lua: PUT })
+    redis.defineCommand('lspRestorePartners', { numberOfKeys: 3, lua: RESTORE })
   }
 
   private async put (row: PartnerRow, oldDigest: string, mode: 'create' | 'replace' | 'upsert') {
@@ -91,6 +105,18 @@ export class RedisPartnerStore {
     const next = { ...current, token_sha256: tokenDigest(token), updated_at: new Date().toISOString() }
     await this.put(next, current.token_sha256, 'replace')
     return { partner: fromRow(next), token }
+  }
+
+  /**
+   * Puts these rows back into a store that lost every partner, all in one step; false (nothing
+   * written) when the store has partners again, e.g. put back by another instance first.
+   */
+  async restoreRows (rows: PartnerRow[]): Promise<boolean> {
+    const args: string[] = []
+    for (const row of rows.map(checkedRow)) args.push(row.slug, JSON.stringify(row), row.token_sha256)
+    const done = await (this.redis as unknown as { lspRestorePartners (...args: string[]): Promise<number> })
+      .lspRestorePartners(this.keys.partners, this.keys.digests, this.keys.version, ...args)
+    return done === 1
   }
 
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {

@@ -77,6 +77,26 @@ if (!skippedWithoutRedis(t)) {
     t.same((await store.listWithDigests()).map((e) => e.digest), [tokenDigest(rotated.token)])
   })
 
+  t.test('partners put back into a Redis that lost them: all in one step, and only once', async (t) => {
+    const source = new RedisPartnerStore(clients[0], 'rtest-source:')
+    for (const name of ['Alpha', 'Bravo', 'Charlie', 'Delta']) await source.create({ name, tier: 'growth' })
+    const rows = await source.exportRows()
+    const store = new RedisPartnerStore(clients[1], 'rtest:')
+    const other = new RedisPartnerStore(clients[2], 'rtest:')
+    t.equal(await store.version(), 0)
+    t.equal(await reasonOf(store.restoreRows([{ ...rows[0], token_sha256: 'nope' }])), 'invalid', 'rows checked')
+    t.equal(await store.count(), 0)
+    // two instances at once: one puts the rows back, the other finds them there
+    const outcomes = await Promise.all([store.restoreRows(rows), other.restoreRows(rows)])
+    t.same(outcomes.sort(), [false, true])
+    t.equal(await store.version(), 1, 'the version moved once (a row at a time would be 4 steps, each readable)')
+    t.same(await store.exportRows(), rows)
+    t.same(Object.keys(await clients[1].hgetall('rtest:partner-digests')).sort(), rows.map((r) => r.token_sha256).sort())
+    t.equal(await store.restoreRows(rows.slice(0, 1)), false, 'a store with partners is left alone')
+    t.equal(await store.count(), 4)
+    t.equal(await store.version(), 1)
+  })
+
   t.test('requests accepted during an outage are merged into the shared log', async (t) => {
     const store = new RedisStore(clients[0], 'test:')
     const limits: Limits = { minute: 10, hour: null, day: null }
