@@ -56,9 +56,10 @@ export class PartnerDirectory {
     let version = await shared.version()
     if (version === this.seenVersion) return 'same'
     let restored = false
-    if (version < this.seenVersion && this.sharedRows.length > 0 && await shared.count() === 0) {
-      // in one step, so that no instance reads a part of the partners (and refuses the rest's
-      // tokens until its next look); false when another instance put them back first
+    if (version < this.seenVersion && this.sharedRows.length > 0) {
+      // only into a Redis with no partner left, in one step, so that no instance reads a part of
+      // them (and refuses the rest's tokens until its next look); false when it has partners,
+      // e.g. put back by another instance first
       restored = await shared.restoreRows(this.sharedRows)
       version = await shared.version()
     }

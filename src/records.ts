@@ -66,6 +66,12 @@ export function mapMinimalRecord (ds: Dataset, position: number, links: string):
 }
 
 /**
+ * An answer's sites as their slots in the one sub-index they were all found in (hits' `slot`s),
+ * instead of their positions: their spans are then read by slot (see FragmentStore.array).
+ */
+export interface FoundIn { index: SubIndex, slots: ArrayLike<number> }
+
+/**
  * The JSON of one record form for every site of a dataset, made on first use and kept as
  * bytes in large chunks (no object or string per site), so that an answer is assembled by
  * copying bytes: no serialising, no string joining, no encoding on the hot path.
@@ -132,31 +138,31 @@ export class FragmentStore {
     return bytes
   }
 
-  /**
-   * `[` fragments joined by `,` `]`, with `head` before and `tail` after. `within`: the slots of
-   * the same sites in the sub-index they were all found in (their spans are read by slot).
-   */
-  array (positions: ArrayLike<number>, head = '', tail = '', within?: { index: SubIndex, slots: ArrayLike<number> }): Buffer {
-    let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
+  /** `[` fragments of the sites (positions, or slots of one sub-index) joined by `,` `]`, with `head` before and `tail` after. */
+  array (sites: ArrayLike<number> | FoundIn, head = '', tail = ''): Buffer {
     let span = this.span
-    let keys = positions
-    if (within === undefined) {
-      for (let i = 0; i < positions.length; i++) total += this.length(positions[i])
-    } else {
-      span = this.slotSpansOf(within.index)
-      keys = within.slots
+    let keys: ArrayLike<number>
+    let total = 0
+    if ('slots' in sites) {
+      span = this.slotSpansOf(sites.index)
+      keys = sites.slots
+      const positions = sites.index.slotPositions
       for (let i = 0; i < keys.length; i++) {
         const s = keys[i]
         let bytes = span[2 * s + 1]
-        if (bytes === 0) {
-          const p = positions[i]
+        if (bytes === 0) { // the site's first use in this sub-index
+          const p = positions[s]
           bytes = this.length(p)
           span[2 * s] = this.span[2 * p]
           span[2 * s + 1] = bytes
         }
         total += bytes
       }
+    } else {
+      keys = sites
+      for (let i = 0; i < keys.length; i++) total += this.length(keys[i])
     }
+    total += head.length + tail.length + 2 + Math.max(0, keys.length - 1)
     const out = answers.take(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [
@@ -257,20 +263,16 @@ export function nearestJson (ds: Dataset, position: number, h: number, links: st
   return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`)
 }
 
-/** The slots of an answer's sites in the one sub-index they were all found in (see FragmentStore.array). */
-export interface FoundIn { index: SubIndex, slots: ArrayLike<number> }
-
 /** JSON array of full records. */
-export const sitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string, within?: FoundIn): Buffer =>
-  fragmentsOf(ds, links).full.array(positions, '', '', within)
+export const sitesJson = (ds: Dataset, sites: ArrayLike<number> | FoundIn, links: string): Buffer => fragmentsOf(ds, links).full.array(sites)
 
 /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
 export const minimalSitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head = '', tail = ''): Buffer =>
   fragmentsOf(ds, links).minimal.array(positions, head, tail)
 
 /** GeoJSON FeatureCollection of full records. */
-export const sitesGeoJson = (ds: Dataset, positions: ArrayLike<number>, links: string, within?: FoundIn): Buffer =>
-  fragmentsOf(ds, links).fullFeature().array(positions, '{"type":"FeatureCollection","features":', '}', within)
+export const sitesGeoJson = (ds: Dataset, sites: ArrayLike<number> | FoundIn, links: string): Buffer =>
+  fragmentsOf(ds, links).fullFeature().array(sites, '{"type":"FeatureCollection","features":', '}')
 
 /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
 export const minimalSitesGeoJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head: string, tail: string): Buffer =>

@@ -65,10 +65,6 @@ export class RedisPartnerStore {
     return Number(await this.redis.get(this.keys.version) ?? 0)
   }
 
-  async count (): Promise<number> {
-    return this.redis.hlen(this.keys.partners)
-  }
-
   async exportRows (): Promise<PartnerRow[]> {
     const all = await this.redis.hgetall(this.keys.partners)
     return Object.values(all).map((json) => JSON.parse(json) as PartnerRow).sort((a, b) => (a.slug < b.slug ? -1 : 1))

@@ -8,7 +8,7 @@ import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
-import { findNearbyIn, type Dataset } from '../sites/dataset.ts'
+import { findNearby, type Dataset } from '../sites/dataset.ts'
 
 export const SEARCH_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
@@ -29,7 +29,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
     const ds = request.dataset!
-    const { hits, index } = findNearbyIn(ds, {
+    const { hits, index } = findNearby(ds, {
       lng: query.lng,
       lat: query.lat,
       radiusKm: Math.min(query.radius, partner.radiusCapKm),
@@ -58,16 +58,13 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }, (request, reply) => {
     const { ds, hits, index } = search(request, request.partner.maxResults)
     request.rows = hits.length
-    const positions = new Uint32Array(hits.length)
-    for (let i = 0; i < hits.length; i++) positions[i] = hits[i].position
-    let within: FoundIn | undefined
-    if (index !== undefined) {
-      const slots = new Uint32Array(hits.length)
-      for (let i = 0; i < hits.length; i++) slots[i] = hits[i].slot
-      within = { index, slots }
-    }
-    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, positions, links, within), GEOJSON_TYPE)
-    return sendJson(reply, sitesJson(ds, positions, links, within))
+    // by slot when every hit came from one sub-index (their spans lie together), else by position
+    const keys = new Uint32Array(hits.length)
+    if (index === undefined) for (let i = 0; i < hits.length; i++) keys[i] = hits[i].position
+    else for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
+    const sites: Uint32Array | FoundIn = index === undefined ? keys : { index, slots: keys }
+    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, sites, links), GEOJSON_TYPE)
+    return sendJson(reply, sitesJson(ds, sites, links))
   })
 
   app.get('/sites/nearest', {

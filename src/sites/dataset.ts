@@ -175,19 +175,16 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   }
 }
 
+/** Hits in (distance, id) order, and the one sub-index every hit's `slot` belongs to (undefined when they come from several, or from a scan). */
+export interface Nearby { hits: Hit[], index: SubIndex | undefined }
+
 /**
  * Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`.
  * The plan: the index of all sites when the allowed categories hold every site (no filter) or
  * at least half of them (a filter that rejects at most one site in two); otherwise the
  * categories' own indexes, so rare categories never walk sites they cannot return.
  */
-export const findNearby = (ds: Dataset, query: NearbyQuery): Hit[] => findNearbyIn(ds, query).hits
-
-/**
- * findNearby, and the one sub-index every hit's `slot` belongs to (undefined when the hits come
- * from several, or from a scan).
- */
-export function findNearbyIn (ds: Dataset, query: NearbyQuery): { hits: Hit[], index: SubIndex | undefined } {
+export function findNearby (ds: Dataset, query: NearbyQuery): Nearby {
   const allowed = query.categories
   const accept = (position: number) => allowed.includes(ds.categories[position])
   const one = (index: SubIndex, filter?: (position: number) => boolean) => ({ hits: searchNearby([index], query, filter), index })

@@ -1,7 +1,7 @@
 // The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { findNearbyIn, loadDataset } from '../../src/sites/dataset.ts'
+import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
 import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
@@ -48,20 +48,20 @@ t.test('answers whose spans are read by tree slot equal JSON.stringify of the re
       categories: [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [2, 3, 4, 5, 6, 7, 8, 9, 10]][i % 4],
       tag: i % 4 === 3 ? '~fuel' : undefined
     }
-    const { hits, index } = findNearbyIn(ds, query)
+    const { hits, index } = findNearby(ds, query)
     if (index === undefined) { t.fail('no single sub-index', query); return }
     const name = index === ds.all ? 'all' : index === ds.byCategory.get(9) ? 'category 9' : index === ds.tagIndexes.get('~fuel') ? 'tag ~fuel' : 'other'
     sources.set(name, (sources.get(name) ?? 0) + 1)
     const positions = hits.map((h) => h.position)
     for (const h of hits) if (index.slotPositions[h.slot] !== h.position) t.fail('a hit\'s slot is not its site\'s', { query, h })
-    const within = { index, slots: Uint32Array.from(hits, (h) => h.slot) }
+    const bySlots = { index, slots: Uint32Array.from(hits, (h) => h.slot) }
     // every other answer first by slot (the fragments made there), then by position, and the other way round
-    const bySlot = () => sitesJson(ds, positions, links, within).toString()
+    const bySlot = () => sitesJson(ds, bySlots, links).toString()
     const byPosition = () => sitesJson(ds, positions, links).toString()
     const [first, second] = i % 2 === 0 ? [bySlot(), byPosition()] : [byPosition(), bySlot()]
     const expected = JSON.stringify(positions.map((p) => siteRecord(ds, p, links)))
     if (first !== expected || second !== expected) { t.fail('answer differs', { query }); return }
-    if (sitesGeoJson(ds, positions, links, within).toString() !== sitesGeoJson(ds, positions, links).toString()) { t.fail('GeoJSON differs', { query }); return }
+    if (sitesGeoJson(ds, bySlots, links).toString() !== sitesGeoJson(ds, positions, links).toString()) { t.fail('GeoJSON differs', { query }); return }
     compared++
   }
   t.equal(compared, 600)
@@ -74,10 +74,10 @@ t.test('hits from several sub-indexes (merged) or from a scan name no single one
   writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
   const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
   const at = { lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 500, limit: 50 }
-  const merged = findNearbyIn(ds, { ...at, categories: [4, 9] })
+  const merged = findNearby(ds, { ...at, categories: [4, 9] })
   t.equal(merged.index, undefined)
   t.ok(merged.hits.length > 0)
-  const scanned = findNearbyIn(ds, { ...at, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], tag: '~ppr' })
+  const scanned = findNearby(ds, { ...at, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], tag: '~ppr' })
   t.equal(ds.tagIndexes.has('~ppr'), false, 'a tag too small for an index of its own')
   t.equal(scanned.index, undefined)
   t.ok(scanned.hits.length > 0 && scanned.hits.every((h) => h.slot === -1))

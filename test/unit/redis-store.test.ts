@@ -85,7 +85,7 @@ if (!skippedWithoutRedis(t)) {
     const other = new RedisPartnerStore(clients[2], 'rtest:')
     t.equal(await store.version(), 0)
     t.equal(await reasonOf(store.restoreRows([{ ...rows[0], token_sha256: 'nope' }])), 'invalid', 'rows checked')
-    t.equal(await store.count(), 0)
+    t.equal(await clients[1].hlen('rtest:partners'), 0)
     // two instances at once: one puts the rows back, the other finds them there
     const outcomes = await Promise.all([store.restoreRows(rows), other.restoreRows(rows)])
     t.same(outcomes.sort(), [false, true])
@@ -93,7 +93,7 @@ if (!skippedWithoutRedis(t)) {
     t.same(await store.exportRows(), rows)
     t.same(Object.keys(await clients[1].hgetall('rtest:partner-digests')).sort(), rows.map((r) => r.token_sha256).sort())
     t.equal(await store.restoreRows(rows.slice(0, 1)), false, 'a store with partners is left alone')
-    t.equal(await store.count(), 4)
+    t.equal(await clients[1].hlen('rtest:partners'), 4)
     t.equal(await store.version(), 1)
   })
 
