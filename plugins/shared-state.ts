@@ -5,7 +5,7 @@
 // limiter's way down takes over (src/limits/failover-store.ts).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { withoutCredentials } from '../src/redact.ts'
 
 declare module 'fastify' {
@@ -17,7 +17,9 @@ declare module 'fastify' {
 
 async function sharedState (app: FastifyInstance, options: { stateUrl?: string }) {
   if (!options.stateUrl) return
-  const redis = new Redis(options.stateUrl, {
+  // loaded only here: a service without STATE_URL does not pay for the client's code at boot
+  const { Redis } = await import('ioredis')
+  const redis: Redis = new Redis(options.stateUrl, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 500,

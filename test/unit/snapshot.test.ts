@@ -5,14 +5,20 @@ import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
+import type { SubIndex } from '../../src/sites/spatial.ts'
 import { buildTestApp, randomSites, site, tmpDataDir } from '../helper.ts'
 
+const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
+/** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
+const plainIndex = (i: SubIndex) => ({
+  data: Buffer.from(i.kd.data as ArrayBuffer), positions: [...i.positions], cos: bytesOf(i.slotCosLats), slots: bytesOf(i.slotPositions)
+})
 const plain = (ds: ReturnType<typeof loadDataset>) => ({
   ...ds,
-  all: ds.all && { data: Buffer.from(ds.all.kd.data as ArrayBuffer), positions: [...ds.all.positions] },
-  byCategory: [...ds.byCategory].map(([c, i]) => [c, Buffer.from(i.kd.data as ArrayBuffer), [...i.positions]]),
+  all: ds.all && plainIndex(ds.all),
+  byCategory: [...ds.byCategory].map(([c, i]) => [c, plainIndex(i)]),
   tagSites: [...ds.tagSites].map(([tag, list]) => [tag, [...list]]),
-  tagIndexes: [...ds.tagIndexes].map(([tag, i]) => [tag, Buffer.from(i.kd.data as ArrayBuffer)])
+  tagIndexes: [...ds.tagIndexes].map(([tag, i]) => [tag, plainIndex(i)])
 })
 
 t.test('a snapshot reads back the dataset exactly', async (t) => {
@@ -36,6 +42,32 @@ t.test('a snapshot reads back the dataset exactly', async (t) => {
     const q = { lat: random() * 180 - 90, lng: random() * 360 - 180, radiusKm: 5000 * random(), limit: 1 + Math.floor(random() * 50), categories: [2, 4, 5, 6, 7, 8, 9, 10], tag: random() < 0.3 ? '~common' : undefined }
     if (JSON.stringify(findNearby(fromSnapshot, q).hits) !== JSON.stringify(findNearby(fromFile, q).hits)) { t.fail('search differs', q); return }
   }
+})
+
+t.test('per-slot tables are read back only where Math.cos gives the same bits', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'production')
+  writeDataset(path, randomSites('cos', 3000, 'c'), { source: 'test', precision: 3 })
+  const fromFile = loadDataset(path, 'production')
+  writeSnapshot(fromFile)
+  const bytes = readFileSync(snapshotPath(path))
+  const headerLength = bytes.readUInt32LE(8)
+  const header = JSON.parse(bytes.toString('utf8', 16, 16 + headerLength)) as { math: string, sections: Record<string, [number, number]> }
+  t.equal(header.math, `${process.arch} v8 ${process.versions.v8}`)
+  const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
+  // the all-sites index's first cosine changed in the file (by one bit)
+  const [cosOffset] = header.sections['all:cos']
+  const spoiled = Buffer.from(bytes)
+  spoiled[base + cosOffset] ^= 1
+  writeFileSync(snapshotPath(path), spoiled)
+  t.not(bytesOf(readSnapshot(path, 'production')!.all!.slotCosLats).compare(bytesOf(fromFile.all!.slotCosLats)), 0, 'made by this V8: read from the file')
+  // the same file as if another V8 had made it (the header's length unchanged): the tables are made again
+  const other = Buffer.from(spoiled)
+  const at = other.indexOf(`"math":"${header.math}"`, 16)
+  t.ok(at > 0)
+  other.write('X', at + 9, 'latin1')
+  writeFileSync(snapshotPath(path), other)
+  t.same(plain(readSnapshot(path, 'production')!), plain(fromFile), 'made by another: made again, as from the file')
 })
 
 t.test('a snapshot of another version of the file, or a broken one, is ignored', async (t) => {
