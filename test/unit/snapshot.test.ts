@@ -6,7 +6,8 @@ import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
 import type { SubIndex } from '../../src/sites/spatial.ts'
-import { buildTestApp, randomSites, site, tmpDataDir } from '../helper.ts'
+import { buildApp } from '../../src/app.ts'
+import { buildTestApp, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
 
 const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
 /** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
@@ -44,6 +45,15 @@ t.test('a snapshot reads back the dataset exactly', async (t) => {
   }
 })
 
+/** The snapshot's file as if another V8 had made it (its header's length unchanged). */
+function madeByAnotherV8 (path: string) {
+  const bytes = readFileSync(snapshotPath(path))
+  const at = bytes.indexOf(`"math":"${process.arch} v8 `, 16)
+  if (at < 0) throw new Error('no math in the header')
+  bytes.write('X', at + 9, 'latin1')
+  writeFileSync(snapshotPath(path), bytes)
+}
+
 t.test('per-slot tables are read back only where Math.cos gives the same bits', async (t) => {
   const dir = tmpDataDir(t)
   const path = datasetPath(dir, 'production')
@@ -61,13 +71,29 @@ t.test('per-slot tables are read back only where Math.cos gives the same bits', 
   spoiled[base + cosOffset] ^= 1
   writeFileSync(snapshotPath(path), spoiled)
   t.not(bytesOf(readSnapshot(path, 'production')!.all!.slotCosLats).compare(bytesOf(fromFile.all!.slotCosLats)), 0, 'made by this V8: read from the file')
-  // the same file as if another V8 had made it (the header's length unchanged): the tables are made again
-  const other = Buffer.from(spoiled)
-  const at = other.indexOf(`"math":"${header.math}"`, 16)
-  t.ok(at > 0)
-  other.write('X', at + 9, 'latin1')
-  writeFileSync(snapshotPath(path), other)
+  // the same file as if another V8 had made it: the tables are made again
+  madeByAnotherV8(path)
   t.same(plain(readSnapshot(path, 'production')!), plain(fromFile), 'made by another: made again, as from the file')
+  t.equal(snapshotCurrent(path), false, 'and not current: the index worker writes it again')
+})
+
+t.test('after a Node.js upgrade the service boots from the snapshot and a reload writes it again', async (t) => {
+  const sites = randomSites('upgrade', 3000, 'u')
+  const first = await buildTestApp(t, { production: sites }, { INDEX_WORKER_MIN_MB: '0' })
+  await first.app.close()
+  const path = datasetPath(first.dataDir, 'production')
+  t.equal(snapshotCurrent(path), true)
+  madeByAnotherV8(path)
+  t.equal(snapshotCurrent(path), false)
+  const app = await buildApp(testConfig(first.dataDir, { INDEX_WORKER_MIN_MB: '0' }))
+  t.teardown(() => app.close())
+  t.equal(app.datasets.get('production').count, 3000, 'booted')
+  t.equal(snapshotCurrent(path), false, 'from the snapshot as it was: the boot did not index the file again')
+  const outcome = await app.reloadDatasets('test')
+  t.equal(outcome.ok, true)
+  t.equal(snapshotCurrent(path), true, 'the reload wrote it again')
+  const q = { lat: 48, lng: 2, radiusKm: 20000, limit: 50, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] }
+  t.same(findNearby(app.datasets.get('production'), q).hits, findNearby(loadDataset(path, 'production'), q).hits)
 })
 
 t.test('a snapshot of another version of the file, or a broken one, is ignored', async (t) => {
