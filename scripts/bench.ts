@@ -20,6 +20,12 @@ import { seededRandom } from '../src/sites/generator.ts'
 
 const ROOT = new URL('..', import.meta.url).pathname
 const DATA = join(ROOT, 'bench/data')
+/** The service's command line as `npm start` runs it (its Node flags included), without `node`. */
+const SERVICE_ARGS = (() => {
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
+  if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
+  return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(ROOT, arg))
+})()
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
@@ -154,7 +160,7 @@ const helloPort = await freePort()
 const serviceUrl = `http://127.0.0.1:${servicePort}`
 const startService = async () => {
   const begun = performance.now()
-  const child = spawn(process.execPath, [join(ROOT, 'dist/src/server.js')], {
+  const child = spawn(process.execPath, SERVICE_ARGS, {
     cwd: ROOT,
     // LOG_LEVEL info, as deployed: one access line per request (to /dev/null here)
     env: { ...process.env, DATA_DIR: DATA, PORT: String(servicePort), METRICS_PORT: '0', NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
@@ -255,7 +261,7 @@ if (process.env.BENCH_SHARED !== '0' && hasRedis) {
   client.disconnect()
   const instances = await Promise.all([0, 1].map(async () => {
     const port = await freePort()
-    const child = spawn(process.execPath, [join(ROOT, 'dist/src/server.js')], {
+    const child = spawn(process.execPath, SERVICE_ARGS, {
       cwd: ROOT,
       env: { ...process.env, DATA_DIR: DATA, PORT: String(port), METRICS_PORT: '0', STATE_URL: stateUrl, NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
       stdio: ['ignore', 'ignore', 'inherit']
