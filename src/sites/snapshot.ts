@@ -30,7 +30,7 @@ interface Header {
  * Math.cos is V8's own (fdlibm's algorithm), so the same V8 on the same architecture gives the same
  * bits; a snapshot made by another one has its per-slot tables made again at load.
  */
-const MATH = `${process.arch} v8 ${process.versions.v8}`
+export const SNAPSHOT_MATH = `${process.arch} v8 ${process.versions.v8}`
 
 /** What identifies the dataset file: a snapshot of another version of it is worthless. */
 function fileIdentity (path: string) {
@@ -88,7 +88,7 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const indexedTags = [...ds.tagIndexes.keys()]
   for (const tag of indexedTags) addIndex(`tagkd:${tag}`, ds.tagIndexes.get(tag)!)
 
-  const header: Header = { file: fileIdentity(ds.path), meta: ds.meta, count: ds.count, categories, tags, indexedTags, math: MATH, sections }
+  const header: Header = { file: fileIdentity(ds.path), meta: ds.meta, count: ds.count, categories, tags, indexedTags, math: SNAPSHOT_MATH, sections }
   const headerBytes = Buffer.from(JSON.stringify(header))
   const lead = Buffer.alloc(16)
   lead.write(MAGIC, 0, 'latin1')
@@ -168,7 +168,7 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     const index = (key: string, positions: Uint32Array): SubIndex => {
       const kd = KDBush.from(read(key))
       if (kd.numItems !== positions.length) throw new Error(`snapshot index ${key} does not match its sites`)
-      if (header.math !== MATH) return subIndexOf(kd, positions)
+      if (header.math !== SNAPSHOT_MATH) return subIndexOf(kd, positions)
       const slotCosLats = new Float64Array(read(`${key}:cos`))
       const slotPositions = new Uint32Array(read(`${key}:slots`))
       if (slotCosLats.length !== kd.numItems || slotPositions.length !== kd.numItems) throw new Error(`snapshot index ${key} has tables of another size`)
@@ -196,7 +196,7 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
  * a new file) writes it again.
  */
 export function snapshotCurrent (path: string): boolean {
-  return withSnapshotFile(path, false, (fd) => currentHeader(fd, path)?.header.math === MATH)
+  return withSnapshotFile(path, false, (fd) => currentHeader(fd, path)?.header.math === SNAPSHOT_MATH)
 }
 
 /** Runs `read` on the open snapshot file; `otherwise` when it is missing, unreadable or inconsistent. */
