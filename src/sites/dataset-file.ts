@@ -48,8 +48,14 @@ export function obscure (value: number, precision: number): number {
   return rounded === 0 ? 0 : rounded
 }
 
-export interface DatasetWriter {
-  add (site: SiteRow): void
+export interface DatasetWriter<Ref = unknown> {
+  /**
+   * Adds a site. Sites are written in batches, so a duplicate id is found when its batch is
+   * written: then `onDuplicate` is called with the site's `ref` (without it, the write throws).
+   */
+  add (site: SiteRow, ref?: Ref): void
+  /** Writes the sites added so far (duplicates reported as they are found). */
+  flush (): void
   /** Writes meta, closes, fsyncs and renames the file into place. */
   commit (meta: { source: string, precision: number }): { siteCount: number, builtAt: string }
   abort (): void
@@ -80,22 +86,94 @@ export function removeStaleTempFiles (path: string): string[] {
   return removed
 }
 
+/** Sites and tag rows written by one statement each: a call into SQLite per row cost more than the row. */
+export const WRITE_BATCH = { sites: 64, tags: 128 }
+const SITES_PER_COMMIT = 50_000
+const isDuplicate = (err: unknown) => (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+
 /**
- * Opens a writer on a temporary file beside `path`. Sites are written in batches of one
- * transaction each, so memory stays flat for any number of rows.
+ * Opens a writer on a temporary file beside `path`. Sites are written in transactions of about
+ * 50,000, so memory stays flat for any number of rows.
  */
-export function openDatasetWriter (path: string): DatasetWriter {
+export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void): DatasetWriter<Ref> {
   removeStaleTempFiles(path)
   const tmpPath = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
   const db = new Database(tmpPath)
   db.pragma('journal_mode = OFF')
   db.pragma('synchronous = OFF')
   db.exec(DATASET_DDL)
-  const insertSite = db.prepare('INSERT INTO sites (id, category, name, region, country, latitude, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)')
-  const insertTag = db.prepare('INSERT OR IGNORE INTO site_tags (site_id, tag) VALUES (?, ?)')
+  const siteColumns = 'INSERT INTO sites (id, category, name, region, country, latitude, longitude) VALUES '
+  const tagColumns = 'INSERT OR IGNORE INTO site_tags (site_id, tag) VALUES '
+  const insertSite = db.prepare(siteColumns + '(?, ?, ?, ?, ?, ?, ?)')
+  const insertSites = db.prepare(siteColumns + Array(WRITE_BATCH.sites).fill('(?, ?, ?, ?, ?, ?, ?)').join(', '))
+  const insertTag = db.prepare(tagColumns + '(?, ?)')
+  const insertTags = db.prepare(tagColumns + Array(WRITE_BATCH.tags).fill('(?, ?)').join(', '))
+  const sites: SiteRow[] = []
+  const refs: (Ref | undefined)[] = []
+  const siteValues: unknown[] = []
+  const tagValues: unknown[] = []
   let count = 0
+  let sinceCommit = 0
   let open = true
   db.exec('BEGIN')
+
+  const addTags = (site: SiteRow) => {
+    for (const tag of site.tags) {
+      tagValues.push(site.id, tag)
+      if (tagValues.length === 2 * WRITE_BATCH.tags) {
+        insertTags.run(tagValues)
+        tagValues.length = 0
+      }
+    }
+  }
+  const writeOneByOne = () => {
+    for (let i = 0; i < sites.length; i++) {
+      const s = sites[i]
+      try {
+        insertSite.run(s.id, s.category, s.name, s.region, s.country, s.latitude, s.longitude)
+      } catch (err) {
+        if (!isDuplicate(err) || !onDuplicate) throw err
+        onDuplicate(refs[i], s) // its tags are not written: the site is not
+        continue
+      }
+      count++
+      addTags(s)
+    }
+  }
+  const flush = () => {
+    if (sites.length === WRITE_BATCH.sites) {
+      let written = false
+      try {
+        insertSites.run(siteValues)
+        written = true
+      } catch (err) {
+        if (!isDuplicate(err)) throw err
+        // the statement wrote nothing; row by row finds which sites are duplicates
+      }
+      if (written) {
+        count += sites.length
+        for (const s of sites) addTags(s)
+      } else {
+        writeOneByOne()
+      }
+    } else {
+      writeOneByOne()
+    }
+    sinceCommit += sites.length
+    sites.length = 0
+    refs.length = 0
+    siteValues.length = 0
+    if (sinceCommit >= SITES_PER_COMMIT) {
+      flushTags()
+      db.exec('COMMIT')
+      db.exec('BEGIN')
+      sinceCommit = 0
+    }
+  }
+  const flushTags = () => {
+    for (let i = 0; i < tagValues.length; i += 2) insertTag.run(tagValues[i], tagValues[i + 1])
+    tagValues.length = 0
+  }
 
   const finish = () => {
     if (!open) return
@@ -105,16 +183,19 @@ export function openDatasetWriter (path: string): DatasetWriter {
   }
 
   return {
-    add (site) {
-      insertSite.run(site.id, site.category, site.name, site.region, site.country, site.latitude, site.longitude)
-      for (const tag of site.tags) insertTag.run(site.id, tag)
-      count++
-      if (count % 50_000 === 0) {
-        db.exec('COMMIT')
-        db.exec('BEGIN')
-      }
+    add (site, ref) {
+      sites.push(site)
+      refs.push(ref)
+      siteValues.push(site.id, site.category, site.name, site.region, site.country, site.latitude, site.longitude)
+      if (sites.length === WRITE_BATCH.sites) flush()
+    },
+    flush () {
+      flush()
+      flushTags()
     },
     commit ({ source, precision }) {
+      flush()
+      flushTags()
       const builtAt = new Date().toISOString()
       const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
       const meta: DatasetMeta = { schema_version: SCHEMA_VERSION, built_at: builtAt, source, site_count: String(count), precision: String(precision) }

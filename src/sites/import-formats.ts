@@ -24,7 +24,7 @@ export function formatFromPath (path: string): ImportFormat | undefined {
 
 /** Text chunks of a file, with the count of bytes read so far. */
 /** Chunk size of reads; tests make it tiny so that every token is split somewhere. */
-export const readOptions = { chunkBytes: 1 << 20 }
+export const readOptions = { chunkBytes: 1 << 16 }
 
 async function * chunks (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<string> {
   const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
@@ -45,22 +45,27 @@ async function * chunks (path: string, onBytes?: (bytes: number) => void): Async
   if (rest) yield rest
 }
 
-/** Physical lines, numbered from 1, without their line ending. */
-async function * lines (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<{ n: number, text: string }> {
+/**
+ * Physical lines without their line ending, a chunk's worth at a time (a line is numbered by its
+ * place: the first line yielded is line 1). Rows are handed on in batches because a step of an
+ * async generator per row cost more than reading the row.
+ */
+async function * lineBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<string[]> {
   let carry = ''
-  let n = 0
   for await (const chunk of chunks(path, onBytes)) {
     const text = carry + chunk
+    const batch: string[] = []
     let start = 0
     let nl: number
     while ((nl = text.indexOf('\n', start)) >= 0) {
       const end = nl > start && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
-      yield { n: ++n, text: text.slice(start, end) }
+      batch.push(text.slice(start, end))
       start = nl + 1
     }
     carry = text.slice(start)
+    if (batch.length > 0) yield batch
   }
-  if (carry !== '') yield { n: ++n, text: carry.endsWith('\r') ? carry.slice(0, -1) : carry }
+  if (carry !== '') yield [carry.endsWith('\r') ? carry.slice(0, -1) : carry]
 }
 
 /** One CSV record (RFC 4180: quoted fields, "" for a quote); null when the quoting is malformed. */
@@ -105,61 +110,82 @@ const countQuotes = (s: string) => {
   return count
 }
 
-export async function * readCsv (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord> {
-  let header: string[] | undefined
+/** The header's columns in the order a record's fields are made (one shape for every record). */
+const csvRecord = (fields: string[], column: number[]): Record<string, unknown> => ({
+  id: fields[column[0]],
+  category: fields[column[1]],
+  name: fields[column[2]],
+  region: fields[column[3]],
+  country: fields[column[4]],
+  latitude: fields[column[5]],
+  longitude: fields[column[6]],
+  tags: fields[column[7]]
+})
+
+export async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+  let column: number[] | undefined // where each of CSV_HEADER's names is in a record
   let pending = ''
   let pendingLine = 0
   let quotes = 0
-  for await (const { n, text } of lines(path, onBytes)) {
-    // A quoted field may hold line breaks: a record ends on a line that leaves the quotes balanced.
-    if (pending === '' && text === '' && header) continue
-    if (pendingLine === 0) pendingLine = n
-    pending = pendingLine === n ? text : `${pending}\n${text}`
-    quotes += countQuotes(text)
-    if (quotes % 2 === 1) continue
-    const recordLine = pendingLine
-    const record = pending
-    pending = ''
-    pendingLine = 0
-    quotes = 0
-    const fields = splitCsvRecord(record)
-    if (!header) {
-      const names = fields?.map((f) => f.trim())
-      if (!names || names.length !== CSV_HEADER.length || !CSV_HEADER.every((h) => names.includes(h))) {
-        yield { label: `line ${recordLine}`, error: `the header must be ${CSV_HEADER.join(',')}` }
-        return
+  let n = 0
+  for await (const lines of lineBatches(path, onBytes)) {
+    const batch: RawRecord[] = []
+    for (const text of lines) {
+      n++
+      // A quoted field may hold line breaks: a record ends on a line that leaves the quotes balanced.
+      if (pending === '' && text === '' && column) continue
+      if (pendingLine === 0) pendingLine = n
+      pending = pendingLine === n ? text : `${pending}\n${text}`
+      quotes += countQuotes(text)
+      if (quotes % 2 === 1) continue
+      const recordLine = pendingLine
+      const record = pending
+      pending = ''
+      pendingLine = 0
+      quotes = 0
+      const fields = splitCsvRecord(record)
+      if (!column) {
+        const names = fields?.map((f) => f.trim())
+        if (!names || names.length !== CSV_HEADER.length || !CSV_HEADER.every((h) => names.includes(h))) {
+          batch.push({ label: `line ${recordLine}`, error: `the header must be ${CSV_HEADER.join(',')}` })
+          yield batch
+          return
+        }
+        column = CSV_HEADER.map((h) => names.indexOf(h))
+        continue
       }
-      header = names
-      continue
+      if (!fields) {
+        batch.push({ label: `line ${recordLine}`, error: 'malformed quoting' })
+      } else if (fields.length !== CSV_HEADER.length) {
+        batch.push({ label: `line ${recordLine}`, error: `expected ${CSV_HEADER.length} fields, found ${fields.length}` })
+      } else {
+        batch.push({ label: `line ${recordLine}`, fields: csvRecord(fields, column) })
+      }
     }
-    if (!fields) {
-      yield { label: `line ${recordLine}`, error: 'malformed quoting' }
-      continue
-    }
-    if (fields.length !== header.length) {
-      yield { label: `line ${recordLine}`, error: `expected ${header.length} fields, found ${fields.length}` }
-      continue
-    }
-    const record_: Record<string, unknown> = {}
-    for (let i = 0; i < header.length; i++) record_[header[i]] = fields[i]
-    yield { label: `line ${recordLine}`, fields: record_ }
+    if (batch.length > 0) yield batch
   }
-  if (pendingLine !== 0) yield { label: `line ${pendingLine}`, error: 'unterminated quoted field' }
-  else if (!header) yield { label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` }
+  if (pendingLine !== 0) yield [{ label: `line ${pendingLine}`, error: 'unterminated quoted field' }]
+  else if (!column) yield [{ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` }]
 }
 
-export async function * readNdjson (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord> {
-  for await (const { n, text } of lines(path, onBytes)) {
-    if (text.trim() === '') continue
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      yield { label: `line ${n}`, error: 'not valid JSON' }
-      continue
+export async function * readNdjsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+  let n = 0
+  for await (const lines of lineBatches(path, onBytes)) {
+    const batch: RawRecord[] = []
+    for (const text of lines) {
+      n++
+      if (text.trim() === '') continue
+      let value: unknown
+      try {
+        value = JSON.parse(text)
+      } catch {
+        batch.push({ label: `line ${n}`, error: 'not valid JSON' })
+        continue
+      }
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) batch.push({ label: `line ${n}`, error: 'not a JSON object' })
+      else batch.push({ label: `line ${n}`, fields: value as Record<string, unknown> })
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) yield { label: `line ${n}`, error: 'not a JSON object' }
-    else yield { label: `line ${n}`, fields: value as Record<string, unknown> }
+    if (batch.length > 0) yield batch
   }
 }
 
@@ -167,7 +193,7 @@ export async function * readNdjson (path: string, onBytes?: (bytes: number) => v
  * GeoJSON FeatureCollection, streamed: a small scanner follows strings and nesting, finds the
  * top-level "features" array and hands each element to JSON.parse on its own.
  */
-export async function * readGeojson (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord> {
+export async function * readGeojsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
   let depth = 0
   let inString = false
   let escaped = false
@@ -182,7 +208,7 @@ export async function * readGeojson (path: string, onBytes?: (bytes: number) => 
   let elementStart = -1
   let n = 0
   let topLevel = true
-  const parsed: RawRecord[] = []
+  let parsed: RawRecord[] = []
 
   const finishElement = (text: string) => {
     n++
@@ -217,7 +243,8 @@ export async function * readGeojson (path: string, onBytes?: (bytes: number) => 
       if (c === 32 || c === 10 || c === 13 || c === 9) continue
       if (topLevel) {
         if (c !== 123) {
-          yield { label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' }
+          parsed.push({ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' })
+          yield parsed
           return
         }
         topLevel = false
@@ -262,14 +289,14 @@ export async function * readGeojson (path: string, onBytes?: (bytes: number) => 
     }
     if (elementStart >= 0) element.push(chunk.slice(elementStart))
     if (keyParts) keyParts.push(chunk.slice(keyStart))
-    for (const record of parsed) yield record
-    parsed.length = 0
+    if (parsed.length > 0) yield parsed
+    parsed = []
   }
   if (!sawFeatures || depth !== 0 || inString) {
     const current = inFeatures && elementStart >= 0 ? n + 1 : n // the feature being read when the file ended
-    yield { label: `feature ${current}`, error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }
+    yield [{ label: `feature ${current}`, error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }]
   } else if (typeValue !== 'FeatureCollection') {
-    yield { label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }
+    yield [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }]
   }
 }
 
@@ -287,10 +314,16 @@ function featureRecord (value: unknown, n: number): RawRecord {
   return { label, fields: { ...(p as Record<string, unknown>), longitude: g.coordinates[0], latitude: g.coordinates[1] } }
 }
 
-export function readRecords (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord> {
+/** Records in file order, a chunk of the file's worth at a time. */
+export function readRecordBatches (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
   switch (format) {
-    case 'csv': return readCsv(path, onBytes)
-    case 'ndjson': return readNdjson(path, onBytes)
-    case 'geojson': return readGeojson(path, onBytes)
+    case 'csv': return readCsvBatches(path, onBytes)
+    case 'ndjson': return readNdjsonBatches(path, onBytes)
+    case 'geojson': return readGeojsonBatches(path, onBytes)
   }
+}
+
+/** Records in file order, one at a time. */
+export async function * readRecords (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord> {
+  for await (const batch of readRecordBatches(format, path, onBytes)) yield * batch
 }

@@ -4,7 +4,7 @@ import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
 import { obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
-import { readRecords, type ImportFormat } from './import-formats.ts'
+import { readRecordBatches, type ImportFormat } from './import-formats.ts'
 
 export const MAX_REPORTED_ERRORS = 20
 export const MAX_NAME_LENGTH = 200
@@ -93,45 +93,53 @@ export interface ImportResult {
 
 export async function importSites (options: ImportOptions): Promise<ImportResult> {
   const total = statSync(options.file).size
-  const writer = openDatasetWriter(options.target)
-  const errors: string[] = []
+  // Errors are listed in file order, though a duplicate id is found only when its batch of
+  // sites is written: each error keeps its record's place, and only the first ones are kept.
+  let listed: { at: number, text: string }[] = []
   let errorCount = 0
   let rows = 0
-  const fail = (label: string, reason: string) => {
+  let at = 0
+  const fail = (place: number, label: string, reason: string) => {
     errorCount++
-    if (errors.length < MAX_REPORTED_ERRORS) errors.push(`${label}: ${reason}`)
+    listed.push({ at: place, text: `${label}: ${reason}` })
+    if (listed.length >= 4 * MAX_REPORTED_ERRORS) listed = firstErrors(listed)
   }
+  const writer = openDatasetWriter<{ at: number, label: string }>(options.target, (ref, site) => {
+    fail(ref!.at, ref!.label, `duplicate id ${JSON.stringify(site.id)}`)
+  })
   try {
     let bytes = 0
-    for await (const record of readRecords(options.format, options.file, (b) => { bytes = b })) {
-      if (record.error !== undefined) {
-        fail(record.label, record.error)
-        continue
-      }
-      rows++
-      if (options.onProgress && (rows & 0x3fff) === 0) options.onProgress(bytes, total, rows)
-      const result = validateRecord(record.fields!, options.precision, options.format === 'csv')
-      if ('reasons' in result) {
-        fail(record.label, result.reasons.join('; '))
-        continue
-      }
-      try { // rows after a refusal are still written, so duplicates among them are reported too
-        writer.add(result.site)
-      } catch (err) {
-        if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') fail(record.label, `duplicate id ${JSON.stringify(result.site.id)}`)
-        else throw err
+    for await (const batch of readRecordBatches(options.format, options.file, (b) => { bytes = b })) {
+      for (const record of batch) {
+        at++
+        if (record.error !== undefined) {
+          fail(at, record.label, record.error)
+          continue
+        }
+        rows++
+        if (options.onProgress && (rows & 0x3fff) === 0) options.onProgress(bytes, total, rows)
+        const result = validateRecord(record.fields!, options.precision, options.format === 'csv')
+        if ('reasons' in result) {
+          fail(at, record.label, result.reasons.join('; '))
+          continue
+        }
+        // rows after a refusal are still written, so duplicates among them are reported too
+        writer.add(result.site, { at, label: record.label })
       }
     }
+    writer.flush()
     options.onProgress?.(total, total, rows)
-    if (errorCount === 0 && rows === 0) fail('file', 'holds no sites')
+    if (errorCount === 0 && rows === 0) fail(at + 1, 'file', 'holds no sites')
     if (errorCount > 0) {
       writer.abort()
-      return { ok: false, rows, siteCount: 0, errors, errorCount }
+      return { ok: false, rows, siteCount: 0, errors: firstErrors(listed).map((e) => e.text), errorCount }
     }
     const { siteCount, builtAt } = writer.commit({ source: `import ${basename(options.file)} (${options.format})`, precision: options.precision })
-    return { ok: true, rows, siteCount, builtAt, errors, errorCount }
+    return { ok: true, rows, siteCount, builtAt, errors: [], errorCount }
   } catch (err) {
     writer.abort()
     throw err
   }
 }
+
+const firstErrors = (list: { at: number, text: string }[]) => list.sort((a, b) => a.at - b.at).slice(0, MAX_REPORTED_ERRORS)

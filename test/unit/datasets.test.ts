@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { generateDataset } from '../../src/bootstrap.ts'
-import { DATASET_DDL, datasetPath, openDatasetWriter, writeDataset } from '../../src/sites/dataset-file.ts'
+import { DATASET_DDL, WRITE_BATCH, datasetPath, openDatasetWriter, writeDataset } from '../../src/sites/dataset-file.ts'
 import { DatasetError, loadDataset } from '../../src/sites/dataset.ts'
 import { generateSites } from '../../src/sites/generator.ts'
 import { site, tmpDataDir } from '../helper.ts'
@@ -61,6 +61,41 @@ t.test('a failed write leaves the old file untouched', async (t) => {
   w.abort()
   t.same(readFileSync(path), before, 'an aborted writer changes nothing')
   t.same(readdirSync(dir), ['sandbox.db'])
+})
+
+t.test('the writer writes sites and tags in batches: every row back, duplicates found in full batches and in the tail', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'sandbox')
+  const unique = [...generateSites({ count: 3 * WRITE_BATCH.sites + 17, seed: 'batches', prefix: 'b' })]
+  t.ok(unique.filter((s) => s.tags.length > 0).length > WRITE_BATCH.tags, 'more tag rows than a tag batch')
+  // duplicates: in the first full batch, twice in the second (one of them of a site of the same
+  // batch), and in the last, partial batch
+  const rows = [...unique]
+  const dup = (at: number, of: number) => rows.splice(at, 0, { ...unique[of], name: `again ${of}`, tags: ['~dup'] })
+  dup(10, 3)
+  dup(WRITE_BATCH.sites + 5, 0)
+  dup(WRITE_BATCH.sites + 40, WRITE_BATCH.sites + 20)
+  const tail = rows.length - 2
+  dup(tail, 7)
+  const reported: [number | undefined, string][] = []
+  const w = openDatasetWriter<number>(path, (ref, s) => { reported.push([ref, s.id]) })
+  rows.forEach((s, i) => w.add(s, i))
+  w.flush()
+  t.same(reported, [[10, unique[3].id], [WRITE_BATCH.sites + 5, unique[0].id], [WRITE_BATCH.sites + 40, unique[WRITE_BATCH.sites + 20].id], [tail, unique[7].id]])
+  t.same(w.commit({ source: 't', precision: 3 }).siteCount, unique.length)
+  const db = new Database(path, { readonly: true })
+  const written = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY rowid').all()
+  const tags = db.prepare('SELECT site_id, tag FROM site_tags ORDER BY site_id, tag').all()
+  db.close()
+  t.same(written, unique.map(({ tags, ...s }) => s), 'every site once, in the order added, none of the duplicates')
+  const expected = unique.flatMap((s) => s.tags.map((tag) => ({ site_id: s.id, tag }))).sort((a, b) => a.site_id < b.site_id ? -1 : a.site_id > b.site_id ? 1 : a.tag < b.tag ? -1 : 1)
+  t.same(tags, expected, 'every tag row of the sites written, none of the duplicates\' tags')
+
+  const thrower = openDatasetWriter(join(dir, 'other.db'))
+  for (const s of unique.slice(0, 5)) thrower.add(s)
+  thrower.add(unique[0])
+  t.throws(() => thrower.flush(), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }, 'without onDuplicate, a duplicate throws')
+  thrower.abort()
 })
 
 t.test('the loader refuses broken files with the reason', async (t) => {

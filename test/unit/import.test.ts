@@ -39,6 +39,14 @@ t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM,
     { label: 'line 6', error: 'expected 8 fields, found 7' },
     { label: 'line 7', error: 'unterminated quoted field' }
   ])
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const size of [1, 2, 3, 7, 64]) { // lines and records split across reads anywhere
+    readOptions.chunkBytes = size
+    t.same(await collect('csv', text), records, `chunks of ${size} bytes`)
+    t.same(await collect('ndjson', '{"id":"a"}\r\n\n[1]\n{"id":"b"}'), [{ label: 'line 1', fields: { id: 'a' } }, { label: 'line 3', error: 'not a JSON object' }, { label: 'line 4', fields: { id: 'b' } }], `NDJSON in chunks of ${size} bytes`)
+  }
+  readOptions.chunkBytes = original
   t.same(await collect('csv', 'id,name\n1,2\n'), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
   t.same(await collect('csv', ''), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
   const reordered = await collect('csv', 'tags,id,category,name,region,country,latitude,longitude\n~a,x,4,N,EUR,GB,1,2\n')
@@ -167,6 +175,21 @@ t.test('at most 20 errors are listed, then the count', async (t) => {
   t.equal(result.errors.length, 20)
   t.equal(result.errorCount, 57)
   t.match(result.errors[19], /^line 20: name must be/)
+})
+
+t.test('a duplicate id found when its batch is written is still listed in line order', async (t) => {
+  // line 5 repeats line 2's id; lines 6 to 25 are invalid. The duplicate is found only when its
+  // batch of sites is written, after those lines were checked, and is still listed first.
+  const rows = [HEADER]
+  for (let i = 0; i < 100; i++) rows.push(`d${i},4,N,EUR,GB,1,1,~a`)
+  rows[4] = 'd0,4,Again,EUR,GB,1,1,'
+  for (let line = 6; line <= 25; line++) rows[line - 1] = `e${line},0,N,EUR,GB,1,1,`
+  const file = join(dir, 'late.csv')
+  writeFileSync(file, rows.join('\n') + '\n')
+  const result = await importSites({ file, format: 'csv', target: join(dir, 'late.db'), precision: 3 })
+  t.equal(result.ok, false)
+  t.equal(result.errorCount, 21)
+  t.same(result.errors, ['line 5: duplicate id "d0"', ...Array.from({ length: 19 }, (_, i) => `line ${i + 6}: category must be a whole number from 1`)])
 })
 
 t.test('a file with no sites is refused', async (t) => {
