@@ -1,6 +1,7 @@
 // Streaming readers of the three import formats (contract section 4). Each yields raw records
-// with the label an operator finds them by (`line N`, or `feature N` for GeoJSON), holding only
-// the current record in memory, so a file of any size reads in bounded memory.
+// with the label an operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of
+// one read's worth (64 kB), holding only those in memory, so a file of any size reads in bounded
+// memory.
 import { createReadStream } from 'node:fs'
 
 export type ImportFormat = 'csv' | 'geojson' | 'ndjson'
@@ -321,9 +322,4 @@ export function readRecordBatches (format: ImportFormat, path: string, onBytes?:
     case 'ndjson': return readNdjsonBatches(path, onBytes)
     case 'geojson': return readGeojsonBatches(path, onBytes)
   }
-}
-
-/** Records in file order, one at a time. */
-export async function * readRecords (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord> {
-  for await (const batch of readRecordBatches(format, path, onBytes)) yield * batch
 }

@@ -7,7 +7,7 @@ import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { loadDataset } from '../../src/sites/dataset.ts'
 import { writeSitesFile } from '../../src/sites/export.ts'
 import { generateSites } from '../../src/sites/generator.ts'
-import { readOptions, readRecords, splitCsvRecord, type ImportFormat, type RawRecord } from '../../src/sites/import-formats.ts'
+import { readOptions, readRecordBatches, splitCsvRecord, type ImportFormat, type RawRecord } from '../../src/sites/import-formats.ts'
 import { importSites } from '../../src/sites/import.ts'
 import { site, tmpDataDir } from '../helper.ts'
 
@@ -18,7 +18,7 @@ async function collect (format: ImportFormat, text: string, name = `f.${format}`
   const path = join(dir, name)
   writeFileSync(path, text)
   const out: RawRecord[] = []
-  for await (const r of readRecords(format, path)) out.push(r)
+  for await (const batch of readRecordBatches(format, path)) out.push(...batch)
   return out
 }
 
