@@ -169,6 +169,15 @@ export async function * readCsvBatches (path: string, onBytes?: (bytes: number) 
   else if (!column) yield [{ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` }]
 }
 
+const NOT_JSON = Symbol('not JSON')
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return NOT_JSON
+  }
+}
+
 export async function * readNdjsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
   let n = 0
   for await (const lines of lineBatches(path, onBytes)) {
@@ -176,14 +185,9 @@ export async function * readNdjsonBatches (path: string, onBytes?: (bytes: numbe
     for (const text of lines) {
       n++
       if (text.trim() === '') continue
-      let value: unknown
-      try {
-        value = JSON.parse(text)
-      } catch {
-        batch.push({ label: `line ${n}`, error: 'not valid JSON' })
-        continue
-      }
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) batch.push({ label: `line ${n}`, error: 'not a JSON object' })
+      const value = parseJson(text)
+      if (value === NOT_JSON) batch.push({ label: `line ${n}`, error: 'not valid JSON' })
+      else if (value === null || typeof value !== 'object' || Array.isArray(value)) batch.push({ label: `line ${n}`, error: 'not a JSON object' })
       else batch.push({ label: `line ${n}`, fields: value as Record<string, unknown> })
     }
     if (batch.length > 0) yield batch
@@ -213,14 +217,8 @@ export async function * readGeojsonBatches (path: string, onBytes?: (bytes: numb
 
   const finishElement = (text: string) => {
     n++
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      parsed.push({ label: `feature ${n}`, error: 'not valid JSON' })
-      return
-    }
-    parsed.push(featureRecord(value, n))
+    const value = parseJson(text)
+    parsed.push(value === NOT_JSON ? { label: `feature ${n}`, error: 'not valid JSON' } : featureRecord(value, n))
   }
 
   for await (const chunk of chunks(path, onBytes)) {
