@@ -37,10 +37,12 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
     logger[messageKeySym] === 'msg' && !(stream as unknown as Record<symbol, unknown>)[needsMetadataGsym] && !logger[mixinSym]
   if (!plain) return viaLogger(log)
   const timeOf = time as () => string
-  // Lines wait for the end of the event loop's turn (setImmediate) and go out in one write: under
-  // load a turn answers tens of requests, and pino writes synchronously, so this is one system
-  // call a turn instead of one a request. What a turn held is lost only if the process is killed
-  // (SIGKILL) within that turn: the service flushes when it closes and when the process exits.
+  // Lines wait for the end of the event loop's turn (setImmediate) and go to the stream in one
+  // write: under load a turn answers tens of requests. pino's default stream (sonic-boom, not
+  // synchronous) hands a write to the libuv thread pool (fs.write) and gathers what comes while
+  // one is under way: one write a turn is one hand-off a turn, and one string made. What a turn
+  // held is lost only if the process is killed (SIGKILL) within that turn: the service flushes
+  // when it closes and when the process exits.
   let pending = ''
   let scheduled = false
   let failing = false
