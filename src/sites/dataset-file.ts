@@ -108,69 +108,68 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
   const insertSites = db.prepare(siteColumns + Array(WRITE_BATCH.sites).fill('(?, ?, ?, ?, ?, ?, ?)').join(', '))
   const insertTag = db.prepare(tagColumns + '(?, ?)')
   const insertTags = db.prepare(tagColumns + Array(WRITE_BATCH.tags).fill('(?, ?)').join(', '))
-  const sites: SiteRow[] = []
+  const sites: SiteRow[] = [] // added, not written yet
   const refs: (Ref | undefined)[] = []
-  const siteValues: unknown[] = []
-  const tagValues: unknown[] = []
+  const values: unknown[] = [] // a statement's parameters
+  const tagValues: unknown[] = [] // tag rows of written sites, not written yet
   let count = 0
   let sinceCommit = 0
   let open = true
   db.exec('BEGIN')
 
-  const addTags = (site: SiteRow) => {
-    for (const tag of site.tags) {
-      tagValues.push(site.id, tag)
+  const pushSite = (s: SiteRow) => values.push(s.id, s.category, s.name, s.region, s.country, s.latitude, s.longitude)
+  const written = (s: SiteRow) => {
+    count++
+    for (const tag of s.tags) {
+      tagValues.push(s.id, tag)
       if (tagValues.length === 2 * WRITE_BATCH.tags) {
         insertTags.run(tagValues)
         tagValues.length = 0
       }
     }
   }
+  /** A full batch in one statement; false when it holds a duplicate id (the statement then wrote nothing). */
+  const writeBatch = (): boolean => {
+    if (sites.length !== WRITE_BATCH.sites) return false
+    values.length = 0
+    for (const s of sites) pushSite(s)
+    try {
+      insertSites.run(values)
+    } catch (err) {
+      if (isDuplicate(err)) return false
+      throw err
+    }
+    for (const s of sites) written(s)
+    return true
+  }
+  /** Row by row: a partial batch, or one holding a duplicate, which this finds. */
   const writeOneByOne = () => {
     for (let i = 0; i < sites.length; i++) {
-      const s = sites[i]
+      values.length = 0
+      pushSite(sites[i])
       try {
-        insertSite.run(s.id, s.category, s.name, s.region, s.country, s.latitude, s.longitude)
+        insertSite.run(values)
       } catch (err) {
         if (!isDuplicate(err) || !onDuplicate) throw err
-        onDuplicate(refs[i], s) // its tags are not written: the site is not
+        onDuplicate(refs[i], sites[i]) // its tags are not written: the site is not
         continue
       }
-      count++
-      addTags(s)
+      written(sites[i])
     }
   }
-  const flush = () => {
-    if (sites.length === WRITE_BATCH.sites) {
-      let written = false
-      try {
-        insertSites.run(siteValues)
-        written = true
-      } catch (err) {
-        if (!isDuplicate(err)) throw err
-        // the statement wrote nothing; row by row finds which sites are duplicates
-      }
-      if (written) {
-        count += sites.length
-        for (const s of sites) addTags(s)
-      } else {
-        writeOneByOne()
-      }
-    } else {
-      writeOneByOne()
-    }
+  const writeSites = () => {
+    if (!writeBatch()) writeOneByOne()
     sinceCommit += sites.length
     sites.length = 0
     refs.length = 0
-    siteValues.length = 0
     if (sinceCommit >= SITES_PER_COMMIT) {
-      flushTags()
       db.exec('COMMIT')
       db.exec('BEGIN')
       sinceCommit = 0
     }
   }
-  const flushTags = () => {
+  const flush = () => {
+    writeSites()
     for (let i = 0; i < tagValues.length; i += 2) insertTag.run(tagValues[i], tagValues[i + 1])
     tagValues.length = 0
   }
@@ -186,16 +185,11 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
     add (site, ref) {
       sites.push(site)
       refs.push(ref)
-      siteValues.push(site.id, site.category, site.name, site.region, site.country, site.latitude, site.longitude)
-      if (sites.length === WRITE_BATCH.sites) flush()
+      if (sites.length === WRITE_BATCH.sites) writeSites()
     },
-    flush () {
-      flush()
-      flushTags()
-    },
+    flush,
     commit ({ source, precision }) {
       flush()
-      flushTags()
       const builtAt = new Date().toISOString()
       const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
       const meta: DatasetMeta = { schema_version: SCHEMA_VERSION, built_at: builtAt, source, site_count: String(count), precision: String(precision) }

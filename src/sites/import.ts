@@ -107,6 +107,7 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
   const writer = openDatasetWriter<{ at: number, label: string }>(options.target, (ref, site) => {
     fail(ref!.at, ref!.label, `duplicate id ${JSON.stringify(site.id)}`)
   })
+  const tagsAsText = options.format === 'csv'
   try {
     let bytes = 0
     for await (const batch of readRecordBatches(options.format, options.file, (b) => { bytes = b })) {
@@ -118,7 +119,7 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
         }
         rows++
         if (options.onProgress && (rows & 0x3fff) === 0) options.onProgress(bytes, total, rows)
-        const result = validateRecord(record.fields!, options.precision, options.format === 'csv')
+        const result = validateRecord(record.fields!, options.precision, tagsAsText)
         if ('reasons' in result) {
           fail(at, record.label, result.reasons.join('; '))
           continue

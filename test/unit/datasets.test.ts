@@ -96,6 +96,10 @@ t.test('the writer writes sites and tags in batches: every row back, duplicates 
   thrower.add(unique[0])
   t.throws(() => thrower.flush(), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }, 'without onDuplicate, a duplicate throws')
   thrower.abort()
+  const batchThrower = openDatasetWriter(join(dir, 'other.db'))
+  for (const s of unique.slice(0, WRITE_BATCH.sites - 1)) batchThrower.add(s)
+  t.throws(() => batchThrower.add(unique[0]), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }, 'and in a full batch, when the batch is written')
+  batchThrower.abort()
 })
 
 t.test('the loader refuses broken files with the reason', async (t) => {
