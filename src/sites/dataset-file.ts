@@ -130,7 +130,6 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
   }
   /** A full batch in one statement; false when it holds a duplicate id (the statement then wrote nothing). */
   const writeBatch = (): boolean => {
-    if (sites.length !== WRITE_BATCH.sites) return false
     values.length = 0
     for (const s of sites) pushSite(s)
     try {
@@ -158,7 +157,7 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
     }
   }
   const writeSites = () => {
-    if (!writeBatch()) writeOneByOne()
+    if (sites.length !== WRITE_BATCH.sites || !writeBatch()) writeOneByOne()
     sinceCommit += sites.length
     sites.length = 0
     refs.length = 0
