@@ -4,7 +4,7 @@
 // serialising objects on every request.
 import type { FastifyReply } from 'fastify'
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from './schemas/records.ts'
-import type { Dataset } from './sites/dataset.ts'
+import type { Dataset, Nearby } from './sites/dataset.ts'
 import { kmFromHaverSin, type SubIndex } from './sites/spatial.ts'
 import { answers } from './answer-pool.ts'
 
@@ -69,7 +69,23 @@ export function mapMinimalRecord (ds: Dataset, position: number, links: string):
  * An answer's sites as their slots in the one sub-index they were all found in (hits' `slot`s),
  * instead of their positions: their spans are then read by slot (see FragmentStore.array).
  */
-export interface FoundIn { index: SubIndex, slots: ArrayLike<number> }
+interface FoundIn { index: SubIndex, slots: ArrayLike<number> }
+
+/** An answer's sites: positions in the dataset, or a search's result. */
+export type AnswerSites = ArrayLike<number> | Nearby
+
+/** A search's hits by slot when they all came from one sub-index (their spans lie together), else by position. */
+function keysOf (sites: AnswerSites): ArrayLike<number> | FoundIn {
+  if (!('hits' in sites)) return sites
+  const { hits, index } = sites
+  const keys = new Uint32Array(hits.length)
+  if (index === undefined) {
+    for (let i = 0; i < hits.length; i++) keys[i] = hits[i].position
+    return keys
+  }
+  for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
+  return { index, slots: keys }
+}
 
 /**
  * The JSON of one record form for every site of a dataset, made on first use and kept as
@@ -264,15 +280,15 @@ export function nearestJson (ds: Dataset, position: number, h: number, links: st
 }
 
 /** JSON array of full records. */
-export const sitesJson = (ds: Dataset, sites: ArrayLike<number> | FoundIn, links: string): Buffer => fragmentsOf(ds, links).full.array(sites)
+export const sitesJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer => fragmentsOf(ds, links).full.array(keysOf(sites))
 
 /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
 export const minimalSitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head = '', tail = ''): Buffer =>
   fragmentsOf(ds, links).minimal.array(positions, head, tail)
 
 /** GeoJSON FeatureCollection of full records. */
-export const sitesGeoJson = (ds: Dataset, sites: ArrayLike<number> | FoundIn, links: string): Buffer =>
-  fragmentsOf(ds, links).fullFeature().array(sites, '{"type":"FeatureCollection","features":', '}')
+export const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer =>
+  fragmentsOf(ds, links).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
 
 /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
 export const minimalSitesGeoJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head: string, tail: string): Buffer =>

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestJson, sitesGeoJson, sitesJson, type FoundIn } from '../records.ts'
+import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
@@ -29,7 +29,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
     const ds = request.dataset!
-    const { hits, index } = findNearby(ds, {
+    const found = findNearby(ds, {
       lng: query.lng,
       lat: query.lat,
       radiusKm: Math.min(query.radius, partner.radiusCapKm),
@@ -37,7 +37,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       categories,
       tag: query.tag
     })
-    return { ds, hits, index }
+    return { ds, found }
   }
 
   app.get('/sites', {
@@ -56,15 +56,10 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       }
     }
   }, (request, reply) => {
-    const { ds, hits, index } = search(request, request.partner.maxResults)
-    request.rows = hits.length
-    // by slot when every hit came from one sub-index (their spans lie together), else by position
-    const keys = new Uint32Array(hits.length)
-    if (index === undefined) for (let i = 0; i < hits.length; i++) keys[i] = hits[i].position
-    else for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
-    const sites: Uint32Array | FoundIn = index === undefined ? keys : { index, slots: keys }
-    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, sites, links), GEOJSON_TYPE)
-    return sendJson(reply, sitesJson(ds, sites, links))
+    const { ds, found } = search(request, request.partner.maxResults)
+    request.rows = found.hits.length
+    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, found, links), GEOJSON_TYPE)
+    return sendJson(reply, sitesJson(ds, found, links))
   })
 
   app.get('/sites/nearest', {
@@ -77,7 +72,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }
     }
   }, (request, reply) => {
-    const { ds, hits } = search(request, 1)
+    const { ds, found: { hits } } = search(request, 1)
     request.rows = hits.length
     return sendJson(reply, hits.length === 0 ? NULL_JSON : nearestJson(ds, hits[0].position, hits[0].h, links))
   })

@@ -98,142 +98,225 @@ export interface SiteCoordinates {
 // order, ties included: a site as far as the worst held but with a lower position still gets in.
 // Nothing is allocated per query but the answer.
 
-/** Scratch space shared by all searches (the service answers one request at a time). */
-const scratch = {
+/**
+ * The state of a search: the queue of nodes to visit and the heap of sites held, in typed arrays
+ * that grow to the largest search seen and are used again, so a search allocates only its answer.
+ * One object serves one search at a time (a process answers one request at a time).
+ */
+export class NearbySearch {
   // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
-  nodeCap: 0,
-  nodeLeft: new Int32Array(0),
-  nodeRight: new Int32Array(0),
-  nodeAxis: new Uint8Array(0),
-  nodeBox: new Float64Array(0), // minLng, minLat, maxLng, maxLat per slot
-  queueKey: new Float64Array(0), // a lower bound of h over the node's box
-  queueSlot: new Int32Array(0),
+  private nodeCap = 0
+  private nodeLeft = new Int32Array(0)
+  private nodeRight = new Int32Array(0)
+  private nodeAxis = new Uint8Array(0)
+  private nodeBox = new Float64Array(0) // minLng, minLat, maxLng, maxLat per slot
+  private queueKey = new Float64Array(0) // a lower bound of h over the node's box
+  private queueSlot = new Int32Array(0)
   // sites held: a max-heap by (h, position), the worst on top
-  bestCap: 0,
-  bestH: new Float64Array(0),
-  bestPosition: new Uint32Array(0),
-  bestSlot: new Uint32Array(0)
-}
-let slots = 0
-let queued = 0
-let held = 0
-let heldMax = 0
-/** The farthest h that can still get in: the radius until `heldMax` sites are held, then the worst held. */
-let bound = 0
+  private bestCap = 0
+  private bestH = new Float64Array(0)
+  private bestPosition = new Uint32Array(0)
+  private bestSlot = new Uint32Array(0)
+  private slots = 0
+  private queued = 0
+  private held = 0
+  private heldMax = 0
+  /** The farthest h that can still get in: the radius until `heldMax` sites are held, then the worst held. */
+  private bound = 0
 
-function growNodes (size: number) {
-  const cap = Math.max(1024, size * 2)
-  const grown = <T extends Int32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T, per = 1) => {
-    const next = make(cap * per)
-    next.set(old.subarray(0, scratch.nodeCap * per))
-    return next
+  /**
+   * The `limit` sites nearest to the point within the radius, over the union of `sources` (disjoint
+   * sets of sites), keeping only positions that `accept` (when given), in (distance, id) order.
+   * Each source gives its own first `limit` exactly; the answer is the first `limit` of their merge.
+   */
+  search (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] {
+    const { limit } = area
+    if (limit <= 0 || sources.length === 0) return []
+    const cosLat = Math.cos(area.lat * RAD)
+    const maxH = maxHaverSinFor(area.radiusKm)
+    if (sources.length === 1) return this.around(sources[0], area.lng, area.lat, cosLat, limit, maxH, accept)
+    const lists: Hit[][] = []
+    for (const source of sources) lists.push(this.around(source, area.lng, area.lat, cosLat, limit, maxH, accept))
+    return merge(lists, limit)
   }
-  scratch.nodeLeft = grown(scratch.nodeLeft, (n) => new Int32Array(n))
-  scratch.nodeRight = grown(scratch.nodeRight, (n) => new Int32Array(n))
-  scratch.nodeAxis = grown(scratch.nodeAxis, (n) => new Uint8Array(n))
-  scratch.nodeBox = grown(scratch.nodeBox, (n) => new Float64Array(n), 4)
-  scratch.queueKey = grown(scratch.queueKey, (n) => new Float64Array(n))
-  scratch.queueSlot = grown(scratch.queueSlot, (n) => new Int32Array(n))
-  scratch.nodeCap = cap
-}
 
-function makeRoomForBest (limit: number) {
-  if (scratch.bestCap >= limit) return
-  scratch.bestCap = Math.max(128, limit)
-  scratch.bestH = new Float64Array(scratch.bestCap)
-  scratch.bestPosition = new Uint32Array(scratch.bestCap)
-  scratch.bestSlot = new Uint32Array(scratch.bestCap)
-}
-
-function queuePush (key: number, slot: number) {
-  const K = scratch.queueKey
-  const S = scratch.queueSlot
-  let i = queued++
-  while (i > 0) {
-    const parent = (i - 1) >> 1
-    if (K[parent] <= key) break
-    K[i] = K[parent]; S[i] = S[parent]
-    i = parent
+  /**
+   * The `limit` sites of one sub-index nearest to the point within `maxH`, in
+   * (h, position) order, keeping only positions that `accept` (when given).
+   */
+  private around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
+    accept: ((position: number) => boolean) | undefined): Hit[] {
+    const { kd, slotCosLats: cosLats, slotPositions: positions } = source
+    const count = positions.length
+    const xy = kd.coords
+    const nodeSize = kd.nodeSize
+    this.heldMax = Math.min(limit, count) // no more can be held than the index has sites
+    this.makeRoomForBest(this.heldMax)
+    this.slots = 0
+    this.queued = 0
+    this.held = 0
+    this.bound = maxH
+    this.pushNode(0, count - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
+    while (this.queued > 0) {
+      if (this.queueKey[0] > this.bound) break // no node left can hold a site that gets in
+      const slot = this.queueSlot[0]
+      this.queuePop()
+      const left = this.nodeLeft[slot]
+      const right = this.nodeRight[slot]
+      if (right - left <= nodeSize) { // leaf: offer its sites
+        for (let i = left; i <= right; i++) {
+          const h = haverSinDistCos(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1], cosLats[i])
+          if (h > this.bound) continue
+          const position = positions[i]
+          if (accept && !accept(position)) continue
+          this.offer(h, position, i)
+        }
+        continue
+      }
+      const axis = this.nodeAxis[slot]
+      const box = this.nodeBox
+      const b = slot * 4
+      const minLng = box[b]; const minLat = box[b + 1]; const maxLng = box[b + 2]; const maxLat = box[b + 3]
+      const m = (left + right) >> 1
+      const midLng = xy[2 * m]
+      const midLat = xy[2 * m + 1]
+      const h = haverSinDistCos(lng, lat, cosLat, midLng, midLat, cosLats[m])
+      if (h <= this.bound) {
+        const position = positions[m]
+        if (!accept || accept(position)) this.offer(h, position, m)
+      }
+      const nextAxis = 1 - axis
+      this.pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, this.bound)
+      this.pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, this.bound)
+    }
+    // the held sites, nearest first: take the worst off the top, last place first
+    const H = this.bestH
+    const P = this.bestPosition
+    const S = this.bestSlot
+    const hits = new Array<Hit>(this.held)
+    for (let size = this.held; size > 0; size--) {
+      hits[size - 1] = { position: P[0], h: H[0], slot: S[0] }
+      if (size > 1) this.bestSiftDown(size - 1, H[size - 1], P[size - 1], S[size - 1])
+    }
+    return hits
   }
-  K[i] = key; S[i] = slot
-}
 
-/** Removes the node on top of the queue (read it from index 0 first). */
-function queuePop () {
-  const K = scratch.queueKey
-  const S = scratch.queueSlot
-  const last = --queued
-  if (last === 0) return
-  const key = K[last]; const slot = S[last]
-  let i = 0
-  const half = last >> 1
-  while (i < half) {
-    let child = 2 * i + 1
-    if (child + 1 < last && K[child + 1] < K[child]) child++
-    if (K[child] >= key) break
-    K[i] = K[child]; S[i] = S[child]
-    i = child
+  private growNodes (size: number) {
+    const cap = Math.max(1024, size * 2)
+    const old = this.nodeCap
+    const grown = <T extends Int32Array | Uint8Array | Float64Array>(from: T, make: (n: number) => T, per = 1) => {
+      const next = make(cap * per)
+      next.set(from.subarray(0, old * per))
+      return next
+    }
+    this.nodeLeft = grown(this.nodeLeft, (n) => new Int32Array(n))
+    this.nodeRight = grown(this.nodeRight, (n) => new Int32Array(n))
+    this.nodeAxis = grown(this.nodeAxis, (n) => new Uint8Array(n))
+    this.nodeBox = grown(this.nodeBox, (n) => new Float64Array(n), 4)
+    this.queueKey = grown(this.queueKey, (n) => new Float64Array(n))
+    this.queueSlot = grown(this.queueSlot, (n) => new Int32Array(n))
+    this.nodeCap = cap
   }
-  K[i] = key; S[i] = slot
+
+  private makeRoomForBest (limit: number) {
+    if (this.bestCap >= limit) return
+    this.bestCap = Math.max(128, limit)
+    this.bestH = new Float64Array(this.bestCap)
+    this.bestPosition = new Uint32Array(this.bestCap)
+    this.bestSlot = new Uint32Array(this.bestCap)
+  }
+
+  private queuePush (key: number, slot: number) {
+    const K = this.queueKey
+    const S = this.queueSlot
+    let i = this.queued++
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (K[parent] <= key) break
+      K[i] = K[parent]; S[i] = S[parent]
+      i = parent
+    }
+    K[i] = key; S[i] = slot
+  }
+
+  /** Removes the node on top of the queue (read it from index 0 first). */
+  private queuePop () {
+    const K = this.queueKey
+    const S = this.queueSlot
+    const last = --this.queued
+    if (last === 0) return
+    const key = K[last]; const slot = S[last]
+    let i = 0
+    const half = last >> 1
+    while (i < half) {
+      let child = 2 * i + 1
+      if (child + 1 < last && K[child + 1] < K[child]) child++
+      if (K[child] >= key) break
+      K[i] = K[child]; S[i] = S[child]
+      i = child
+    }
+    K[i] = key; S[i] = slot
+  }
+
+  private bestSiftUp (i: number, h: number, position: number, slot: number) {
+    const H = this.bestH
+    const P = this.bestPosition
+    const S = this.bestSlot
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (!after(h, position, H[parent], P[parent])) break
+      H[i] = H[parent]; P[i] = P[parent]; S[i] = S[parent]
+      i = parent
+    }
+    H[i] = h; P[i] = position; S[i] = slot
+  }
+
+  private bestSiftDown (size: number, h: number, position: number, slot: number) {
+    const H = this.bestH
+    const P = this.bestPosition
+    const S = this.bestSlot
+    let i = 0
+    const half = size >> 1
+    while (i < half) {
+      let child = 2 * i + 1
+      if (child + 1 < size && after(H[child + 1], P[child + 1], H[child], P[child])) child++
+      if (!after(H[child], P[child], h, position)) break
+      H[i] = H[child]; P[i] = P[child]; S[i] = S[child]
+      i = child
+    }
+    H[i] = h; P[i] = position; S[i] = slot
+  }
+
+  /** A site within the bound: held if there is room or if it comes before the worst held. */
+  private offer (h: number, position: number, slot: number) {
+    const H = this.bestH
+    if (this.held < this.heldMax) {
+      this.bestSiftUp(this.held++, h, position, slot)
+      if (this.held === this.heldMax) this.bound = H[0]
+    } else if (after(H[0], this.bestPosition[0], h, position)) {
+      this.bestSiftDown(this.held, h, position, slot)
+      this.bound = H[0]
+    }
+  }
+
+  private pushNode (left: number, right: number, axis: number, minLng: number, minLat: number, maxLng: number, maxLat: number, lng: number, lat: number, cosLat: number, maxH: number) {
+    if (left > right) return
+    const bound = boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat)
+    if (bound > maxH) return
+    if (this.slots === this.nodeCap) this.growNodes(this.slots + 1)
+    const slot = this.slots++
+    this.nodeLeft[slot] = left
+    this.nodeRight[slot] = right
+    this.nodeAxis[slot] = axis
+    const box = this.nodeBox
+    const b = slot * 4
+    box[b] = minLng; box[b + 1] = minLat; box[b + 2] = maxLng; box[b + 3] = maxLat
+    this.queuePush(bound, slot)
+  }
 }
 
 /** (ha, pa) comes after (hb, pb) in (distance, id) order. */
 const after = (ha: number, pa: number, hb: number, pb: number) => ha > hb || (ha === hb && pa > pb)
-
-function bestSiftUp (i: number, h: number, position: number, slot: number) {
-  const H = scratch.bestH
-  const P = scratch.bestPosition
-  const S = scratch.bestSlot
-  while (i > 0) {
-    const parent = (i - 1) >> 1
-    if (!after(h, position, H[parent], P[parent])) break
-    H[i] = H[parent]; P[i] = P[parent]; S[i] = S[parent]
-    i = parent
-  }
-  H[i] = h; P[i] = position; S[i] = slot
-}
-
-function bestSiftDown (size: number, h: number, position: number, slot: number) {
-  const H = scratch.bestH
-  const P = scratch.bestPosition
-  const S = scratch.bestSlot
-  let i = 0
-  const half = size >> 1
-  while (i < half) {
-    let child = 2 * i + 1
-    if (child + 1 < size && after(H[child + 1], P[child + 1], H[child], P[child])) child++
-    if (!after(H[child], P[child], h, position)) break
-    H[i] = H[child]; P[i] = P[child]; S[i] = S[child]
-    i = child
-  }
-  H[i] = h; P[i] = position; S[i] = slot
-}
-
-/** A site within the bound: held if there is room or if it comes before the worst held. */
-function offer (h: number, position: number, slot: number) {
-  const H = scratch.bestH
-  if (held < heldMax) {
-    bestSiftUp(held++, h, position, slot)
-    if (held === heldMax) bound = H[0]
-  } else if (after(H[0], scratch.bestPosition[0], h, position)) {
-    bestSiftDown(held, h, position, slot)
-    bound = H[0]
-  }
-}
-
-function pushNode (left: number, right: number, axis: number, minLng: number, minLat: number, maxLng: number, maxLat: number, lng: number, lat: number, cosLat: number, maxH: number) {
-  if (left > right) return
-  const bound = boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat)
-  if (bound > maxH) return
-  if (slots === scratch.nodeCap) growNodes(slots + 1)
-  const slot = slots++
-  scratch.nodeLeft[slot] = left
-  scratch.nodeRight[slot] = right
-  scratch.nodeAxis[slot] = axis
-  const b = slot * 4
-  scratch.nodeBox[b] = minLng; scratch.nodeBox[b + 1] = minLat; scratch.nodeBox[b + 2] = maxLng; scratch.nodeBox[b + 3] = maxLat
-  queuePush(bound, slot)
-}
 
 /** geokdbush's lower bound of h from the point to any point of the box. */
 function boxDist (lng: number, lat: number, cosLat: number, minLng: number, minLat: number, maxLng: number, maxLat: number): number {
@@ -257,82 +340,11 @@ function vertexLat (lat: number, haverSinDLng: number): number {
   return Math.atan(Math.tan(lat * RAD) / cosDLng) / RAD
 }
 
-/**
- * The `limit` sites of one sub-index nearest to the point within `maxH`, in
- * (h, position) order, keeping only positions that `accept` (when given).
- */
-function around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
-  accept: ((position: number) => boolean) | undefined): Hit[] {
-  const { kd, slotCosLats: cosLats, slotPositions: positions } = source
-  const count = positions.length
-  const xy = kd.coords
-  const nodeSize = kd.nodeSize
-  heldMax = Math.min(limit, count) // no more can be held than the index has sites
-  makeRoomForBest(heldMax)
-  const H = scratch.bestH
-  const P = scratch.bestPosition
-  const S = scratch.bestSlot
-  slots = 0
-  queued = 0
-  held = 0
-  bound = maxH
-  pushNode(0, count - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
-  while (queued > 0) {
-    if (scratch.queueKey[0] > bound) break // no node left can hold a site that gets in
-    const slot = scratch.queueSlot[0]
-    queuePop()
-    const left = scratch.nodeLeft[slot]
-    const right = scratch.nodeRight[slot]
-    if (right - left <= nodeSize) { // leaf: offer its sites
-      for (let i = left; i <= right; i++) {
-        const h = haverSinDistCos(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1], cosLats[i])
-        if (h > bound) continue
-        const position = positions[i]
-        if (accept && !accept(position)) continue
-        offer(h, position, i)
-      }
-      continue
-    }
-    const axis = scratch.nodeAxis[slot]
-    const b = slot * 4
-    const minLng = scratch.nodeBox[b]; const minLat = scratch.nodeBox[b + 1]; const maxLng = scratch.nodeBox[b + 2]; const maxLat = scratch.nodeBox[b + 3]
-    const m = (left + right) >> 1
-    const midLng = xy[2 * m]
-    const midLat = xy[2 * m + 1]
-    const h = haverSinDistCos(lng, lat, cosLat, midLng, midLat, cosLats[m])
-    if (h <= bound) {
-      const position = positions[m]
-      if (!accept || accept(position)) offer(h, position, m)
-    }
-    const nextAxis = 1 - axis
-    pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, bound)
-    pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, bound)
-  }
-  // the held sites, nearest first: take the worst off the top, last place first
-  const hits = new Array<Hit>(held)
-  for (let size = held; size > 0; size--) {
-    hits[size - 1] = { position: P[0], h: H[0], slot: S[0] }
-    if (size > 1) bestSiftDown(size - 1, H[size - 1], P[size - 1], S[size - 1])
-  }
-  return hits
-}
+const defaultSearch = new NearbySearch()
 
-/**
- * The `limit` sites nearest to the point within the radius, over the union of `sources` (disjoint
- * sets of sites), keeping only positions that `accept` (when given), in (distance, id) order.
- * Each source gives its own first `limit` exactly; the answer is the first `limit` of their merge.
- */
-export function searchNearby (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] {
-  const { limit } = area
-  if (limit <= 0 || sources.length === 0) return []
-  const cosLat = Math.cos(area.lat * RAD)
-  const maxH = maxHaverSinFor(area.radiusKm)
-  const lists: Hit[][] = []
-  for (const source of sources) {
-    lists.push(around(source, area.lng, area.lat, cosLat, limit, maxH, accept))
-  }
-  return merge(lists, limit)
-}
+/** NearbySearch.search with the process's one search state. */
+export const searchNearby = (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] =>
+  defaultSearch.search(sources, area, accept)
 
 /** The first `max` hits of lists each in (h, position) order, in that order. */
 function merge (lists: Hit[][], max: number): Hit[] {

@@ -48,13 +48,14 @@ t.test('answers whose spans are read by tree slot equal JSON.stringify of the re
       categories: [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [2, 3, 4, 5, 6, 7, 8, 9, 10]][i % 4],
       tag: i % 4 === 3 ? '~fuel' : undefined
     }
-    const { hits, index } = findNearby(ds, query)
+    const found = findNearby(ds, query)
+    const { hits, index } = found
     if (index === undefined) { t.fail('no single sub-index', query); return }
     const name = index === ds.all ? 'all' : index === ds.byCategory.get(9) ? 'category 9' : index === ds.tagIndexes.get('~fuel') ? 'tag ~fuel' : 'other'
     sources.set(name, (sources.get(name) ?? 0) + 1)
     const positions = hits.map((h) => h.position)
     for (const h of hits) if (index.slotPositions[h.slot] !== h.position) t.fail('a hit\'s slot is not its site\'s', { query, h })
-    const bySlots = { index, slots: Uint32Array.from(hits, (h) => h.slot) }
+    const bySlots = found // one sub-index: read by slot
     // every other answer first by slot (the fragments made there), then by position, and the other way round
     const bySlot = () => sitesJson(ds, bySlots, links).toString()
     const byPosition = () => sitesJson(ds, positions, links).toString()
