@@ -1,17 +1,8 @@
-// Answer buffers used again instead of allocated per request. A /sites answer is about 19 kB; as a
-// new Buffer each, 3,000 answers a second were 57 MB a second of memory outside the JS heap, and
-// V8 runs a full garbage collection after each 64 MB of that (about once a second, with a pause
-// of 4-15 ms on the service's thread and more marking on the other core). Pooled, the same few
-// hundred buffers go round and the collections are rare.
-//
-// A buffer goes back to the pool only when nothing can read it any more: every holder takes a
-// reference and gives it back when done, and the buffer is used again at zero.
-//   - the request that made it or sends it: given back when the response has been handed to the
-//     socket in full ('finish') or failed ('error'), i.e. in Fastify's onResponse; never on an
-//     aborted response, whose buffer is left to the garbage collector;
-//   - the response cache, for as long as the entry is in it (given back when it is evicted,
-//     deleted or replaced).
-// Only buffers made by take() are counted; any other Buffer passes through untouched.
+// Answer buffers used again instead of allocated per request: 19 kB answers allocated fresh
+// made V8 run full collections about once a second (figures in docs/performance.md).
+// Reference-counted: the request that sends a buffer holds one until its response is done
+// (onResponse; an aborted response leaves its buffer to the garbage collector), the response
+// cache one per entry. A buffer is used again at zero; a Buffer not made by take() passes through.
 
 const PAGE = 4096
 /** Smaller answers come from Node's own shared pool (Buffer.allocUnsafe), as before. */
