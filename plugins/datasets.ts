@@ -1,147 +1,13 @@
-// The datasets in memory: each file read into its own indexes at start-up (from its index
-// snapshot when that is current). The registry holds one reference per dataset, so a reload
-// builds new indexes and swaps the reference at once.
+// The datasets in memory (src/sites/registry.ts), loaded at boot; reloads swap them.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
-import { statSync } from 'node:fs'
-import { Worker } from 'node:worker_threads'
-import { loadDataset, type Dataset } from '../src/sites/dataset.ts'
-import type { IndexJob, IndexResult } from '../src/sites/index-worker.ts'
-import { readSnapshot } from '../src/sites/snapshot.ts'
-import type { ReloadOutcome, ServedDataset } from '../src/instances.ts'
-import { datasetFor } from '../src/partners/permissions.ts'
-import { ApiError } from '../src/errors.ts'
-import type { DatasetsState } from '../src/schemas/health.ts'
+import { DATASETS } from '../src/sites/dataset-file.ts'
+import { DatasetRegistry } from '../src/sites/registry.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     datasets: DatasetRegistry
   }
-  interface FastifyRequest {
-    /** the dataset that answers this request, fixed once so a reload mid-request changes nothing */
-    dataset?: Dataset
-  }
-}
-
-export class DatasetRegistry {
-  private current: Record<DatasetName, Dataset>
-  private readonly swapListeners: ((datasets: Record<DatasetName, Dataset>) => void)[] = []
-  private pending: Promise<unknown> = Promise.resolve()
-
-  private constructor (readonly dataDir: string, initial: Record<DatasetName, Dataset>, readonly log: DatasetLog, readonly workerMinBytes: number) {
-    this.current = initial
-  }
-
-  /**
-   * Loads both datasets: from their index snapshots when current; else a file of at least
-   * workerMinBytes is verified and indexed in a worker thread (which writes the snapshot), a
-   * smaller one right here.
-   */
-  static async open (dataDir: string, log: DatasetLog, workerMinBytes: number): Promise<DatasetRegistry> {
-    const loaded = await loadAll(dataDir, false, log, workerMinBytes)
-    return new DatasetRegistry(dataDir, loaded, log, workerMinBytes)
-  }
-
-  get (name: DatasetName): Dataset {
-    return this.current[name]
-  }
-
-  /** Site count and built_at of each dataset, by name (for /readyz and the API index). */
-  state (): DatasetsState {
-    return { sandbox: this.stateOf('sandbox'), production: this.stateOf('production') }
-  }
-
-  /** The same, as a list (reload outcomes, metrics). */
-  served (): ServedDataset[] {
-    return DATASETS.map((name) => ({ dataset: name, ...this.stateOf(name) }))
-  }
-
-  private stateOf (name: DatasetName) {
-    return { site_count: this.current[name].count, built_at: this.current[name].builtAt }
-  }
-
-  /** Called after every swap (the response cache empties itself here). */
-  onSwap (listener: (datasets: Record<DatasetName, Dataset>) => void) {
-    this.swapListeners.push(listener)
-  }
-
-  /**
-   * Verifies both files anew in a worker thread (read-only, quick_check, tables, row count,
-   * values) and has it bring their index snapshots up to date; then reads the snapshots and
-   * swaps them in with one assignment. On any defect the old datasets keep serving. Requests
-   * already running hold the old Dataset objects and finish on them. Reloads run one at a time.
-   */
-  reload (): Promise<ReloadOutcome> {
-    const run = this.pending.then(async (): Promise<ReloadOutcome> => {
-      let next: Record<DatasetName, Dataset>
-      try {
-        next = await loadAll(this.dataDir, true, this.log, this.workerMinBytes)
-      } catch (err) {
-        return { ok: false, error: (err as Error).message, datasets: this.served() }
-      }
-      this.current = next
-      for (const listener of this.swapListeners) listener(next)
-      return { ok: true, datasets: this.served() }
-    })
-    this.pending = run.catch(() => undefined)
-    return run
-  }
-}
-
-export interface DatasetLog {
-  info (obj: object, msg: string): void
-  warn (obj: object, msg: string): void
-}
-
-const fileSize = (path: string) => {
-  try {
-    return statSync(path).size
-  } catch {
-    return 0 // missing: loadDataset says so
-  }
-}
-
-const fromSource = import.meta.url.endsWith('.ts')
-const workerUrl = new URL(`../src/sites/index-worker${fromSource ? '.ts' : '.js'}`, import.meta.url)
-
-/** A worker on the index module; run from TypeScript sources, it loads them through tsx. */
-function startWorker (job: IndexJob): Worker {
-  if (!fromSource) return new Worker(workerUrl, { workerData: job })
-  const tsx = import.meta.resolve('tsx/esm/api')
-  const code = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(workerUrl.href)}) })`
-  return new Worker(code, { eval: true, workerData: job })
-}
-
-/** Runs the index worker for one dataset file. */
-function indexInWorker (job: IndexJob): Promise<IndexResult> {
-  return new Promise((resolve) => {
-    const worker = startWorker(job)
-    let answered = false
-    worker.once('message', (result: IndexResult) => { answered = true; resolve(result) })
-    worker.once('error', (err) => { answered = true; resolve({ ok: false, error: `${job.path}: ${err.message}` }) })
-    worker.once('exit', (code) => { if (!answered) resolve({ ok: false, error: `${job.path}: index worker exited with ${code}` }) })
-  })
-}
-
-async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, workerMinBytes: number): Promise<Record<DatasetName, Dataset>> {
-  const loaded = {} as Record<DatasetName, Dataset>
-  for (const name of DATASETS) {
-    const path = datasetPath(dataDir, name)
-    let ds = verify ? undefined : readSnapshot(path, name)
-    if (!ds && fileSize(path) < workerMinBytes) {
-      ds = loadDataset(path, name) // small: read and checked right here, no snapshot needed
-    } else if (!ds) {
-      const started = performance.now()
-      const result = await indexInWorker({ path, name, verify })
-      if (!result.ok) throw new Error(result.error) // the worker's reason names the file
-      if (result.snapshotError) log.warn({ dataset: name, error: result.snapshotError }, 'index snapshot could not be written; the file is read directly')
-      if (result.built) log.info({ dataset: name, ms: Math.round(performance.now() - started) }, 'dataset verified and indexed; snapshot written')
-      ds = readSnapshot(path, name) ?? loadDataset(path, name, { quickCheck: false })
-    }
-    loaded[name] = ds
-  }
-  return loaded
 }
 
 async function datasets (app: FastifyInstance, options: { dataDir: string, workerMinMb: number }) {
@@ -151,17 +17,6 @@ async function datasets (app: FastifyInstance, options: { dataDir: string, worke
     app.log.info({ dataset: name, sites: ds.count, builtAt: ds.builtAt }, 'dataset loaded')
   }
   app.decorate('datasets', registry)
-  app.decorateRequest('dataset', undefined)
-  // After validation (demo is known) and before the cache (its key holds the dataset version).
-  app.addHook('preHandler', (request, reply, done) => {
-    const endpoint = request.route.config.endpoint
-    if (endpoint === undefined || endpoint === 'usage') return done()
-    const demo = (request.query as { demo?: boolean }).demo === true
-    const dataset = registry.get(datasetFor(request.partner, demo))
-    if (dataset === undefined) return done(new ApiError('svc_partner_api_prepare_failed'))
-    request.dataset = dataset
-    done()
-  })
 }
 
-export default fp(datasets, { name: 'datasets', dependencies: ['route-config'] })
+export default fp(datasets, { name: 'datasets' })

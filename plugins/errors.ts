@@ -3,7 +3,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../src/errors.ts'
-import { JSON_TYPE } from '../src/records.ts'
+import { JSON_TYPE } from '../src/answers/records.ts'
 
 /** Error bodies are sent as JSON text: the schema serialiser would choose among the shapes of
  * `data.params` with a validator on every error (429s included). */

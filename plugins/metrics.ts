@@ -16,6 +16,8 @@ export interface Metrics {
   registry: Registry
   /** counts a dataset reload by its outcome */
   reloaded (ok: boolean): void
+  /** counts a request refused with 429, by the partner's tier */
+  rateLimited (tier: string): void
 }
 
 
@@ -48,7 +50,7 @@ async function metrics (app: FastifyInstance) {
   // route → method → status → series: found per request without building a key string
   const byRoute = new Map<string, Map<string, Map<number, Series>>>()
   const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))
-  const cacheLookups = { hit: 0, miss: 0 }
+  const cacheLookups = app.responseCache.lookups
   const reloads = { ok: 0, refused: 0 }
   const refusals = new Map<string, number>()
   const register = (metric: ReturnType<typeof scraped>) => registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
@@ -129,19 +131,21 @@ async function metrics (app: FastifyInstance) {
 
   app.addHook('onResponse', (request, reply, done) => {
     // unmatched URLs share one label, so random paths cannot grow the series
-    const s = seriesOf(request.route.url ?? 'unmatched', request.method, reply.statusCode)
+    const s = seriesOf(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode)
     const seconds = reply.elapsedTime / 1000
     s.count++
     s.sum += seconds
     let i = 0
     while (i < BUCKETS.length && seconds > BUCKETS[i]) i++
     if (i < BUCKETS.length) s.buckets[i]++
-    if (request.cacheStatus !== 'none') cacheLookups[request.cacheStatus]++
-    if (reply.statusCode === 429 && request.partner) refusals.set(request.partner.tier, (refusals.get(request.partner.tier) ?? 0) + 1)
     done()
   })
 
-  app.decorate('metrics', { registry, reloaded: (ok: boolean) => { reloads[ok ? 'ok' : 'refused']++ } })
+  app.decorate('metrics', {
+    registry,
+    reloaded: (ok: boolean) => { reloads[ok ? 'ok' : 'refused']++ },
+    rateLimited: (tier: string) => { refusals.set(tier, (refusals.get(tier) ?? 0) + 1) }
+  })
 }
 
-export default fp(metrics, { name: 'metrics', dependencies: ['health', 'datasets', 'partners', 'route-config'] })
+export default fp(metrics, { name: 'metrics', dependencies: ['health', 'datasets', 'partners', 'cache'] })

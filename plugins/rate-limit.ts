@@ -6,8 +6,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type Database from 'better-sqlite3'
-import { ApiError } from '../src/errors.ts'
-import { LocalStore, RateLimiter, rateLimitHeaders, retryAfterSeconds, type HitResult, type SecondBucket } from '../src/limits/limiter.ts'
+import { LocalStore, RateLimiter, type SecondBucket } from '../src/limits/limiter.ts'
 import { SharedTelemetry, TelemetryFeed, type Telemetry } from '../src/usage/telemetry.ts'
 import type { Redis } from 'ioredis'
 import { FailoverStore } from '../src/limits/failover-store.ts'
@@ -21,13 +20,6 @@ declare module 'fastify' {
     sharedState?: FailoverStore
     /** Saves the counters now (also done every COUNTER_SAVE_MS and at close); never throws. */
     saveCounters (): void
-  }
-  interface FastifyRequest {
-    /** the limiter's entry of this request, when it was accepted */
-    limitSeq?: number
-    /** records in the answer (for `rows`) */
-    rows: number
-    cacheStatus: 'hit' | 'miss' | 'none'
   }
 }
 
@@ -121,27 +113,6 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
   app.decorate('saveCounters', save)
   app.decorate('limiter', limiter)
   app.decorate<Telemetry>('telemetry', telemetry)
-  app.decorateRequest('rows', 0)
-  app.decorateRequest('limitSeq', undefined)
-  app.decorateRequest('cacheStatus', 'none')
-
-  app.addHook('onRequest', (request, reply, done) => {
-    const endpoint = request.route.config.endpoint
-    if (endpoint === undefined || endpoint === 'usage') return done()
-    const apply = (result: HitResult & { now: number }) => {
-      reply.headers(rateLimitHeaders(result.windows, result.now))
-      if (!result.allowed) {
-        const retryAfter = retryAfterSeconds(result.retryAfterMs!)
-        reply.header('retry-after', String(retryAfter))
-        return done(new ApiError('svc_partner_api_rate_limited', { window: result.refusedBy, retry_after: retryAfter }))
-      }
-      request.limitSeq = result.seq
-      done()
-    }
-    const result = limiter.hit(request.partner.id, request.partner.limits)
-    if (result instanceof Promise) result.then(apply, done)
-    else apply(result)
-  })
 }
 
-export default fp(rateLimit, { name: 'rate-limit', dependencies: ['auth', 'partners', 'route-config', 'health', 'reload', 'shared-state'] })
+export default fp(rateLimit, { name: 'rate-limit', dependencies: ['partners', 'health', 'reload', 'shared-state'] })

@@ -7,14 +7,10 @@ import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { accessWriter } from './access-log.ts'
-import { answers } from './answer-pool.ts'
 import { ApiError } from './errors.ts'
 import { compileQuery } from './query.ts'
 import { redactUrl } from './redact.ts'
-import sitesRoutes from './routes/sites.ts'
-import byTagRoutes from './routes/by-tag.ts'
-import siteByIdRoutes from './routes/site-by-id.ts'
-import usageRoutes from './routes/usage.ts'
+import partnerApi from './routes/partner-api.ts'
 import healthRoutes from './routes/health.ts'
 import indexRoutes from './routes/index.ts'
 import errors from '../plugins/errors.ts'
@@ -22,14 +18,12 @@ import health from '../plugins/health.ts'
 import sharedState from '../plugins/shared-state.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
-import routeConfig from '../plugins/route-config.ts'
+import answers from '../plugins/answers.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
-import auth from '../plugins/auth.ts'
 import reload from '../plugins/reload.ts'
 import rateLimit from '../plugins/rate-limit.ts'
 import cache from '../plugins/cache.ts'
-import usageRecord from '../plugins/usage-record.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -38,10 +32,6 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** an operator's probe (/healthz, /readyz): left out of the access log */
     probe?: boolean
-  }
-  interface FastifyRequest {
-    /** the answer's pooled buffer (src/answer-pool.ts), given back when the response is done */
-    pooledBody: Buffer | undefined
   }
 }
 
@@ -128,11 +118,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     process.off('exit', access.flush)
     done()
   })
-  app.decorateRequest('pooledBody', undefined)
   app.addHook('onResponse', (request, reply, done) => {
-    // the response is in the socket's hands in full (or failed): its buffer can be used again
-    if (request.pooledBody !== undefined) answers.release(request.pooledBody)
-    if (accessLog && request.route.config.probe !== true) {
+    if (accessLog && request.routeOptions.config.probe !== true) {
       access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
         request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)
     }
@@ -140,24 +127,18 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(errors)
-  await app.register(routeConfig)
+  await app.register(answers)
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
-  await app.register(auth)
+  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
-  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
-  // after the cache: its onSend hook runs first, so the status recorded is the one sent
-  await app.register(usageRecord)
   await app.register(openapi, { apiPrefix: config.apiPrefix })
-  const routeOptions = { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl }
-  await app.register(sitesRoutes, routeOptions)
-  await app.register(byTagRoutes, routeOptions)
-  await app.register(siteByIdRoutes, routeOptions)
-  await app.register(usageRoutes, { prefix: config.apiPrefix })
+  // the partner routes and their pipeline, in a context of their own
+  await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
   await app.register(healthRoutes)
   await app.register(indexRoutes, { apiPrefix: config.apiPrefix })
   await app.ready()

@@ -1,7 +1,7 @@
 // GET /sites/by-tag: one tag's sites the partner may see, map-minimal, in id order, in pages.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { GEOJSON_TYPE, sendJson, linkPrefix, minimalSitesGeoJson, minimalSitesJson } from '../records.ts'
+import { GEOJSON_TYPE, linkPrefix, minimalSitesGeoJson, minimalSitesJson } from '../answers/records.ts'
 import { TagFeatureCollection } from '../schemas/geojson.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
@@ -37,9 +37,9 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     // (the tag is ASCII by its pattern, so the head is too)
     const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
     if (request.query.format === 'geojson') {
-      return sendJson(reply, minimalSitesGeoJson(ds, positions, links, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
+      return reply.sendAnswer(minimalSitesGeoJson(ds, positions, links, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
     }
-    return sendJson(reply, minimalSitesJson(ds, positions, links, `{${paging},"sites":`, '}'))
+    return reply.sendAnswer(minimalSitesJson(ds, positions, links, `{${paging},"sites":`, '}'))
   })
 }
 

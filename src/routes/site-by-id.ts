@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { NULL_JSON, sendJson, linkPrefix, siteJson } from '../records.ts'
+import { NULL_JSON, linkPrefix, siteJson } from '../answers/records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
@@ -25,9 +25,9 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
   }, (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
-    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return sendJson(reply, NULL_JSON)
+    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.sendAnswer(NULL_JSON)
     request.rows = 1
-    return sendJson(reply, siteJson(ds, position, links))
+    return reply.sendAnswer(siteJson(ds, position, links))
   })
 }
 

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, NULL_JSON, sendJson, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../records.ts'
+import { GEOJSON_TYPE, NULL_JSON, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../answers/records.ts'
 import { errorResponses } from '../schemas/errors.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
@@ -58,8 +58,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }, (request, reply) => {
     const { ds, found } = search(request, request.partner.maxResults)
     request.rows = found.hits.length
-    if (request.query.format === 'geojson') return sendJson(reply, sitesGeoJson(ds, found, links), GEOJSON_TYPE)
-    return sendJson(reply, sitesJson(ds, found, links))
+    if (request.query.format === 'geojson') return reply.sendAnswer(sitesGeoJson(ds, found, links), GEOJSON_TYPE)
+    return reply.sendAnswer(sitesJson(ds, found, links))
   })
 
   app.get('/sites/nearest', {
@@ -74,7 +74,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }, (request, reply) => {
     const { ds, found: { hits } } = search(request, 1)
     request.rows = hits.length
-    return sendJson(reply, hits.length === 0 ? NULL_JSON : nearestJson(ds, hits[0].position, hits[0].h, links))
+    return reply.sendAnswer(hits.length === 0 ? NULL_JSON : nearestJson(ds, hits[0].position, hits[0].h, links))
   })
 }
 

@@ -6,7 +6,7 @@
 // (every store evicts). Every byte each client finally reads must be the answer's own.
 import { connect } from 'node:net'
 import t from 'tap'
-import { answers } from '../../src/answer-pool.ts'
+import { answers } from '../../src/answers/pool.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 // 3,000 sites in a 30 km square, all tagged ~fuel; the names make answers long (pooled sizes).

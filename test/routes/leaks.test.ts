@@ -107,8 +107,7 @@ t.test('10,000 unknown tokens make no state and leave memory flat', async (t) =>
     partners: app.partners.size,
     limiterLogs: (app.limiter.store as unknown as { logs: Map<string, unknown> }).logs.size,
     telemetry: (app.telemetry as unknown as { rings: Map<string, unknown> }).rings.size,
-    cache: app.responseCache.size,
-    cacheAliases: app.responseCacheAliases.size
+    cache: app.responseCache.size
   })
   const unknown = async (n: number) => {
     for (let i = 0; i < n; i++) {

@@ -1,6 +1,6 @@
 // The pool of answer buffers: references, reuse, sizes that are not pooled.
 import t from 'tap'
-import { AnswerPool, MAX_POOLED_BYTES, MIN_POOLED_BYTES } from '../../src/answer-pool.ts'
+import { AnswerPool, MAX_POOLED_BYTES, MIN_POOLED_BYTES } from '../../src/answers/pool.ts'
 
 t.test('a buffer is used again only when every reference is given back', async (t) => {
   const pool = new AnswerPool()

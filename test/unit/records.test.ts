@@ -2,7 +2,7 @@
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
-import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/records.ts'
+import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/answers/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'

@@ -2,11 +2,10 @@
 // A site's JSON is made once (the same bytes as JSON.stringify of its record, which the tests
 // compare) and kept as bytes: an answer copies the fragments of its sites instead of
 // serialising objects on every request.
-import type { FastifyReply } from 'fastify'
-import type { MapMinimalRecord, NearestRecord, SiteRecord } from './schemas/records.ts'
-import type { Dataset, Nearby } from './sites/dataset.ts'
-import { kmFromHaverSin, type SubIndex } from './sites/spatial.ts'
-import { answers } from './answer-pool.ts'
+import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/records.ts'
+import type { Dataset, Nearby } from '../sites/dataset.ts'
+import { kmFromHaverSin, type SubIndex } from '../sites/spatial.ts'
+import { answers } from './pool.ts'
 
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
@@ -14,18 +13,6 @@ export const GEOJSON_TYPE = 'application/geo+json; charset=utf-8'
 
 /** The answer of a search or lookup that found nothing. */
 export const NULL_JSON = Buffer.from('null')
-
-/**
- * Sends JSON that is already serialised, as bytes (encoded once; the cache keeps the same Buffer).
- * Returns nothing: the routes' handlers are plain functions that answer through the reply (an
- * async handler costs a promise and a microtask per request).
- */
-export function sendJson (reply: object, json: Buffer, type = JSON_TYPE): void {
-  // The route's reply is typed by its response schema; the JSON here was made from the same records.
-  const r = reply as FastifyReply
-  if (answers.holds(json)) r.request.pooledBody = json // the request's reference, given back in onResponse
-  r.type(type).send(json)
-}
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
 export const nmFromKm = (km: number) => Math.round((km / KM_PER_NM) * 1000) / 1000

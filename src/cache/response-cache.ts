@@ -1,0 +1,114 @@
+// The response cache: answers' bytes by a key that holds everything an answer depends on (the
+// dataset's version, the route, the normalised parameters, the partner's permission fingerprint,
+// never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
+import { hash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import { answers } from '../answers/pool.ts'
+import type { Dataset } from '../sites/dataset.ts'
+
+export interface CachedAnswer {
+  /** the dataset the answer was made from */
+  dataset: Dataset
+  body: Buffer
+  /** Content-Type: JSON, or GeoJSON (format=geojson) */
+  type: string
+  etag: string
+  rows: number
+}
+
+export interface ResponseCacheOptions {
+  ttlSeconds: number
+  maxEntries: number
+  maxMb: number
+  /** shapes every answer's links, so it salts the ETags */
+  pilotAppUrl: string
+  /** whether a dataset is still the one in service (an answer of a swapped-out one is not stored) */
+  inService: (dataset: Dataset) => boolean
+}
+
+/** Bump when the serialised form of any answer changes, so old ETags stop matching. */
+const SERIALISATION_VERSION = '1'
+
+/** If-None-Match holds the tag (or *); weak comparison, as RFC 9110 asks for GET. */
+export function etagMatches (ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false
+  if (ifNoneMatch.trim() === '*') return true
+  return ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
+}
+
+/** The cache key: the same key always means the same bytes. */
+export const cacheKeyOf = (datasetVersion: string, route: string, params: string, query: string, fingerprint: string) =>
+  `${datasetVersion}\u0000${route}\u0000${params}\u0000${query}\u0000${fingerprint}`
+
+export class ResponseCache {
+  readonly enabled: boolean
+  /** the Cache-Control of every cacheable 200 */
+  readonly cacheControl: string
+  readonly lookups = { hit: 0, miss: 0 }
+  private readonly lru: LRUCache<string, CachedAnswer>
+  private readonly salt: string
+
+  constructor (private readonly options: ResponseCacheOptions) {
+    this.enabled = options.ttlSeconds > 0
+    this.cacheControl = `private, max-age=${options.ttlSeconds}`
+    this.lru = new LRUCache<string, CachedAnswer>({
+      max: options.maxEntries,
+      maxSize: options.maxMb * 1024 * 1024,
+      sizeCalculation: (entry, key) => answers.footprint(entry.body) + 2 * key.length + 200,
+      ttl: Math.max(1, options.ttlSeconds) * 1000,
+      ttlAutopurge: false,
+      // an entry holds a reference on its pooled body (taken in store)
+      dispose: (entry) => answers.release(entry.body)
+    })
+    this.salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
+  }
+
+  /** The entry of a key, counted as a hit or a miss. */
+  get (key: string): CachedAnswer | undefined {
+    const entry = this.enabled ? this.lru.get(key) : undefined
+    this.lookups[entry === undefined ? 'miss' : 'hit']++
+    return entry
+  }
+
+  /**
+   * The ETag of the answer of a key: a digest of the key (cheaper than of the body, and as exact:
+   * the key determines the body), salted with what shapes every body but is not in the key.
+   */
+  etagOf (key: string): string {
+    return `"${hash('sha1', this.salt + key, 'base64url')}"`
+  }
+
+  /** Keeps an answer (holding a reference on its body) while its dataset is in service. */
+  store (key: string, entry: CachedAnswer): void {
+    if (!this.enabled || !this.options.inService(entry.dataset)) return
+    answers.retain(entry.body)
+    this.lru.set(key, entry)
+  }
+
+  /** The entry's body with a reference for the request that sends it (the entry may go meanwhile). */
+  lend (entry: CachedAnswer): Buffer {
+    answers.retain(entry.body)
+    return entry.body
+  }
+
+  /** Empties the cache (a dataset was swapped). */
+  clear (): void {
+    this.lru.clear()
+  }
+
+  get size (): number {
+    return this.lru.size
+  }
+
+  keys (): IterableIterator<string> {
+    return this.lru.keys()
+  }
+
+  values (): IterableIterator<CachedAnswer> {
+    return this.lru.values()
+  }
+
+  has (key: string): boolean {
+    return this.lru.has(key)
+  }
+}

@@ -1,0 +1,192 @@
+// The partner API: every route that takes a partner's token, in one context at API_PREFIX,
+// registered without fastify-plugin so that nothing here reaches the public routes. Each route
+// says what it is in its config (`endpoint`, `cache`); the pipeline is attached to it when it is
+// declared (as @fastify/rate-limit attaches its hook), in the order requests are checked:
+//   onRequest   token → partner → status → endpoint open (refused: counted nowhere);
+//               then the three windows (not /usage, which is never counted)
+//   preHandler  the dataset (after validation, so demo= is known); then the cache lookup
+//   onSend      the cache's store and its ETag/304; then the usage record (rows, telemetry)
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
+import { ApiError } from '../errors.ts'
+import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
+import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
+import { canonicalOf } from '../query.ts'
+import { JSON_TYPE } from '../answers/records.ts'
+import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
+import type { Dataset } from '../sites/dataset.ts'
+import sitesRoutes from './sites.ts'
+import byTagRoutes from './by-tag.ts'
+import siteByIdRoutes from './site-by-id.ts'
+import usageRoutes from './usage.ts'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** the partner endpoint a route serves (its feature switch and telemetry name) */
+    endpoint?: Endpoint
+    /** answers of this route may be cached */
+    cache?: boolean
+  }
+  interface FastifyRequest {
+    partner: PartnerProfile
+    /** the dataset that answers this request, fixed once so a reload mid-request changes nothing */
+    dataset?: Dataset
+    /** the limiter's entry of this request, when it was accepted */
+    limitSeq?: number
+    /** records in the answer (for `rows`) */
+    rows: number
+    cacheStatus: 'hit' | 'miss' | 'none'
+    cacheKey?: string
+  }
+}
+
+const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
+
+/** The token from api_key or an Authorization: Bearer header; null if none, false if unusable. */
+export function tokenOf (request: FastifyRequest): string | null | false {
+  const fromQuery = (request.query as Record<string, unknown>).api_key
+  const header = request.headers.authorization
+  let fromHeader: string | undefined
+  if (header !== undefined) {
+    const match = BEARER.exec(header)
+    if (!match) return false
+    fromHeader = match[1]
+  }
+  if (fromQuery === undefined || fromQuery === '') return fromHeader ?? null
+  if (typeof fromQuery !== 'string') return false // given more than once
+  if (fromHeader !== undefined && fromHeader !== fromQuery) return false
+  return fromQuery
+}
+
+export interface PartnerApiOptions {
+  pilotAppUrl: string
+}
+
+export default async function partnerApi (app: FastifyInstance, options: PartnerApiOptions) {
+  const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
+  app.decorateRequest('partner', null as unknown as PartnerProfile)
+  app.decorateRequest('dataset', undefined)
+  app.decorateRequest('limitSeq', undefined)
+  app.decorateRequest('rows', 0)
+  app.decorateRequest('cacheStatus', 'none')
+  app.decorateRequest('cacheKey', undefined)
+
+  const authenticate = (endpoint: Endpoint): onRequestHookHandler => (request, _reply, done) => {
+    const token = tokenOf(request)
+    if (token === null) return done(new ApiError('svc_partner_api_missing_key'))
+    const partner = token === false ? undefined : partners.byToken(token)
+    if (!partner) return done(new ApiError('svc_partner_api_invalid_key'))
+    if (partner.status !== 'active') return done(new ApiError('svc_partner_api_inactive_partner'))
+    if (!endpointOpen(partner, endpoint)) return done(new ApiError('svc_partner_api_feature_disabled'))
+    request.partner = partner
+    done()
+  }
+
+  const limit: onRequestHookHandler = (request, reply, done) => {
+    const apply = (result: HitResult & { now: number }) => {
+      reply.headers(rateLimitHeaders(result.windows, result.now))
+      if (!result.allowed) {
+        const retryAfter = retryAfterSeconds(result.retryAfterMs!)
+        metrics.rateLimited(request.partner.tier)
+        reply.header('retry-after', String(retryAfter))
+        return done(new ApiError('svc_partner_api_rate_limited', { window: result.refusedBy, retry_after: retryAfter }))
+      }
+      request.limitSeq = result.seq
+      done()
+    }
+    const result = limiter.hit(request.partner.id, request.partner.limits)
+    if (result instanceof Promise) result.then(apply, done)
+    else apply(result)
+  }
+
+  const pickDataset: preHandlerHookHandler = (request, _reply, done) => {
+    const dataset = datasets.get(datasetFor(request.partner, (request.query as { demo?: boolean }).demo === true))
+    if (dataset === undefined) return done(new ApiError('svc_partner_api_prepare_failed'))
+    request.dataset = dataset
+    done()
+  }
+
+  const serveCached = (request: FastifyRequest, reply: FastifyReply, entry: CachedAnswer) => {
+    request.cacheStatus = 'hit'
+    request.rows = entry.rows
+    request.dataset = entry.dataset
+    reply.header('etag', entry.etag).header('cache-control', cache.cacheControl)
+    if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
+    else reply.sendAnswer(cache.lend(entry), entry.type)
+  }
+
+  const lookup = (route: string): preHandlerHookHandler => (request, reply, done) => {
+    const key = cacheKeyOf(request.dataset!.version, route, canonicalOf(request.params), canonicalOf(request.query), request.partner.fingerprint)
+    request.cacheKey = key
+    const entry = cache.get(key)
+    if (entry === undefined) {
+      request.cacheStatus = 'miss'
+      return done()
+    }
+    serveCached(request, reply, entry)
+    // answered: done() is not called
+  }
+
+  const store: onSendHookHandler = (request, reply, payload, done) => {
+    const status = reply.statusCode
+    if (status !== 200 || request.cacheKey === undefined) {
+      if (status !== 304) reply.header('cache-control', 'no-store')
+      return done(null, payload)
+    }
+    if (request.cacheStatus === 'hit') return done(null, payload)
+    const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
+    const etag = cache.etagOf(request.cacheKey)
+    reply.header('etag', etag).header('cache-control', cache.cacheControl)
+    cache.store(request.cacheKey, { dataset: request.dataset!, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
+    if (etagMatches(request.headers['if-none-match'], etag)) {
+      reply.code(304)
+      return done(null, '')
+    }
+    done(null, body)
+  }
+
+  // before the answer's bytes go out: whoever has an answer finds it in /usage, on any instance
+  const record = (endpoint: Endpoint): onSendHookHandler => (request, reply, payload, done) => {
+    if (request.partner === null) return done(null, payload) // refused before the token was known: no one's usage
+    const status = reply.statusCode
+    const rows = status === 200 ? request.rows : 0
+    if (request.limitSeq !== undefined && rows > 0) {
+      const set = limiter.setRows(request.partner.id, request.limitSeq, rows)
+      if (set instanceof Promise) set.catch((err) => app.log.error({ err }, 'rows could not be recorded'))
+    }
+    telemetry.record(request.partner.id, {
+      timestamp: limiter.clock(),
+      endpoint,
+      status,
+      rows,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      dataset: request.dataset?.name ?? null,
+      cache: request.cacheStatus
+    })
+    done(null, payload)
+  }
+
+  app.addHook('onRoute', (route) => {
+    const { endpoint, cache: cached = false } = route.config ?? {}
+    if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
+    const counted = endpoint !== 'usage'
+    attach(route, 'onRequest', authenticate(endpoint), counted && limit)
+    attach(route, 'preHandler', counted && pickDataset, cached && lookup(route.url))
+    attach(route, 'onSend', cached && store, counted && record(endpoint))
+  })
+
+  const { pilotAppUrl } = options
+  await app.register(sitesRoutes, { pilotAppUrl })
+  await app.register(byTagRoutes, { pilotAppUrl })
+  await app.register(siteByIdRoutes, { pilotAppUrl })
+  await app.register(usageRoutes)
+}
+
+type HookName = 'onRequest' | 'preHandler' | 'onSend'
+
+/** Adds hooks after the route's own (the `false`s are hooks this route does not take). */
+function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {
+  const own = route[name]
+  const added = hooks.filter((hook) => hook !== false) as unknown[]
+  if (added.length === 0) return
+  ;(route as unknown as Record<HookName, unknown[]>)[name] = [...(own === undefined ? [] : Array.isArray(own) ? own : [own]), ...added]
+}
