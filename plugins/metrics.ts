@@ -1,10 +1,7 @@
-// Prometheus metrics (prom-client), kept in a registry of this app's own: requests and latency by
-// route and status, cache lookups, rate-limit refusals by tier, dataset sizes, reloads, control.db
-// state, and Node's process metrics. src/metrics-server.ts serves them on METRICS_PORT, bound to
-// loopback, apart from the partner port.
+// The service's metrics (src/metrics/metrics.ts): every answered request is observed here.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { createMetrics, type Metrics } from '../src/metrics/metrics.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,139 +9,12 @@ declare module 'fastify' {
   }
 }
 
-export interface Metrics {
-  registry: Registry
-  /** counts a dataset reload by its outcome */
-  reloaded (ok: boolean): void
-  /** counts a request refused with 429, by the partner's tier */
-  rateLimited (tier: string): void
-}
-
-
-const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
-
-/** One route, method and status: counted per request in plain numbers, turned into samples at scrape time. */
-interface Series { route: string, method: string, status: string, count: number, sum: number, buckets: Float64Array }
-
-type Labels = Record<string, string>
-type Sample = { labels: Labels, value: number, metricName?: string }
-
-/**
- * A metric whose samples are made when Prometheus scrapes: what a request does is add to plain
- * numbers (prom-client's own counters hash their labels on every increment).
- */
-function scraped (name: string, help: string, type: 'counter' | 'histogram', samples: () => Sample[]) {
-  return {
-    name,
-    help,
-    type,
-    aggregator: 'sum',
-    async get () { return { name, help, type, aggregator: 'sum', values: samples() } },
-    reset () {}
-  }
-}
-
 async function metrics (app: FastifyInstance) {
-  const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'lsp_' })
-  // route → method → status → series: found per request without building a key string
-  const byRoute = new Map<string, Map<string, Map<number, Series>>>()
-  const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))
-  const cacheLookups = app.responseCache.lookups
-  const reloads = { ok: 0, refused: 0 }
-  const refusals = new Map<string, number>()
-  const register = (metric: ReturnType<typeof scraped>) => registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
-  register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter', () =>
-    allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
-  register(scraped('lsp_http_request_duration_seconds', 'Time from request to answer, by route pattern and status', 'histogram', () => {
-    // one method a series here: the latency is by route and status (GET is the only method that answers)
-    const merged = new Map<string, { route: string, status: string, count: number, sum: number, buckets: Float64Array }>()
-    for (const s of allSeries()) {
-      const key = `${s.status} ${s.route}`
-      const into = merged.get(key) ?? { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
-      into.count += s.count
-      into.sum += s.sum
-      for (let i = 0; i < BUCKETS.length; i++) into.buckets[i] += s.buckets[i]
-      merged.set(key, into)
-    }
-    const samples: Sample[] = []
-    for (const s of merged.values()) {
-      let cumulative = 0
-      for (let i = 0; i < BUCKETS.length; i++) {
-        cumulative += s.buckets[i]
-        samples.push({ metricName: 'lsp_http_request_duration_seconds_bucket', labels: { le: String(BUCKETS[i]), route: s.route, status: s.status }, value: cumulative })
-      }
-      samples.push({ metricName: 'lsp_http_request_duration_seconds_bucket', labels: { le: '+Inf', route: s.route, status: s.status }, value: s.count })
-      samples.push({ metricName: 'lsp_http_request_duration_seconds_sum', labels: { route: s.route, status: s.status }, value: s.sum })
-      samples.push({ metricName: 'lsp_http_request_duration_seconds_count', labels: { route: s.route, status: s.status }, value: s.count })
-    }
-    return samples
-  }))
-  register(scraped('lsp_cache_lookups_total', 'Answer cache lookups, by result (hit or miss)', 'counter', () =>
-    [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
-  register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
-    [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
-  register(scraped('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter', () =>
-    [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_dataset_sites',
-    help: 'Sites served, by dataset',
-    labelNames: ['dataset'],
-    registers: [registry],
-    collect () { for (const d of app.datasets.served()) this.set({ dataset: d.dataset }, d.site_count) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_dataset_built_timestamp_seconds',
-    help: 'When the served dataset file was built (its meta built_at), by dataset',
-    labelNames: ['dataset'],
-    registers: [registry],
-    collect () { for (const d of app.datasets.served()) this.set({ dataset: d.dataset }, Date.parse(d.built_at) / 1000) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_partners',
-    help: 'Partners known to this instance',
-    registers: [registry],
-    collect () { this.set(app.partners.size) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_control_db_writable',
-    help: '1 while control.db takes writes, 0 while a job that writes to it fails (see /readyz)',
-    registers: [registry],
-    collect () { this.set(app.controlDb.writable ? 1 : 0) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_answer_cache_entries',
-    help: 'Answers held in the cache',
-    registers: [registry],
-    collect () { this.set(app.responseCache.size) }
-  })
-
-  const seriesOf = (route: string, method: string, status: number): Series => {
-    let byMethod = byRoute.get(route)
-    if (!byMethod) byRoute.set(route, byMethod = new Map())
-    let byStatus = byMethod.get(method)
-    if (!byStatus) byMethod.set(method, byStatus = new Map())
-    let s = byStatus.get(status)
-    if (!s) byStatus.set(status, s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) })
-    return s
-  }
-
+  const metrics = createMetrics({ datasets: app.datasets, partners: app.partners, controlDb: app.controlDb, cache: app.responseCache })
+  app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
-    // unmatched URLs share one label, so random paths cannot grow the series
-    const s = seriesOf(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode)
-    const seconds = reply.elapsedTime / 1000
-    s.count++
-    s.sum += seconds
-    let i = 0
-    while (i < BUCKETS.length && seconds > BUCKETS[i]) i++
-    if (i < BUCKETS.length) s.buckets[i]++
+    metrics.observe(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000)
     done()
-  })
-
-  app.decorate('metrics', {
-    registry,
-    reloaded: (ok: boolean) => { reloads[ok ? 'ok' : 'refused']++ },
-    rateLimited: (tier: string) => { refusals.set(tier, (refusals.get(tier) ?? 0) + 1) }
   })
 }
 

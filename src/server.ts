@@ -3,7 +3,7 @@
 import { buildApp } from './app.ts'
 import { prepareDataDir } from './bootstrap.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
-import { startMetricsServer } from './metrics-server.ts'
+import { startMetricsServer } from './metrics/server.ts'
 
 async function main () {
   let config: Config

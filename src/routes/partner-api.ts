@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onReq
 import { ApiError } from '../errors.ts'
 import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
-import { canonicalOf } from '../query.ts'
+import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
 import type { Dataset } from '../sites/dataset.ts'

@@ -1,7 +1,7 @@
 // The hand-made access line is the line pino itself writes for the same fields.
 import { test } from 'tap'
 import pino from 'pino'
-import { accessWriter, viaLogger } from '../../src/access-log.ts'
+import { accessWriter, viaLogger } from '../../src/http/access-log.ts'
 import { loggerOptions } from '../../src/app.ts'
 import { buildApp } from '../../src/app.ts'
 import { logCapture as capture, nextTurn, testConfig, tmpDataDir, writeFixture } from '../helper.ts'

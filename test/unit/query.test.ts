@@ -3,7 +3,7 @@
 import { test } from 'tap'
 import fc from 'fast-check'
 import { Type } from '@sinclair/typebox'
-import { canonicalOf, compileQuery, numberText } from '../../src/query.ts'
+import { canonicalOf, compileQuery, numberText } from '../../src/http/query.ts'
 
 test('numberText is String(Number(text)) for every decimal text', async (t) => {
   const digits = (min: number, max: number) => fc.array(fc.constantFrom(...'0123456789'), { minLength: min, maxLength: max }).map((a) => a.join(''))

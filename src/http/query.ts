@@ -3,7 +3,7 @@
 // its order instead: missing → invalid coordinates → ambiguous 0,0 → other malformed values.
 // Installed as the validator compiler for the `querystring` part (src/app.ts).
 import type { TObject, TSchema } from '@sinclair/typebox'
-import { ApiError, invalidParams, missingParams } from './errors.ts'
+import { ApiError, invalidParams, missingParams } from '../errors.ts'
 
 type Kind = 'number' | 'integer' | 'boolean' | 'string'
 

@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
-import { ApiError } from './errors.ts'
+import { ApiError } from '../errors.ts'
 
 export function startMetricsServer (registry: Registry, port: number): Promise<{ server: Server, url: string }> {
   const server = createServer((request, response) => {
