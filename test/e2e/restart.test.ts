@@ -141,13 +141,16 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), 'datasets', 'import', '--dataset', 'production', '--file', csv], {
     cwd: REPO_ROOT, env: { ...process.env, ...env }
   })
-  const tmp = () => readdirSync(dir).filter((f) => f.startsWith('.production.db.') && f.endsWith('.tmp'))
-  for (let i = 0; i < 600 && tmp().length === 0; i++) await sleep(25)
+  // its temporary file, and the rollback journal beside it while a transaction is open
+  const leftovers = () => readdirSync(dir).filter((f) => f.startsWith('.production.db.'))
+  const tmp = () => leftovers().filter((f) => f.endsWith('.tmp'))
+  for (let i = 0; i < 600 && !leftovers().some((f) => f.endsWith('.tmp-journal')); i++) await sleep(10)
   t.equal(tmp().length, 1, 'the import is writing its new file')
   child.kill('SIGKILL')
   await new Promise((resolve) => child.on('exit', resolve))
   t.equal(digest(production), before, 'the old file is untouched')
   t.equal(tmp().length, 1, 'the dead import left its temporary file')
+  t.same(leftovers().filter((f) => !/^\.production\.db\.\d+\.\d+\.tmp(-journal)?$/.test(f)), [], 'and perhaps its journal, nothing else')
 
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
@@ -155,5 +158,5 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   t.equal(ready.datasets.production.site_count, 300_000, 'the old file serves')
   t.equal(await server.stop('SIGTERM'), 0)
   t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', cut.replace('cut.csv', 'big.csv')], env).status, 0)
-  t.same(tmp(), [], 'the next import removed what the dead one left')
+  t.same(leftovers(), [], 'the next import removed what the dead one left, journal included')
 })

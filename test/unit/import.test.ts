@@ -1,6 +1,7 @@
 // Import readers and validation: the three formats, line/feature numbers, quoting, chunk
 // boundaries anywhere, all or nothing, and the error report.
-import { readFileSync, writeFileSync, readdirSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
@@ -197,4 +198,39 @@ t.test('a file with no sites is refused', async (t) => {
   writeFileSync(file, HEADER + '\n')
   const result = await importSites({ file, format: 'csv', target: join(dir, 'empty.db'), precision: 3 })
   t.same([result.ok, result.errors], [false, ['file: holds no sites']])
+})
+
+t.test('an import removes the temporary files of dead writers of its dataset, and no one else\'s', async (t) => {
+  const data = tmpDataDir(t)
+  const target = datasetPath(data, 'production')
+  writeDataset(target, [site('old', 4, 1, 1)], { source: 'old', precision: 3 })
+  const dead = spawnSync(process.execPath, ['-e', '']).pid! // exited: its pid is free
+  const live = spawn('sleep', ['60'])
+  t.teardown(() => live.kill('SIGKILL'))
+  const now = Date.now()
+  const stale = [
+    `.production.db.${dead}.${now - 5000}.tmp`,
+    `.production.db.${dead}.${now - 5000}.tmp-journal`,
+    `.production.db.${dead}.${now - 9000}.tmp-wal`,
+    `.production.db.${dead}.${now - 9000}.tmp-shm`,
+    `.production.db.${process.pid}.${Math.floor(performance.timeOrigin) - 1000}.tmp`, // this pid, from before this process started
+    `.production.db.${live.pid}.${now - 3 * 3_600_000}.tmp` // a live pid, but not written for hours: the pid was reused
+  ]
+  const kept = [
+    `.production.db.${live.pid}.${now}.tmp`, // a concurrent import
+    `.production.db.${live.pid}.${now}.tmp-journal`,
+    `.production.db.${process.pid}.${now}.tmp`, // another writer of this process
+    `.sandbox.db.${dead}.${now}.tmp`, // the other dataset's: its own writer removes it
+    `.production.db.${dead}.tmp`,
+    `.production.db.${dead}.${now}.tmp.bak`,
+    'production.db-journal'
+  ]
+  for (const name of [...stale, ...kept]) writeFileSync(join(data, name), 'x')
+  const hoursAgo = new Date(now - 2 * 3_600_000)
+  utimesSync(join(data, stale[5]), hoursAgo, hoursAgo)
+  const file = join(data, 'sites.ndjson')
+  writeFileSync(file, JSON.stringify({ id: 'n', category: 4, name: 'N', region: 'EUR', country: 'GB', latitude: 1, longitude: 1 }) + '\n')
+  const result = await importSites({ file, format: 'ndjson', target, precision: 3 })
+  t.same([result.ok, result.siteCount], [true, 1])
+  t.same(readdirSync(data).sort(), [...kept, 'production.db', 'sites.ndjson'].sort(), 'the stale files are gone, no journal is left beside the new file, the rest stays')
 })
