@@ -1,14 +1,17 @@
 // Dataset reloads on request: `datasets reload` (a request row in control.db, answered by every
 // live instance) and SIGHUP (src/server.ts) both end in reloadDatasets(). The instance also
-// writes a heartbeat, so the CLI knows which instances should answer.
+// writes a heartbeat, so the CLI knows which instances should answer. Requests that arrive while
+// a reload runs are merged into one more reload after it (a burst of SIGHUPs costs two reloads).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { hostname } from 'node:os'
 import type { Redis } from 'ioredis'
+import { coalescing } from '../src/coalescing-runner.ts'
 import { INSTANCE_INFO, InstanceRecord, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from '../src/instances.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
+    /** Resolves with the outcome of a reload that started after this call. */
     reloadDatasets (reason: string): Promise<ReloadOutcome>
     instance: InstanceRecord
   }
@@ -17,15 +20,17 @@ declare module 'fastify' {
 async function reload (app: FastifyInstance, options: { pollMs: number }) {
   const instance = new InstanceRecord(app.partners.store.db)
 
-  app.decorate('reloadDatasets', async (reason: string) => {
+  const reloadDatasets = coalescing(async (reasons: string[]) => {
     const started = performance.now()
     const outcome = await app.datasets.reload()
     const ms = Math.round(performance.now() - started)
     app.metrics.reloaded(outcome.ok)
-    if (outcome.ok) app.log.info({ reason, ms, datasets: outcome.datasets }, 'datasets reloaded')
-    else app.log.error({ reason, ms, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
+    const asked = { reason: [...new Set(reasons)].join(', '), requests: reasons.length, ms }
+    if (outcome.ok) app.log.info({ ...asked, datasets: outcome.datasets }, 'datasets reloaded')
+    else app.log.error({ ...asked, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
     return outcome
   })
+  app.decorate('reloadDatasets', reloadDatasets)
   app.decorate('instance', instance)
 
   const timer = setInterval(() => {

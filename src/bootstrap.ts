@@ -1,7 +1,9 @@
-// First boot: create what is missing under DATA_DIR (contract section 1).
+// First boot: create what is missing under DATA_DIR (contract section 1). Later boots create no
+// dataset: a dataset file lost since then is an error for the operator to fix, not an empty dataset.
 import { existsSync, mkdirSync } from 'node:fs'
+import type Database from 'better-sqlite3'
 import type { Config } from './config.ts'
-import { datasetPath, openDatasetWriter, writeDataset } from './sites/dataset-file.ts'
+import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from './sites/dataset-file.ts'
 import { generateSites, type GenerateOptions } from './sites/generator.ts'
 import { PartnerStore, controlPath } from './partners/store.ts'
 
@@ -11,6 +13,14 @@ export interface Prepared {
   created: string[]
   /** The token of the demo partner, when it was just created; shown once. */
   demoToken?: string
+}
+
+/** A DATA_DIR the service cannot start on; the message says what to do. */
+export class DataDirError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'DataDirError'
+  }
 }
 
 export function generateDataset (path: string, options: GenerateOptions) {
@@ -24,23 +34,46 @@ export function generateDataset (path: string, options: GenerateOptions) {
   }
 }
 
+/**
+ * control.db records the first boot of this DATA_DIR (once both dataset files are there). A later
+ * boot is told by that record, not by control.db existing: the CLI makes control.db when partners
+ * are created before the first boot.
+ */
+const BOOTS_SCHEMA = 'CREATE TABLE IF NOT EXISTS data_dir (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
+const firstBootAt = (db: Database.Database) =>
+  db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get() as string | undefined
+
+const howToReplace = (name: DatasetName) => name === 'sandbox'
+  ? 'generate it (`npm run admin -- datasets generate --dataset sandbox`), import it (`npm run admin -- datasets import --dataset sandbox --file FILE`)'
+  : 'import it (`npm run admin -- datasets import --dataset production --file FILE`)'
+
 export function prepareDataDir (config: Config): Prepared {
   const created: string[] = []
   mkdirSync(config.dataDir, { recursive: true })
-  const sandbox = datasetPath(config.dataDir, 'sandbox')
-  if (!existsSync(sandbox)) {
-    generateDataset(sandbox, { count: config.sandboxSiteCount, seed: config.sandboxSeed, prefix: 'sbx' })
-    created.push(sandbox)
-  }
-  const production = datasetPath(config.dataDir, 'production')
-  if (!existsSync(production)) {
-    writeDataset(production, [], { source: 'empty', precision: 3 })
-    created.push(production)
-  }
   const control = controlPath(config.dataDir)
   if (!existsSync(control)) created.push(control)
   const store = new PartnerStore(control)
   try {
+    store.db.exec(BOOTS_SCHEMA)
+    const since = firstBootAt(store.db)
+    if (since !== undefined) {
+      const missing = DATASETS.filter((name) => !existsSync(datasetPath(config.dataDir, name)))
+      if (missing.length > 0) {
+        const name = missing[0]
+        throw new DataDirError(`${datasetPath(config.dataDir, name)} is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: ${howToReplace(name)} or restore it from a backup, then start again`)
+      }
+    }
+    const sandbox = datasetPath(config.dataDir, 'sandbox')
+    if (!existsSync(sandbox)) {
+      generateDataset(sandbox, { count: config.sandboxSiteCount, seed: config.sandboxSeed, prefix: 'sbx' })
+      created.push(sandbox)
+    }
+    const production = datasetPath(config.dataDir, 'production')
+    if (!existsSync(production)) {
+      writeDataset(production, [], { source: 'empty', precision: 3 })
+      created.push(production)
+    }
+    if (since === undefined) store.db.prepare("INSERT INTO data_dir (key, value) VALUES ('first_boot_at', ?)").run(new Date().toISOString())
     // with STATE_URL the partners live in Redis, made with the CLI: no demo partner in control.db
     if (config.nodeEnv !== 'production' && !config.stateUrl && store.count() === 0) {
       const { token } = store.create({ name: 'Demo', slug: DEMO_SLUG })

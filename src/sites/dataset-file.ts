@@ -1,7 +1,7 @@
 // Dataset files: one SQLite file per dataset, tables fixed by the contract (section 2).
 // Writers build a new file beside the old one and rename it into place only when complete,
 // so a reader never sees a half-written dataset and a failed write loses nothing.
-import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 
@@ -70,17 +70,36 @@ const isAlive = (pid: number) => {
   }
 }
 
+/** A writer's temporary file not modified for this long is taken as abandoned, whatever its pid. */
+export const TEMP_FILE_STALE_MS = 3_600_000
+
 /**
- * Removes temporary files that a writer of `path` left behind when its process died (an import
- * killed half-way): they are never read, and each can be as large as the dataset.
+ * Removes the temporary files that writers of `path` left behind when their process died (an
+ * import killed half-way): `.<name>.<pid>.<time>.tmp` and its SQLite companions (`-journal`,
+ * `-wal`, `-shm`). They are never read, and each can be as large as the dataset. A file is stale
+ * when its pid is not a live process, when its pid is this process's but it was made before this
+ * process started (the pid was reused), or when it was not written for TEMP_FILE_STALE_MS (a live
+ * writer writes its file all the time): so a concurrent writer's files are left alone.
  */
 export function removeStaleTempFiles (path: string): string[] {
+  const dir = dirname(path)
   const prefix = `.${basename(path)}.`
   const removed: string[] = []
-  for (const name of readdirSync(dirname(path))) {
-    const m = name.startsWith(prefix) ? /^(\d+)\.\d+\.tmp$/.exec(name.slice(prefix.length)) : null
-    if (!m || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue
-    rmSync(join(dirname(path), name), { force: true })
+  for (const name of readdirSync(dir)) {
+    const m = name.startsWith(prefix) ? /^(\d+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length)) : null
+    if (!m) continue
+    const pid = Number(m[1])
+    const file = join(dir, name)
+    let stale = pid === process.pid ? Number(m[2]) < performance.timeOrigin : !isAlive(pid)
+    if (!stale) {
+      try {
+        stale = Date.now() - statSync(file).mtimeMs > TEMP_FILE_STALE_MS
+      } catch {
+        continue // gone meanwhile
+      }
+    }
+    if (!stale) continue
+    rmSync(file, { force: true })
     removed.push(name)
   }
   return removed
@@ -99,7 +118,8 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
   removeStaleTempFiles(path)
   const tmpPath = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
   const db = new Database(tmpPath)
-  db.pragma('journal_mode = OFF')
+  // better-sqlite3's defensive mode ignores journal_mode = OFF: the rollback journal stays on, so a
+  // writer killed mid-transaction leaves a -journal beside its .tmp (removeStaleTempFiles takes both)
   db.pragma('synchronous = OFF')
   db.exec(DATASET_DDL)
   const siteColumns = 'INSERT INTO sites (id, category, name, region, country, latitude, longitude) VALUES '

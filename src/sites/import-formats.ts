@@ -50,28 +50,40 @@ async function * chunks (path: string, onBytes?: (bytes: number) => void): Async
   if (rest) yield rest
 }
 
+interface LineBatch {
+  lines: string[]
+  /** the batch holds the file's last line, which no line break ends: the file may be cut short */
+  unterminated: boolean
+}
+
 /**
  * Physical lines without their line ending, a chunk's worth at a time (a line is numbered by its
  * place: the first line yielded is line 1). Rows are handed on in batches because a step of an
  * async generator per row cost more than reading the row.
  */
-async function * lineBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<string[]> {
+async function * lineBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<LineBatch> {
   let carry = ''
   for await (const chunk of chunks(path, onBytes)) {
     const text = carry + chunk
-    const batch: string[] = []
+    const lines: string[] = []
     let start = 0
     let nl: number
     while ((nl = text.indexOf('\n', start)) >= 0) {
       const end = nl > start && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
-      batch.push(text.slice(start, end))
+      lines.push(text.slice(start, end))
       start = nl + 1
     }
     carry = text.slice(start)
-    if (batch.length > 0) yield batch
+    if (lines.length > 0) yield { lines, unterminated: false }
   }
-  if (carry !== '') yield [carry.endsWith('\r') ? carry.slice(0, -1) : carry]
+  if (carry !== '') yield { lines: [carry.endsWith('\r') ? carry.slice(0, -1) : carry], unterminated: true }
 }
+
+/**
+ * A CSV record that no line break ends. A file cut inside its last field still reads as a valid
+ * record (`~heli` for `~helipad`), and an import replaces the whole dataset: so it is refused.
+ */
+const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break'
 
 /** One CSV record (RFC 4180: quoted fields, "" for a quote); null when the quoting is malformed. */
 export function splitCsvRecord (record: string): string[] | null {
@@ -133,7 +145,7 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
   let pendingLine = 0
   let quotes = 0
   let n = 0
-  for await (const lines of lineBatches(path, onBytes)) {
+  for await (const { lines, unterminated } of lineBatches(path, onBytes)) {
     const batch: RawRecord[] = []
     for (const text of lines) {
       n++
@@ -159,7 +171,9 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
         column = CSV_HEADER.map((h) => names.indexOf(h))
         continue
       }
-      if (!fields) {
+      if (unterminated) {
+        batch.push({ label: `line ${recordLine}`, error: CSV_CUT_SHORT })
+      } else if (!fields) {
         batch.push({ label: `line ${recordLine}`, error: 'malformed quoting' })
       } else if (fields.length !== CSV_HEADER.length) {
         batch.push({ label: `line ${recordLine}`, error: `expected ${CSV_HEADER.length} fields, found ${fields.length}` })
@@ -169,7 +183,7 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
     }
     if (batch.length > 0) yield batch
   }
-  if (pendingLine !== 0) yield [{ label: `line ${pendingLine}`, error: 'unterminated quoted field' }]
+  if (pendingLine !== 0) yield [{ label: `line ${pendingLine}`, error: 'unterminated quoted field: the file ends inside it (cut short?)' }]
   else if (!column) yield [{ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` }]
 }
 
@@ -184,13 +198,14 @@ const parseJson = (text: string): unknown => {
 
 async function * readNdjsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
   let n = 0
-  for await (const lines of lineBatches(path, onBytes)) {
+  for await (const { lines, unterminated } of lineBatches(path, onBytes)) {
     const batch: RawRecord[] = []
     for (const text of lines) {
       n++
       if (text.trim() === '') continue
+      // a last line without its line break is taken when it is a whole object: a cut one never parses
       const value = parseJson(text)
-      if (value === NOT_JSON) batch.push({ label: `line ${n}`, error: 'not valid JSON' })
+      if (value === NOT_JSON) batch.push({ label: `line ${n}`, error: unterminated ? 'not valid JSON, and the file ends inside it (no line break after the last line): cut short?' : 'not valid JSON' })
       else if (value === null || typeof value !== 'object' || Array.isArray(value)) batch.push({ label: `line ${n}`, error: 'not a JSON object' })
       else batch.push({ label: `line ${n}`, fields: value as Record<string, unknown> })
     }

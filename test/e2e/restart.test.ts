@@ -2,13 +2,15 @@
 // answered in full and counted, and the counters saved at close equal what the clients received.
 // A connection that never finishes its request cannot hold the close past SHUTDOWN_TIMEOUT_MS.
 // SIGKILL: at most the last 5 s of counts are lost. An import killed half-way or cut short
-// leaves the old file serving and nothing behind. Every case restarts cleanly.
+// leaves the old file serving and nothing behind. Every case restarts cleanly. A dataset file
+// lost after the first boot stops the next start, naming the file.
 import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
 import { connect } from 'node:net'
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import Database from 'better-sqlite3'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { admin, startServer, type Server } from '../run.ts'
 
@@ -141,13 +143,16 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), 'datasets', 'import', '--dataset', 'production', '--file', csv], {
     cwd: REPO_ROOT, env: { ...process.env, ...env }
   })
-  const tmp = () => readdirSync(dir).filter((f) => f.startsWith('.production.db.') && f.endsWith('.tmp'))
-  for (let i = 0; i < 600 && tmp().length === 0; i++) await sleep(25)
+  // its temporary file, and the rollback journal beside it while a transaction is open
+  const leftovers = () => readdirSync(dir).filter((f) => f.startsWith('.production.db.'))
+  const tmp = () => leftovers().filter((f) => f.endsWith('.tmp'))
+  for (let i = 0; i < 600 && !leftovers().some((f) => f.endsWith('.tmp-journal')); i++) await sleep(10)
   t.equal(tmp().length, 1, 'the import is writing its new file')
   child.kill('SIGKILL')
   await new Promise((resolve) => child.on('exit', resolve))
   t.equal(digest(production), before, 'the old file is untouched')
   t.equal(tmp().length, 1, 'the dead import left its temporary file')
+  t.same(leftovers().filter((f) => !/^\.production\.db\.\d+\.\d+\.tmp(-journal)?$/.test(f)), [], 'and perhaps its journal, nothing else')
 
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
@@ -155,5 +160,36 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   t.equal(ready.datasets.production.site_count, 300_000, 'the old file serves')
   t.equal(await server.stop('SIGTERM'), 0)
   t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', cut.replace('cut.csv', 'big.csv')], env).status, 0)
-  t.same(tmp(), [], 'the next import removed what the dead one left')
+  t.same(leftovers(), [], 'the next import removed what the dead one left, journal included')
+})
+
+t.test('a dataset file lost after the first boot: the service refuses to start and says which and what to do', async (t) => {
+  const { dir, env } = setup(t) // partners made with the CLI first: the server's first boot is still to come
+  const server = await startServer(env)
+  t.teardown(() => server.stop('SIGKILL'))
+  t.match(server.output(), /"msg":"created missing data file"/, 'the first boot created the datasets')
+  t.equal(await server.stop('SIGTERM'), 0)
+  const firstBootAt = () => { // undefined without the record
+    const db = new Database(join(dir, 'control.db'), { readonly: true })
+    try { return db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get() } catch { return undefined } finally { db.close() }
+  }
+  const since = firstBootAt()
+
+  rmSync(join(dir, 'production.db'))
+  const start = () => spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
+    cwd: REPO_ROOT, env: { ...process.env, ...env, PORT: '0', METRICS_PORT: '0' }, encoding: 'utf8', timeout: 30_000
+  })
+  const refused = start()
+  t.same([refused.status, refused.stdout, refused.stderr], [1, '', `start-up failed: ${join(dir, 'production.db')} is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: import it (\`npm run admin -- datasets import --dataset production --file FILE\`) or restore it from a backup, then start again\n`])
+  t.notOk(existsSync(join(dir, 'production.db')), 'no empty dataset made')
+
+  const csv = join(dir, 'sites.csv')
+  writeFileSync(csv, 'id,category,name,region,country,latitude,longitude,tags\np1,4,Back,EUR,GB,51.5,-0.1,\n')
+  t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', csv], env).status, 0)
+  const again = await startServer(env)
+  t.teardown(() => again.stop('SIGKILL'))
+  const ready = await (await fetch(`${again.url}/readyz`)).json()
+  t.same([ready.status, ready.datasets.production.site_count], ['ready', 1], 'once imported, it starts and serves it')
+  t.notMatch(again.output(), /created missing data file/)
+  t.equal(await again.stop('SIGTERM'), 0)
 })

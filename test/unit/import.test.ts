@@ -1,6 +1,7 @@
 // Import readers and validation: the three formats, line/feature numbers, quoting, chunk
 // boundaries anywhere, all or nothing, and the error report.
-import { readFileSync, writeFileSync, readdirSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
@@ -37,7 +38,7 @@ t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM,
     { label: 'line 2', fields: { id: 'a1', category: '4', name: 'Inn, "The Crown"', region: 'EUR', country: 'GB', latitude: '51.5', longitude: '-0.1', tags: '~fuel|~ppr' } },
     { label: 'line 4', fields: { id: 'a2', category: '7', name: 'Two\nline name', region: 'EUR', country: 'GB', latitude: '51.6', longitude: '-0.2', tags: '' } },
     { label: 'line 6', error: 'expected 8 fields, found 7' },
-    { label: 'line 7', error: 'unterminated quoted field' }
+    { label: 'line 7', error: 'unterminated quoted field: the file ends inside it (cut short?)' }
   ])
   const original = readOptions.chunkBytes
   t.teardown(() => { readOptions.chunkBytes = original })
@@ -197,4 +198,95 @@ t.test('a file with no sites is refused', async (t) => {
   writeFileSync(file, HEADER + '\n')
   const result = await importSites({ file, format: 'csv', target: join(dir, 'empty.db'), precision: 3 })
   t.same([result.ok, result.errors], [false, ['file: holds no sites']])
+})
+
+t.test('an import removes the temporary files of dead writers of its dataset, and no one else\'s', async (t) => {
+  const data = tmpDataDir(t)
+  const target = datasetPath(data, 'production')
+  writeDataset(target, [site('old', 4, 1, 1)], { source: 'old', precision: 3 })
+  const dead = spawnSync(process.execPath, ['-e', '']).pid! // exited: its pid is free
+  const live = spawn('sleep', ['60'])
+  t.teardown(() => live.kill('SIGKILL'))
+  const now = Date.now()
+  const stale = [
+    `.production.db.${dead}.${now - 5000}.tmp`,
+    `.production.db.${dead}.${now - 5000}.tmp-journal`,
+    `.production.db.${dead}.${now - 9000}.tmp-wal`,
+    `.production.db.${dead}.${now - 9000}.tmp-shm`,
+    `.production.db.${process.pid}.${Math.floor(performance.timeOrigin) - 1000}.tmp`, // this pid, from before this process started
+    `.production.db.${live.pid}.${now - 3 * 3_600_000}.tmp` // a live pid, but not written for hours: the pid was reused
+  ]
+  const kept = [
+    `.production.db.${live.pid}.${now}.tmp`, // a concurrent import
+    `.production.db.${live.pid}.${now}.tmp-journal`,
+    `.production.db.${process.pid}.${now}.tmp`, // another writer of this process
+    `.sandbox.db.${dead}.${now}.tmp`, // the other dataset's: its own writer removes it
+    `.production.db.${dead}.tmp`,
+    `.production.db.${dead}.${now}.tmp.bak`,
+    'production.db-journal'
+  ]
+  for (const name of [...stale, ...kept]) writeFileSync(join(data, name), 'x')
+  const hoursAgo = new Date(now - 2 * 3_600_000)
+  utimesSync(join(data, stale[5]), hoursAgo, hoursAgo)
+  const file = join(data, 'sites.ndjson')
+  writeFileSync(file, JSON.stringify({ id: 'n', category: 4, name: 'N', region: 'EUR', country: 'GB', latitude: 1, longitude: 1 }) + '\n')
+  const result = await importSites({ file, format: 'ndjson', target, precision: 3 })
+  t.same([result.ok, result.siteCount], [true, 1])
+  t.same(readdirSync(data).sort(), [...kept, 'production.db', 'sites.ndjson'].sort(), 'the stale files are gone, no journal is left beside the new file, the rest stays')
+})
+
+t.test('a file cut short inside its last record is refused in every format; the old dataset stays', async (t) => {
+  const data = tmpDataDir(t)
+  const target = datasetPath(data, 'production')
+  const writeOld = () => writeDataset(target, [site('old', 4, 1, 1)], { source: 'old', precision: 3 })
+  writeOld()
+  let before = readFileSync(target)
+  const sites = [...generateSites({ count: 5, seed: 'cut', prefix: 'c' })]
+  sites[4] = { ...sites[4], name: 'Quote " and, comma', tags: ['~fuel', '~helipad'] } // a quoted CSV field, a tag to cut
+  const reasons = {
+    csv: [
+      'line 6: the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break',
+      'line 6: unterminated quoted field: the file ends inside it (cut short?)'
+    ],
+    ndjson: ['line 5: not valid JSON, and the file ends inside it (no line break after the last line): cut short?'],
+    geojson: [4, 5].map((n) => `feature ${n}: the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)`)
+  }
+  for (const format of ['csv', 'ndjson', 'geojson'] as const) {
+    const whole = join(data, `whole.${format}`)
+    await writeSitesFile(whole, format, sites)
+    const text = readFileSync(whole, 'utf8')
+    const lastRecord = format === 'geojson' ? text.lastIndexOf('{"type":"Feature"') : text.lastIndexOf('\n', text.length - 2) + 1
+    const seen = new Set<string>()
+    const accepted: number[] = []
+    const changed: number[] = []
+    for (let end = lastRecord; end < text.length; end++) {
+      const file = join(data, `cut.${format}`)
+      writeFileSync(file, text.slice(0, end))
+      const result = await importSites({ file, format, target, precision: 3 })
+      if (result.ok) {
+        accepted.push(end)
+        writeOld()
+        before = readFileSync(target)
+        continue
+      }
+      seen.add(result.errors.join('; '))
+      if (!readFileSync(target).equals(before)) changed.push(end)
+    }
+    t.same([...seen].sort(), reasons[format].sort(), `${format}: ${text.length - lastRecord - accepted.length} cuts refused, each with its reason`)
+    t.same(changed, [], `${format}: the old file untouched by every refused cut`)
+    // what no reader can tell from a whole file: a cut right at a line break (CSV, NDJSON), or a
+    // cut of the final line break alone after a whole JSON object (NDJSON, GeoJSON)
+    const undetectable = format === 'csv' ? [lastRecord] : format === 'ndjson' ? [lastRecord, text.length - 1] : [text.length - 1]
+    t.same(accepted, undetectable, `${format}: only a cut between records, or of the final line break after a whole object, imports`)
+  }
+  t.same(readdirSync(data).filter((f) => f.includes('.tmp')), [], 'no temporary file left')
+})
+
+t.test('a CSV file whose last record has no line break is refused, even when the record reads as valid', async (t) => {
+  const file = join(dir, 'heli.csv')
+  writeFileSync(file, `${HEADER}\nh1,4,Helipad,EUR,GB,51.5,-0.1,~fuel|~heli`) // cut from ~helipad
+  const result = await importSites({ file, format: 'csv', target: join(dir, 'heli.db'), precision: 3 })
+  t.same([result.ok, result.errors], [false, ['line 2: the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break']])
+  writeFileSync(file, `${HEADER}\r\nh1,4,Helipad,EUR,GB,51.5,-0.1,~fuel|~helipad\r\n`)
+  t.same((await importSites({ file, format: 'csv', target: join(dir, 'heli.db'), precision: 3 })).siteCount, 1, 'with its CRLF, it imports')
 })
