@@ -6,8 +6,8 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { hostname } from 'node:os'
 import type { Redis } from 'ioredis'
-import { coalescing } from '../src/coalescing-runner.ts'
-import { INSTANCE_INFO, InstanceRecord, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from '../src/instances.ts'
+import { coalescing } from '../src/instances/coalescing-runner.ts'
+import { INSTANCE_INFO, InstanceRecord, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from '../src/instances/instances.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -6,7 +6,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
-import { withoutCredentials } from '../src/redact.ts'
+import { withoutCredentials } from '../src/http/redact.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

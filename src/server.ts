@@ -1,7 +1,7 @@
 // Entry point: configuration, first-boot files, the app, listen; SIGHUP reloads the datasets,
 // SIGTERM/SIGINT close gracefully.
 import { buildApp } from './app.ts'
-import { prepareDataDir } from './bootstrap.ts'
+import { prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { startMetricsServer } from './metrics/server.ts'
 

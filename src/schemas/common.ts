@@ -1,4 +1,4 @@
-// Small shared schema pieces. Query values arrive as text; src/query.ts parses them by these
+// Small shared schema pieces. Query values arrive as text; src/http/query.ts parses them by these
 // schemas, so the schema is both the documentation and the validation of every parameter.
 import { Type } from '@sinclair/typebox'
 

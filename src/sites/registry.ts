@@ -7,7 +7,7 @@ import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
 import type { IndexJob, IndexResult } from './index-worker.ts'
 import { readSnapshot } from './snapshot.ts'
-import type { ReloadOutcome, ServedDataset } from '../instances.ts'
+import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
 export class DatasetRegistry {

@@ -1,4 +1,4 @@
-// Pooled answer buffers (src/answer-pool.ts) are used again only when nothing can still send
+// Pooled answer buffers (src/answers/pool.ts) are used again only when nothing can still send
 // them. Over a real socket: a client that pipelines many large answers and does not read leaves
 // them queued in the server (a write in progress, responses waiting their turn), while other
 // clients make the server take and give back buffers as fast as it can, through a cache of eight

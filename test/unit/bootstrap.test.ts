@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs'
 import t from 'tap'
 import Database from 'better-sqlite3'
-import { prepareDataDir } from '../../src/bootstrap.ts'
+import { prepareDataDir } from '../../src/setup/data-dir.ts'
 import { PartnerStore, controlPath } from '../../src/partners/store.ts'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { site, testConfig, tmpDataDir } from '../helper.ts'

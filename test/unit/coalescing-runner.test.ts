@@ -1,7 +1,7 @@
 // The coalescing runner: requests made while a run is under way cost one more run, not one each,
 // and every caller is answered by a run that started after its request.
 import t from 'tap'
-import { coalescing } from '../../src/coalescing-runner.ts'
+import { coalescing } from '../../src/instances/coalescing-runner.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 
 /** A run that waits until the test ends it; the runs made so far, in order. */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { redactUrl } from '../../src/redact.ts'
+import { redactUrl } from '../../src/http/redact.ts'
 
 t.test('secret-looking parameters are redacted, however written', async (t) => {
   const cases: [string, string][] = [

@@ -1,5 +1,5 @@
 // Tokens never reach a log line: every logged URL passes through here.
-import { TOKEN_PREFIX } from './partners/tokens.ts'
+import { TOKEN_PREFIX } from '../partners/tokens.ts'
 
 const SECRET_PARAM = /^(api[_-]?key|key|token|access[_-]?token)$/i
 /** A token put where none belongs (a path segment, another parameter), plain or %-encoded. */

@@ -2,10 +2,10 @@
 // dataset: a dataset file lost since then is an error for the operator to fix, not an empty dataset.
 import { existsSync, mkdirSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import type { Config } from './config.ts'
-import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from './sites/dataset-file.ts'
-import { generateSites, type GenerateOptions } from './sites/generator.ts'
-import { PartnerStore, controlPath } from './partners/store.ts'
+import type { Config } from '../config.ts'
+import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
+import { generateSites, type GenerateOptions } from '../sites/generator.ts'
+import { PartnerStore, controlPath } from '../partners/store.ts'
 
 export const DEMO_SLUG = 'demo'
 
