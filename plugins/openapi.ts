@@ -53,11 +53,11 @@ interface QuerySchema { properties: Record<string, Record<string, unknown>>, req
 
 /**
  * A query schema as partners should read it: a parameter with a default is optional (the
- * validator fills it in), and the validator's own marks (x-coordinate) are left out.
+ * validator fills it in), and the validator's own marks (x-coordinate, x-format) are left out.
  */
 function documentedQuery (schema: QuerySchema): QuerySchema {
   const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, s]) => {
-    const { 'x-coordinate': _, ...rest } = s
+    const { 'x-coordinate': _, 'x-format': __, ...rest } = s
     return [name, rest]
   }))
   return { ...schema, properties, required: (schema.required ?? []).filter((name) => schema.properties[name].default === undefined) }
@@ -79,6 +79,7 @@ async function openapi (app: FastifyInstance, options: { apiPrefix: string }) {
       tags: [
         { name: 'sites', description: 'Landing sites' },
         { name: 'usage', description: 'Your rate-limit windows and telemetry' },
+        { name: 'discovery', description: 'The categories and tags you may ask for' },
         { name: 'service', description: 'Index, description and operators\' probes (no token)' }
       ],
       components: {

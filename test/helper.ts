@@ -209,3 +209,6 @@ export async function modelCheck (options: {
   }
   return undefined
 }
+
+/** The reason given for a malformed tag, as a partner reads it. */
+export const TAG_ERROR = 'tag must be ~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); GET /tags lists them'

@@ -18,6 +18,8 @@ interface ParamRule {
   maxLength?: number
   pattern?: RegExp
   values?: string[]
+  /** what a valid value looks like, for the error (`x-format`) */
+  format?: string
   coordinate: boolean
   /** `name=`: this parameter's start in the canonical string */
   prefix: string
@@ -79,6 +81,7 @@ function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
     maxLength: schema.maxLength,
     pattern: schema.pattern ? new RegExp(schema.pattern) : undefined,
     values: Array.isArray(schema.enum) ? schema.enum : undefined,
+    format: typeof schema['x-format'] === 'string' ? schema['x-format'] : undefined,
     coordinate: schema['x-coordinate'] !== undefined
   }
 }
@@ -87,7 +90,9 @@ function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
 function describe (rule: ParamRule): string {
   switch (rule.kind) {
     case 'boolean': return `${rule.name} must be true, false, 1 or 0`
-    case 'string': return rule.values ? `${rule.name} must be ${rule.values.join(' or ')}` : `${rule.name} does not have the required format`
+    case 'string':
+      if (rule.values) return `${rule.name} must be ${rule.values.join(' or ')}`
+      return rule.format ? `${rule.name} must be ${rule.format}` : `${rule.name} does not have the required format`
     default: {
       const what = rule.kind === 'integer' ? 'an integer' : 'a number'
       if (rule.exclusiveMinimum === 0) return `${rule.name} must be ${what} greater than 0`

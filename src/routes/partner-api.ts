@@ -3,7 +3,7 @@
 // says what it is in its config (`endpoint`, `cache`); the pipeline is attached to it when it is
 // declared (as @fastify/rate-limit attaches its hook), in the order requests are checked:
 //   onRequest   token → partner → status → endpoint open (refused: counted nowhere);
-//               then the three windows (not /usage, which is never counted)
+//               then the three windows (not /usage, /categories, /tags: never counted)
 //   preHandler  the dataset (after validation, so demo= is known); then the cache lookup
 //   onSend      the cache's store and its ETag/304; then the usage record (rows, telemetry)
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
@@ -18,6 +18,7 @@ import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
 import siteByIdRoutes from './site-by-id.ts'
 import usageRoutes from './usage.ts'
+import discoveryRoutes from './discovery.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -25,6 +26,8 @@ declare module 'fastify' {
     endpoint?: Endpoint
     /** answers of this route may be cached */
     cache?: boolean
+    /** false: never counted against the limits nor recorded as usage (/usage, /categories, /tags) */
+    counted?: boolean
   }
   interface FastifyRequest {
     partner: PartnerProfile
@@ -166,11 +169,10 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
   }
 
   app.addHook('onRoute', (route) => {
-    const { endpoint, cache: cached = false } = route.config ?? {}
+    const { endpoint, cache: cached = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
-    const counted = endpoint !== 'usage'
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
-    attach(route, 'preHandler', counted && pickDataset, cached && lookup(route.url))
+    attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
     attach(route, 'onSend', cached && store, counted && record(endpoint))
   })
 
@@ -179,6 +181,7 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
   await app.register(byTagRoutes, { pilotAppUrl })
   await app.register(siteByIdRoutes, { pilotAppUrl })
   await app.register(usageRoutes)
+  await app.register(discoveryRoutes)
 }
 
 type HookName = 'onRequest' | 'preHandler' | 'onSend'

@@ -24,7 +24,7 @@ function windowReport (w: WindowState, now: number) {
 
 const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/usage', {
-    config: { endpoint: 'usage' },
+    config: { endpoint: 'usage', counted: false },
     schema: {
       operationId: 'usage',
       tags: ['usage'],

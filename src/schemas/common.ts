@@ -7,7 +7,13 @@ export const TAG_PATTERN = '^~[a-z0-9-]{1,63}$'
 export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$'
 
 export const SiteId = Type.String({ pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -' })
-export const Tag = Type.String({ pattern: TAG_PATTERN, maxLength: 64, description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters)' })
+/** `x-format` says what a valid value looks like, in the error of a malformed one. */
+export const Tag = Type.String({
+  pattern: TAG_PATTERN,
+  maxLength: 64,
+  'x-format': '~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); GET /tags lists them',
+  description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters), e.g. ~helipad; GET /tags lists the tags'
+})
 
 /** `x-coordinate` marks a parameter whose bad value is svc_partner_api_invalid_coordinates. */
 export const Latitude = Type.Number({ minimum: -90, maximum: 90, 'x-coordinate': 'lat', description: 'Latitude in decimal degrees, -90 to 90' })

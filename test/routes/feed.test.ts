@@ -1,7 +1,7 @@
 // /sites/by-tag and /sites/{id}: pages, totals, order, allow-list, feature switches, errors,
 // and the two 500 codes.
 import t from 'tap'
-import { UNLIMITED, buildTestApp, site } from '../helper.ts'
+import { TAG_ERROR, UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 // 23 sites with ~fuel in categories 4, 7 and 9 (ids deliberately out of order), 3 with ~ppr.
 const sandbox = [
@@ -56,8 +56,8 @@ t.test('by-tag: errors', async (t) => {
   const cases: [string, string, number, object][] = [
     ['demo', '/sites/by-tag?tag=~fuel', 403, { code: 'svc_partner_api_feature_disabled', message: 'This endpoint is not enabled for the partner. Ask the operator for approval.', data: { status: 403 } }],
     ['growth', '/sites/by-tag', 400, { code: 'rest_missing_callback_param', message: 'Missing parameter(s): tag.', data: { status: 400, params: ['tag'] } }],
-    ['growth', '/sites/by-tag?tag=fuel', 400, { code: 'rest_invalid_param', message: 'Invalid parameter(s): tag.', data: { status: 400, params: { tag: 'tag does not have the required format' } } }],
-    ['growth', `/sites/by-tag?tag=~${'a'.repeat(64)}`, 400, { code: 'rest_invalid_param', message: 'Invalid parameter(s): tag.', data: { status: 400, params: { tag: 'tag does not have the required format' } } }],
+    ['growth', '/sites/by-tag?tag=fuel', 400, { code: 'rest_invalid_param', message: 'Invalid parameter(s): tag.', data: { status: 400, params: { tag: TAG_ERROR } } }],
+    ['growth', `/sites/by-tag?tag=~${'a'.repeat(64)}`, 400, { code: 'rest_invalid_param', message: 'Invalid parameter(s): tag.', data: { status: 400, params: { tag: TAG_ERROR } } }],
     ['growth', '/sites/by-tag?tag=~fuel&page=0&per_page=x', 400, { code: 'rest_invalid_param', message: 'Invalid parameter(s): page, per_page.', data: { status: 400, params: { page: 'page must be an integer from 1', per_page: 'per_page must be an integer from 1' } } }],
     ['growth', '/sites/by-tag?tag=~fuel&page=1.5', 400, { code: 'rest_invalid_param', message: 'Invalid parameter(s): page.', data: { status: 400, params: { page: 'page must be an integer from 1' } } }]
   ]

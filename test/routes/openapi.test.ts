@@ -33,7 +33,7 @@ t.test('every route is in it, and nothing else', async (t) => {
   const declared = app.declaredRoutes.filter((r) => !r.hidden && r.method !== 'HEAD').map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`).sort()
   const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort()
   t.same(documented, declared)
-  t.same(declared, ['GET /healthz', 'GET /readyz', 'GET /v1', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest', 'GET /v1/sites/{id}', 'GET /v1/usage'])
+  t.same(declared, ['GET /healthz', 'GET /readyz', 'GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest', 'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'])
 })
 
 t.test('each partner operation: parameters, answers, exact error codes, security', async (t) => {
@@ -42,14 +42,16 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     ['/v1/sites/nearest', 'nearestSite', ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo'], SEARCH_ERRORS],
     ['/v1/sites/by-tag', 'sitesByTag', ['tag', 'page', 'per_page', 'demo', 'format'], BY_TAG_ERRORS],
     ['/v1/sites/{id}', 'siteById', ['demo', 'id'], SITE_ERRORS],
-    ['/v1/usage', 'usage', ['expand'], USAGE_ERRORS]
+    ['/v1/usage', 'usage', ['expand'], USAGE_ERRORS],
+    ['/v1/categories', 'categories', ['demo'], []],
+    ['/v1/tags', 'tags', ['demo'], []]
   ]
   for (const [path, operationId, params, codes] of operations) {
     const op = doc.paths[path].get
     t.equal(op.operationId, operationId)
     t.same(op.parameters.map((p: { name: string }) => p.name), params, `${path} parameters`)
     const required = op.parameters.filter((p: { required: boolean }) => p.required).map((p: { name: string }) => p.name)
-    t.same(required, { '/v1/sites/by-tag': ['tag'], '/v1/sites/{id}': ['id'], '/v1/usage': [] }[path as string] ?? ['lat', 'lng'], `${path}: only what has no default is required`)
+    t.same(required, { '/v1/sites/by-tag': ['tag'], '/v1/sites/{id}': ['id'], '/v1/usage': [], '/v1/categories': [], '/v1/tags': [] }[path as string] ?? ['lat', 'lng'], `${path}: only what has no default is required`)
     t.notOk(op.security, 'the document-wide security applies')
     const expected = [...new Set([...PARTNER_ERRORS, ...codes])]
     const documented: string[] = []
@@ -85,7 +87,9 @@ t.test('GET /v1: the index', async (t) => {
       { method: 'GET', path: '/v1/sites/nearest', summary: 'The nearest site within the radius, or null' },
       { method: 'GET', path: '/v1/sites/by-tag', summary: 'Sites of one tag, map-minimal, in id order, paginated' },
       { method: 'GET', path: '/v1/sites/{id}', summary: 'One site by id, or null when it is unknown or outside the allow-list' },
-      { method: 'GET', path: '/v1/usage', summary: 'Usage report: the three windows, and telemetry with expand=telemetry' }
+      { method: 'GET', path: '/v1/usage', summary: 'Usage report: the three windows, and telemetry with expand=telemetry' },
+      { method: 'GET', path: '/v1/categories', summary: 'The categories this partner may use, with their names' },
+      { method: 'GET', path: '/v1/tags', summary: 'The tags of this partner\'s dataset, with their site counts within its categories' }
     ],
     datasets: {
       sandbox: { site_count: 2, built_at: app.datasets.get('sandbox').builtAt },

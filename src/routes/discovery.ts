@@ -1,0 +1,37 @@
+// GET /categories and GET /tags: what a partner may ask for. Never counted (like /usage); cached
+// with ETags like the searches, since tags follow the dataset.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../schemas/errors.ts'
+import { DemoQuery } from '../schemas/queries.ts'
+import { CategoryList, TagList } from '../schemas/discovery.ts'
+import { categoryList, tagCounts } from '../sites/categories.ts'
+
+const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/categories', {
+    config: { endpoint: 'categories', cache: true, counted: false },
+    schema: {
+      operationId: 'categories',
+      tags: ['discovery'],
+      summary: 'The categories this partner may use, with their names',
+      querystring: DemoQuery,
+      response: { 200: CategoryList, ...errorResponses([]) }
+    }
+  }, (request, reply) => {
+    reply.sendAnswer(Buffer.from(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) })))
+  })
+
+  app.get('/tags', {
+    config: { endpoint: 'tags', cache: true, counted: false },
+    schema: {
+      operationId: 'tags',
+      tags: ['discovery'],
+      summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
+      querystring: DemoQuery,
+      response: { 200: TagList, ...errorResponses([]) }
+    }
+  }, (request, reply) => {
+    reply.sendAnswer(Buffer.from(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) })))
+  })
+}
+
+export default discoveryRoutes

@@ -1,0 +1,51 @@
+// Category names and tag counts, as a partner discovers them (/categories, /tags).
+import type { Dataset } from './dataset.ts'
+
+/** The named categories; 8 and above are named by the operator in the dataset file. */
+export const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
+  2: 'B&B', 3: 'Landing Site', 4: 'Hotel', 5: 'Pub', 6: 'Restaurant', 7: 'Aerodrome'
+})
+
+/** The meta key of a dataset file that names categories 8 and above: JSON, e.g. {"8": "Heliport"}. */
+export const CATEGORY_NAMES_META = 'category_names'
+
+/** A category's name: the fixed ones, else the dataset's own, else `Category N`. */
+export function categoryName (ds: Pick<Dataset, 'meta'>, id: number): string {
+  const fixed = CATEGORY_NAMES[id]
+  if (fixed !== undefined) return fixed
+  return operatorNames(ds)[String(id)] ?? `Category ${id}`
+}
+
+const parsed = new WeakMap<object, Record<string, string>>()
+
+function operatorNames (ds: Pick<Dataset, 'meta'>): Record<string, string> {
+  let names = parsed.get(ds.meta)
+  if (names === undefined) {
+    const text = (ds.meta as unknown as Record<string, string | undefined>)[CATEGORY_NAMES_META]
+    names = {}
+    try {
+      const value: unknown = text === undefined ? {} : JSON.parse(text)
+      if (value !== null && typeof value === 'object') {
+        for (const [id, name] of Object.entries(value)) if (typeof name === 'string' && Number(id) >= 8) names[id] = name
+      }
+    } catch { /* a malformed entry names nothing */ }
+    parsed.set(ds.meta, names)
+  }
+  return names
+}
+
+/** The categories a partner may use, with their names, ascending. */
+export const categoryList = (ds: Pick<Dataset, 'meta'>, allowed: readonly number[]) =>
+  allowed.map((id) => ({ id, name: categoryName(ds, id) }))
+
+/** The dataset's tags with the number of their sites in the allowed categories (tags with none left out), by tag. */
+export function tagCounts (ds: Pick<Dataset, 'tagSites' | 'categories'>, allowed: readonly number[]): { tag: string, sites: number }[] {
+  const ok = new Set(allowed)
+  const out: { tag: string, sites: number }[] = []
+  for (const [tag, positions] of ds.tagSites) {
+    let sites = 0
+    for (let i = 0; i < positions.length; i++) if (ok.has(ds.categories[positions[i]])) sites++
+    if (sites > 0) out.push({ tag, sites })
+  }
+  return out.sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0))
+}
