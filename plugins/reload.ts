@@ -4,10 +4,9 @@
 // a reload runs are merged into one more reload after it (a burst of SIGHUPs costs two reloads).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { hostname } from 'node:os'
-import type { Redis } from 'ioredis'
 import { coalescing } from '../src/instances/coalescing-runner.ts'
-import { INSTANCE_INFO, InstanceRecord, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from '../src/instances/instances.ts'
+import { InstanceRecord, type ReloadOutcome } from '../src/instances/instances.ts'
+import { listenForSharedReloads } from '../src/instances/shared-reloads.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -44,53 +43,19 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   }, options.pollMs)
   timer.unref()
 
-  if (app.redis) sharedReloads(app, app.redis, instance)
+  const shared = app.redis && listenForSharedReloads(app.redis, instance.id, reloadDatasets, app.log)
 
   app.addHook('onListen', async () => {
     const address = app.server.address()
-    if (address && typeof address === 'object') instance.setAddress(`${address.address}:${address.port}`)
+    if (!address || typeof address !== 'object') return
+    instance.setAddress(`${address.address}:${address.port}`)
+    await shared?.listening(`${address.address}:${address.port}`)
   })
-  // preClose runs before any onClose hook, so control.db is still open here
+  // preClose runs before any onClose hook, so control.db and Redis are still open here
   app.addHook('preClose', async () => {
     clearInterval(timer)
     try { instance.remove() } catch { /* control.db unavailable: the row goes stale on its own */ }
-  })
-}
-
-/**
- * `datasets reload --all` over Redis: a subscriber connection listens on the reload channel; this
- * instance reloads from its own files and writes its outcome under the request's key. The
- * instance's pid, host and address are published beside its heartbeat for the CLI to print.
- */
-function sharedReloads (app: FastifyInstance, writer: Redis, instance: InstanceRecord) {
-  const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
-  subscriber.on('error', () => {}) // the shared state's way down reports Redis trouble, once
-  const startedAt = new Date().toISOString()
-  let address: string | null = null
-  const publishInfo = () => writer.hset(INSTANCE_INFO, instance.id, JSON.stringify({ pid: process.pid, hostname: hostname(), address, started_at: startedAt })).catch(() => {})
-  // now, and on every reconnection: a Redis restarted empty learns about this instance again
-  publishInfo()
-  writer.on('ready', publishInfo)
-  subscriber.subscribe(RELOAD_CHANNEL).catch((err: Error) => app.log.error({ error: err.message }, 'could not subscribe to shared reload requests'))
-  subscriber.on('message', (_channel: string, message: string) => {
-    let id: number
-    try {
-      id = Number((JSON.parse(message) as { id: unknown }).id)
-    } catch {
-      return
-    }
-    app.reloadDatasets(`shared request ${id}`)
-      .then((outcome) => writer.multi().hset(reloadResultsKey(id), instance.id, JSON.stringify(outcome)).pexpire(reloadResultsKey(id), 600_000).exec())
-      .catch((err: Error) => app.log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
-  })
-  app.addHook('onListen', async () => {
-    const listening = app.server.address()
-    if (listening && typeof listening === 'object') address = `${listening.address}:${listening.port}`
-    await publishInfo()
-  })
-  app.addHook('preClose', async () => {
-    await writer.hdel(INSTANCE_INFO, instance.id).catch(() => {})
-    subscriber.disconnect()
+    await shared?.close()
   })
 }
 

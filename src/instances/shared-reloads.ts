@@ -1,0 +1,43 @@
+// `datasets reload --all` over Redis: a subscriber connection listens on the reload channel; this
+// instance reloads from its own files and writes its outcome under the request's key. Its pid,
+// host and address are published beside its heartbeat for the CLI to print.
+import { hostname } from 'node:os'
+import type { Redis } from 'ioredis'
+import { INSTANCE_INFO, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
+
+interface Log { error (obj: object, msg: string): void }
+
+export function listenForSharedReloads (writer: Redis, instanceId: string, reload: (reason: string) => Promise<ReloadOutcome>, log: Log) {
+  const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
+  subscriber.on('error', () => {}) // the limiter's way down reports Redis trouble, once
+  const startedAt = new Date().toISOString()
+  let address: string | null = null
+  const publishInfo = () => writer.hset(INSTANCE_INFO, instanceId, JSON.stringify({ pid: process.pid, hostname: hostname(), address, started_at: startedAt })).catch(() => {})
+  // now, and on every reconnection: a Redis restarted empty learns about this instance again
+  publishInfo()
+  writer.on('ready', publishInfo)
+  subscriber.subscribe(RELOAD_CHANNEL).catch((err: Error) => log.error({ error: err.message }, 'could not subscribe to shared reload requests'))
+  subscriber.on('message', (_channel: string, message: string) => {
+    let id: number
+    try {
+      id = Number((JSON.parse(message) as { id: unknown }).id)
+    } catch {
+      return
+    }
+    reload(`shared request ${id}`)
+      .then((outcome) => writer.multi().hset(reloadResultsKey(id), instanceId, JSON.stringify(outcome)).pexpire(reloadResultsKey(id), 600_000).exec())
+      .catch((err: Error) => log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
+  })
+  return {
+    /** the address this instance listens on, published for the CLI */
+    async listening (at: string) {
+      address = at
+      await publishInfo()
+    },
+    async close () {
+      writer.off('ready', publishInfo)
+      await writer.hdel(INSTANCE_INFO, instanceId).catch(() => {})
+      subscriber.disconnect()
+    }
+  }
+}
