@@ -9,6 +9,7 @@ import type { Config } from './config.ts'
 import { accessWriter } from './access-log.ts'
 import { answers } from './answer-pool.ts'
 import { ApiError } from './errors.ts'
+import { TOKEN_PREFIX } from './partners/tokens.ts'
 import { compileQuery } from './query.ts'
 import { redactUrl } from './redact.ts'
 import sitesRoutes from './routes/sites.ts'
@@ -87,9 +88,14 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? loggerOptions(config) }),
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
-    genReqId: (req) => {
+    // A caller's id is logged and echoed: one that holds a token (ours by its prefix, or any
+    // partner's, whatever its shape) is replaced, so that no token reaches a log line.
+    genReqId: (req): string => {
       const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes(TOKEN_PREFIX) &&
+        app.partners.byToken(given) === undefined
+        ? given
+        : randomUUID()
     },
     routerOptions: { ignoreTrailingSlash: true },
     // one access line per request (below) instead of Fastify's two
