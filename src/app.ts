@@ -8,6 +8,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { accessWriter } from './access-log.ts'
 import { answers } from './answer-pool.ts'
+import { clientErrorHandler } from './connections.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
 import { compileQuery } from './query.ts'
@@ -97,6 +98,20 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
         ? given
         : randomUUID()
     },
+    // Slow or idle connections must not hold their slots (src/connections.ts caps them). Node checks
+    // the headers and request timeouts every connectionsCheckingInterval: every 30 s by default,
+    // which would let a connection overstay them by as much.
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: 1000,
+      // Node's own answer to a request without Host has an empty body: the onRequest hook answers it.
+      requireHostHeader: false
+    },
+    // Requests Node's HTTP parser refuses get the API's error body and a request id too.
+    clientErrorHandler,
     routerOptions: { ignoreTrailingSlash: true },
     // one access line per request (below) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
@@ -147,6 +162,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   await app.register(errors)
   await app.register(routeConfig)
+  // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body); this
+  // one runs after route-config's hook, as the hooks that answer the error read request.route.
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.headers.host === undefined && request.raw.httpVersion === '1.1' ? new ApiError('rest_bad_request') : undefined)
+  })
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
