@@ -7,7 +7,9 @@ import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { accessWriter } from './http/access-log.ts'
+import { clientErrorHandler } from './http/connections.ts'
 import { ApiError } from './errors.ts'
+import { TOKEN_PREFIX } from './partners/tokens.ts'
 import { compileQuery } from './http/query.ts'
 import { redactUrl } from './http/redact.ts'
 import partnerApi from './routes/partner-api.ts'
@@ -77,10 +79,29 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? loggerOptions(config) }),
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
-    genReqId: (req) => {
+    // A caller's id is logged and echoed: one that holds a token (ours by its prefix, or any
+    // partner's, whatever its shape) is replaced, so that no token reaches a log line.
+    genReqId: (req): string => {
       const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes(TOKEN_PREFIX) &&
+        app.partners.byToken(given) === undefined
+        ? given
+        : randomUUID()
     },
+    // Slow or idle connections must not hold their slots (src/http/connections.ts caps them). Node checks
+    // the headers and request timeouts every connectionsCheckingInterval: every 30 s by default,
+    // which would let a connection overstay them by as much.
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: 1000,
+      // Node's own answer to a request without Host has an empty body: the onRequest hook answers it.
+      requireHostHeader: false
+    },
+    // Requests Node's HTTP parser refuses get the API's error body and a request id too.
+    clientErrorHandler,
     routerOptions: { ignoreTrailingSlash: true },
     // one access line per request (below) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
@@ -128,6 +149,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   await app.register(errors)
   await app.register(answers)
+  // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body).
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.headers.host === undefined && request.raw.httpVersion === '1.1' ? new ApiError('rest_bad_request') : undefined)
+  })
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })

@@ -42,7 +42,12 @@ export const EnvSchema = Type.Object({
   PARTNER_REFRESH_MS: Type.Integer({ minimum: 50, maximum: 5000, default: 1000, description: 'how often control.db is checked for partner changes (changes apply within this time)' }),
   STATE_URL: Type.String({ pattern: '^(|rediss?://\\S+)$', default: '', description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process' }),
   COUNTER_SAVE_MS: Type.Integer({ minimum: 100, maximum: 5000, default: 2000, description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)' }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight' })
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight' }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10000, description: 'open HTTP connections at most; lowered at boot to fit the open-file limit; more are answered 503 and closed' }),
+  MAX_CONNECTIONS_PER_IP: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 1000, description: 'open HTTP connections at most from one client address (0: no cap per address); more are answered 503 and closed' }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 10000, description: 'a request\'s headers must arrive within this time (a connection\'s first request: of its opening); then 408 and closed' }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 30000, description: 'a whole request must arrive within this time; then 408 and closed (at least HEADERS_TIMEOUT_MS)' }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 72000, description: 'an idle keep-alive connection is closed after this time' })
 })
 
 export type Env = Static<typeof EnvSchema>
@@ -68,6 +73,12 @@ export interface Config {
   stateUrl: string
   shutdownTimeoutMs: number
   metricsPort: number
+  maxConnections: number
+  /** 0: no cap per client address */
+  maxConnectionsPerIp: number
+  headersTimeoutMs: number
+  requestTimeoutMs: number
+  keepAliveTimeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -112,6 +123,10 @@ export function loadConfig (
     throw invalid(key, String((withDefaults as Record<string, unknown>)[key]))
   }
   const e = withDefaults as Env
+  // Node refuses to start a server whose headers may take longer than the whole request.
+  if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('HEADERS_TIMEOUT_MS', `invalid configuration: HEADERS_TIMEOUT_MS=${e.HEADERS_TIMEOUT_MS} is more than REQUEST_TIMEOUT_MS=${e.REQUEST_TIMEOUT_MS}`)
+  }
   return {
     nodeEnv: e.NODE_ENV,
     host: e.HOST,
@@ -131,7 +146,12 @@ export function loadConfig (
     partnerRefreshMs: e.PARTNER_REFRESH_MS,
     counterSaveMs: e.COUNTER_SAVE_MS,
     stateUrl: e.STATE_URL,
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    maxConnections: e.MAX_CONNECTIONS,
+    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS
   }
 }
 

@@ -15,7 +15,8 @@ export const ERRORS = {
   svc_partner_api_category_not_permitted: { status: 403, message: 'The category is not in the allow-list of this partner.' },
   svc_partner_api_feature_disabled: { status: 403, message: 'This endpoint is not enabled for the partner. Ask the operator for approval.' },
   svc_partner_api_query_failed: { status: 500, message: 'The query failed. Retry later; report persistent failures.' },
-  svc_partner_api_prepare_failed: { status: 500, message: 'The query could not be prepared. Retry later; report persistent failures.' }
+  svc_partner_api_prepare_failed: { status: 500, message: 'The query could not be prepared. Retry later; report persistent failures.' },
+  svc_partner_api_too_many_connections: { status: 503, message: 'Too many open connections, from this address or in all. Close idle connections or retry later.' }
 } as const
 
 export type ErrorCode = keyof typeof ERRORS
@@ -43,7 +44,7 @@ export class ApiError extends Error {
   readonly data: ErrorData
   private readonly plain: boolean
 
-  /** `status` overrides the catalogue's only for rest_bad_request (a framework 4xx passed on). */
+  /** `status` overrides the catalogue's only for rest_bad_request (a framework or HTTP parser 4xx passed on). */
   constructor (readonly code: ErrorCode, extra: Omit<ErrorData, 'status'> = NO_EXTRA, message?: string, status?: number) {
     const entry = ERRORS[code]
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).

@@ -3,6 +3,7 @@
 import { buildApp } from './app.ts'
 import { prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
+import { connectionCaps, limitConnections, openFileLimit } from './http/connections.ts'
 import { startMetricsServer } from './metrics/server.ts'
 
 async function main () {
@@ -47,6 +48,13 @@ async function main () {
 
   metrics = await startMetricsServer(app.metrics.registry, config.metricsPort)
   app.log.info({ url: metrics.url }, `metrics listening at ${metrics.url}`)
+  const fileLimit = openFileLimit()
+  const configured = { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }
+  const caps = connectionCaps(configured, fileLimit)
+  if (caps.maxConnections < configured.maxConnections) {
+    app.log.warn({ configured, ...caps, fileLimit }, 'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
+  }
+  limitConnections(app.server, caps, app.log)
   const address = await app.listen({ host: config.host, port: config.port })
   if (prepared.demoToken) {
     process.stdout.write([

@@ -44,16 +44,27 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
-/** The token from api_key or an Authorization: Bearer header; null if none, false if unusable. */
+/**
+ * The token of the Authorization headers, every one as sent (Node keeps only the first in
+ * `headers`, so a second with another token would go unseen); false if one is not Bearer or two differ.
+ */
+function headerToken (rawHeaders: string[]): string | undefined | false {
+  let token: string | undefined
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]
+    if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
+    const match = BEARER.exec(rawHeaders[i + 1])
+    if (!match || (token !== undefined && match[1] !== token)) return false
+    token = match[1]
+  }
+  return token
+}
+
+/** The token from api_key or Authorization: Bearer headers; null if none, false if unusable. */
 export function tokenOf (request: FastifyRequest): string | null | false {
   const fromQuery = (request.query as Record<string, unknown>).api_key
-  const header = request.headers.authorization
-  let fromHeader: string | undefined
-  if (header !== undefined) {
-    const match = BEARER.exec(header)
-    if (!match) return false
-    fromHeader = match[1]
-  }
+  const fromHeader = request.headers.authorization === undefined ? undefined : headerToken(request.raw.rawHeaders)
+  if (fromHeader === false) return false
   if (fromQuery === undefined || fromQuery === '') return fromHeader ?? null
   if (typeof fromQuery !== 'string') return false // given more than once
   if (fromHeader !== undefined && fromHeader !== fromQuery) return false

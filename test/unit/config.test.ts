@@ -16,7 +16,8 @@ t.test('defaults', async (t) => {
   t.same(config, {
     nodeEnv: 'development', host: '127.0.0.1', port: 3000, metricsPort: 9464, apiPrefix: '/v1', dataDir: '/srv/app/data',
     pilotAppUrl: 'https://helipaddy.com', logLevel: 'info', trustProxy: false, cacheTtlSeconds: 60, cacheMaxEntries: 10000, cacheMaxMb: 64,
-    sandboxSiteCount: 20000, sandboxSeed: 'sandbox', indexWorkerMinMb: 16, partnerRefreshMs: 1000, counterSaveMs: 2000, stateUrl: '', shutdownTimeoutMs: 10000
+    sandboxSiteCount: 20000, sandboxSeed: 'sandbox', indexWorkerMinMb: 16, partnerRefreshMs: 1000, counterSaveMs: 2000, stateUrl: '', shutdownTimeoutMs: 10000,
+    maxConnections: 10000, maxConnectionsPerIp: 1000, headersTimeoutMs: 10000, requestTimeoutMs: 30000, keepAliveTimeoutMs: 72000
   })
 })
 
@@ -43,6 +44,16 @@ t.test('a bad value stops start-up naming the variable', async (t) => {
     t.equal((caught as ConfigError).message.split('=')[0], `invalid configuration: ${key}`)
   }
   t.throws(() => loadConfig({ PORT: '70000' }, { envFile: false }), /^invalid configuration: PORT="70000"/)
+  for (const [key, value] of Object.entries({ MAX_CONNECTIONS: '0', MAX_CONNECTIONS_PER_IP: '-1', HEADERS_TIMEOUT_MS: '999', KEEP_ALIVE_TIMEOUT_MS: '0' })) {
+    t.throws(() => loadConfig({ [key]: value }, { envFile: false }), { name: 'ConfigError', variable: key }, `${key}=${value}`)
+  }
+})
+
+t.test('the headers may not be given longer than the whole request', async (t) => {
+  t.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '40000' }, { envFile: false }),
+    { name: 'ConfigError', variable: 'HEADERS_TIMEOUT_MS', message: 'invalid configuration: HEADERS_TIMEOUT_MS=40000 is more than REQUEST_TIMEOUT_MS=30000' })
+  t.equal(loadConfig({ HEADERS_TIMEOUT_MS: '30000' }, { envFile: false }).headersTimeoutMs, 30000)
+  t.equal(loadConfig({ MAX_CONNECTIONS_PER_IP: '0' }, { envFile: false }).maxConnectionsPerIp, 0)
 })
 
 t.test('.env is read, and the environment wins over it', async (t) => {
