@@ -35,7 +35,8 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const partner = request.partner
     const { now, windows: [minute, hour, day] } = await app.limiter.state(partner.id, partner.limits)
-    const environment = datasetFor(partner, false)
+    // the dataset a request with the same demo= is served from
+    const environment = datasetFor(partner, request.query.demo === true)
     return {
       timestamp: new Date(now).toISOString(),
       partner: { id: partner.id, slug: partner.slug, name: partner.name, environment, is_sandbox: environment === 'sandbox' },

@@ -35,6 +35,7 @@ export const DemoQuery = Type.Object({ demo: DemoFlag })
 export type DemoQuery = Static<typeof DemoQuery>
 
 export const UsageQuery = Type.Object({
-  expand: Type.Optional(Type.Unsafe<'telemetry'>({ type: 'string', enum: ['telemetry'], description: 'telemetry adds the telemetry block' }))
+  expand: Type.Optional(Type.Unsafe<'telemetry'>({ type: 'string', enum: ['telemetry'], description: 'telemetry adds the telemetry block' })),
+  demo: DemoFlag
 })
 export type UsageQuery = Static<typeof UsageQuery>

@@ -42,7 +42,7 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     ['/v1/sites/nearest', 'nearestSite', ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo'], SEARCH_ERRORS],
     ['/v1/sites/by-tag', 'sitesByTag', ['tag', 'page', 'per_page', 'demo', 'format'], BY_TAG_ERRORS],
     ['/v1/sites/{id}', 'siteById', ['demo', 'id'], SITE_ERRORS],
-    ['/v1/usage', 'usage', ['expand'], USAGE_ERRORS],
+    ['/v1/usage', 'usage', ['expand', 'demo'], USAGE_ERRORS],
     ['/v1/categories', 'categories', ['demo'], []],
     ['/v1/tags', 'tags', ['demo'], []]
   ]
