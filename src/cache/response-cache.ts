@@ -4,6 +4,7 @@
 import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { answers } from '../answers/pool.ts'
+import { compress, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 
 export interface CachedAnswer {
@@ -14,6 +15,8 @@ export interface CachedAnswer {
   type: string
   etag: string
   rows: number
+  /** the body compressed, made on the first request that asks for each encoding */
+  encoded?: Partial<Record<Encoding, Buffer>>
 }
 
 export interface ResponseCacheOptions {
@@ -45,6 +48,8 @@ export class ResponseCache {
   /** the Cache-Control of every cacheable 200 */
   readonly cacheControl: string
   readonly lookups = { hit: 0, miss: 0 }
+  /** bodies compressed, by encoding (a cached answer is compressed once per encoding) */
+  readonly compressions: Record<Encoding, number> = { gzip: 0, br: 0 }
   private readonly lru: LRUCache<string, CachedAnswer>
   private readonly salt: string
 
@@ -54,7 +59,7 @@ export class ResponseCache {
     this.lru = new LRUCache<string, CachedAnswer>({
       max: options.maxEntries,
       maxSize: options.maxMb * 1024 * 1024,
-      sizeCalculation: (entry, key) => answers.footprint(entry.body) + 2 * key.length + 200,
+      sizeCalculation: (entry, key) => answers.footprint(entry.body) + (entry.encoded?.gzip?.length ?? 0) + (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
       ttl: Math.max(1, options.ttlSeconds) * 1000,
       ttlAutopurge: false,
       // an entry holds a reference on its pooled body (taken in store)
@@ -89,6 +94,19 @@ export class ResponseCache {
   lend (entry: CachedAnswer): Buffer {
     answers.retain(entry.body)
     return entry.body
+  }
+
+  /** The entry's body in `encoding`, compressed on first need and kept with the entry (stored or not). */
+  encodedBody (key: string, entry: CachedAnswer, encoding: Encoding): Buffer {
+    const known = entry.encoded?.[encoding]
+    if (known !== undefined) return known
+    const body = compress(entry.body, encoding)
+    this.compressions[encoding]++
+    ;(entry.encoded ??= {})[encoding] = body
+    // counted in the entry's size from now on, its lifetime unchanged: the LRU sizes an entry only
+    // when it is given a new object (the same body, whose reference the entry keeps)
+    if (this.lru.peek(key) === entry) this.lru.set(key, { ...entry }, { noUpdateTTL: true, noDisposeOnSet: true })
+    return body
   }
 
   /** Empties the cache (a dataset was swapped). */

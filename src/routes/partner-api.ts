@@ -13,6 +13,7 @@ import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '..
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
+import { encodedEtag, encodingFor } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
@@ -119,13 +120,16 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     done()
   }
 
-  const serveCached = (request: FastifyRequest, reply: FastifyReply, entry: CachedAnswer) => {
+  const serveCached = (request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer) => {
     request.cacheStatus = 'hit'
     request.rows = entry.rows
     request.dataset = entry.dataset
-    reply.header('etag', entry.etag).header('cache-control', cache.cacheControl)
-    if (etagMatches(request.headers['if-none-match'], entry.etag)) reply.code(304).send()
-    else reply.sendAnswer(cache.lend(entry), entry.type)
+    const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
+    const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
+    reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
+    if (etagMatches(request.headers['if-none-match'], etag)) reply.code(304).send()
+    else if (encoding === undefined) reply.sendAnswer(cache.lend(entry), entry.type)
+    else reply.header('content-encoding', encoding).sendAnswer(cache.encodedBody(key, entry, encoding), entry.type)
   }
 
   const lookup = (route: string): preHandlerHookHandler => (request, reply, done) => {
@@ -136,7 +140,7 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
       request.cacheStatus = 'miss'
       return done()
     }
-    serveCached(request, reply, entry)
+    serveCached(request, reply, key, entry)
     // answered: done() is not called
   }
 
@@ -148,14 +152,19 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     }
     if (request.cacheStatus === 'hit') return done(null, payload)
     const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
-    const etag = cache.etagOf(request.cacheKey)
-    reply.header('etag', etag).header('cache-control', cache.cacheControl)
-    cache.store(request.cacheKey, { dataset: request.dataset!, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag, rows: request.rows })
+    const key = request.cacheKey
+    const entry: CachedAnswer = { dataset: request.dataset!, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag: cache.etagOf(key), rows: request.rows }
+    cache.store(key, entry)
+    const encoding = encodingFor(request.headers['accept-encoding'], body.length)
+    const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
+    reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
     if (etagMatches(request.headers['if-none-match'], etag)) {
       reply.code(304)
       return done(null, '')
     }
-    done(null, body)
+    if (encoding === undefined) return done(null, body)
+    reply.header('content-encoding', encoding)
+    done(null, cache.encodedBody(key, entry, encoding))
   }
 
   // before the answer's bytes go out: whoever has an answer finds it in /usage, on any instance
