@@ -24,7 +24,7 @@ declare module 'fastify' {
   }
 }
 
-/** The specification's release (partner-api-spec.md, section 9), newest first. */
+/** The API's releases, newest first (CHANGELOG.md lists them too). */
 export const API_RELEASES = [
   { version: '1.2.6', date: '2026-02-18', change: 'Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites.' },
   { version: '1.2.1', date: '2026-01-24', change: 'Coordinates are stated to be obscured and approximate.' },

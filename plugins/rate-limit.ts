@@ -1,4 +1,4 @@
-// Step 3 of every partner request (contract section 5): the three rolling windows. Runs in
+// Step 3 of every partner request (docs/errors.md gives the order): the three rolling windows. Runs in
 // onRequest after auth, so refused tokens count against nothing; /usage never reaches it.
 // Counters are saved to control.db every COUNTER_SAVE_MS and at close (onClose hooks run last
 // registered first, so before control.db closes), and restored at boot.

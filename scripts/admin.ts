@@ -1,4 +1,4 @@
-// Operator CLI (contract section 4): npm run admin -- <group> <command> [options]
+// Operator CLI (README.md, docs/data-files.md): npm run admin -- <group> <command> [options]
 // Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
 // Errors are one line on stderr; --json prints one JSON document on stdout.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'

@@ -112,7 +112,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     },
     // Closing (SIGTERM): idle keep-alive connections are closed at once; a request already on a
     // connection is answered in full (with Connection: close) rather than refused with Fastify's
-    // own 503 body, which is not the contract's shape. SHUTDOWN_TIMEOUT_MS bounds the wait.
+    // own 503 body, which is not the API's error shape. SHUTDOWN_TIMEOUT_MS bounds the wait.
     forceCloseConnections: 'idle',
     return503OnClosing: false,
     // A dataset file without a current index snapshot is verified and indexed at boot, in a

@@ -1,5 +1,5 @@
-// Query-string validation by the route's TypeBox schema, with the contract's error codes.
-// Fastify's Ajv would coerce and report in its own words; partners get the contract's codes and
+// Query-string validation by the route's TypeBox schema, with the API's error codes (docs/errors.md).
+// Fastify's Ajv would coerce and report in its own words; partners get the documented codes and
 // its order instead: missing → invalid coordinates → ambiguous 0,0 → other malformed values.
 // Installed as the validator compiler for the `querystring` part (src/app.ts).
 import type { TObject, TSchema } from '@sinclair/typebox'

@@ -1,4 +1,4 @@
-// Partners in control.db (contract section 3). The CLI writes here; the service reads, and
+// Partners in control.db (docs/data-files.md). The CLI writes here; the service reads, and
 // notices another process's commit through PRAGMA data_version.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
@@ -299,7 +299,7 @@ export class PartnerStore {
   }
 }
 
-/** The partner as `show`/`list --json` print it: the fields of contract section 3, never a token or digest. */
+/** The partner as `show`/`list --json` print it: every field of the partner, never a token or digest. */
 export function partnerView (partner: Partner) {
   const limits = effectiveLimits(partner)
   const shown = (l: Limit) => l === null ? 'unlimited' : l

@@ -1,4 +1,4 @@
-// First boot: create what is missing under DATA_DIR (contract section 1). Later boots create no
+// First boot: create what is missing under DATA_DIR (docs/data-files.md). Later boots create no
 // dataset: a dataset file lost since then is an error for the operator to fix, not an empty dataset.
 import { existsSync, mkdirSync } from 'node:fs'
 import type Database from 'better-sqlite3'

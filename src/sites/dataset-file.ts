@@ -1,4 +1,4 @@
-// Dataset files: one SQLite file per dataset, tables fixed by the contract (section 2).
+// Dataset files: one SQLite file per dataset, tables fixed (other tools read them; docs/data-files.md).
 // Writers build a new file beside the old one and rename it into place only when complete,
 // so a reader never sees a half-written dataset and a failed write loses nothing.
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'

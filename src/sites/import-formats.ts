@@ -1,4 +1,4 @@
-// Streaming readers of the three import formats (contract section 4). Each yields raw records
+// Streaming readers of the three import formats (docs/data-files.md). Each yields raw records
 // with the label an operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of
 // one read's worth (64 kB), holding only those in memory, so a file of any size reads in bounded
 // memory.

@@ -1,5 +1,5 @@
 // Hostile input, generated: thousands of random and malicious query strings, paths and methods
-// against every endpoint. Whatever comes in: never a 5xx, a JSON body of the contract's shape
+// against every endpoint. Whatever comes in: never a 5xx, a JSON body of the API's error shape
 // with a documented code and a matching status, nothing echoed back at length, no token in a
 // body, no CORS header; and every 200 body matches its response schema.
 import t from 'tap'
