@@ -60,7 +60,7 @@ function restore (db: Database.Database, store: LocalStore, now: number): number
  * away. Redis keeps the counts, so nothing is saved to control.db.
  */
 function sharedState (app: FastifyInstance, redis: Redis, clock: () => number) {
-  const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log)
+  const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log, { clock })
   app.addHook('onClose', () => shared.close())
   return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis), save: () => {}, shared }
 }

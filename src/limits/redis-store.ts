@@ -3,25 +3,38 @@
 // member: a sequence number), and every check-and-record is one Lua script, which Redis runs
 // atomically: N instances under any concurrency admit exactly what one process would.
 // Rows are a second sorted set of `seq:rows` at the request's time. Everything expires a day
-// after the partner's last accepted request.
+// after the partner's last accepted request. The counts of each partner's last answer are kept,
+// for limiting without Redis while it is away (failover-store.ts).
 import type { Redis } from 'ioredis'
 import type { HitResult, LimiterStore, WindowSpec, WindowState } from './limiter.ts'
 
 const DAY_MS = 86_400_000
 const KEEP_MS = DAY_MS + 60_000
 
-// KEYS: log, seq, rows. ARGV: now, then limit (-1: unlimited) and length in ms of each window.
-// Returns: allowed, seq, now, refused window (1-based, 0: none), wait ms, then used and the
-// oldest entry's time of each window.
-const HIT = `
+// A script that reaches Redis after its sender gave up on it (a Redis that hung, then went on)
+// must change nothing: the sender has already decided that request alone and counts it itself.
+// ARGV[2] is the latest time (Redis's clock, ms) it may run, -1: any time.
+const TOO_LATE = `
+redis.replicate_commands()
+local deadline = tonumber(ARGV[2])
+if deadline >= 0 then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then return { -1 } end
+end
+`
+
+// KEYS: log, seq, rows. ARGV: now, deadline, then limit (-1: unlimited) and length in ms of each
+// window. Returns: allowed (-1: too late), seq, now, refused window (1-based, 0: none), wait ms,
+// then used and the oldest entry's time of each window.
+const HIT = `${TOO_LATE}
 local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
 local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
 if #newest > 0 and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
-local windows = (#ARGV - 1) / 2
+local windows = (#ARGV - 2) / 2
 local refused, wait = 0, 0
 for i = 1, windows do
-  local limit, ms = tonumber(ARGV[i * 2]), tonumber(ARGV[i * 2 + 1])
+  local limit, ms = tonumber(ARGV[i * 2 + 1]), tonumber(ARGV[i * 2 + 2])
   if limit >= 0 then
     local w = 0
     if limit == 0 then
@@ -45,7 +58,7 @@ if refused == 0 then
 end
 local out = { refused == 0 and 1 or 0, seq, now, refused, wait }
 for i = 1, windows do
-  local from = string.format('(%.0f', now - tonumber(ARGV[i * 2 + 1]))
+  local from = string.format('(%.0f', now - tonumber(ARGV[i * 2 + 2]))
   local used = redis.call('ZCOUNT', log, from, '+inf')
   local oldest = 0
   if used > 0 then oldest = tonumber(redis.call('ZRANGEBYSCORE', log, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) end
@@ -88,23 +101,50 @@ end
 return out
 `
 
-// KEYS: log, seq. ARGV: times of requests accepted elsewhere (an instance that served alone while
-// Redis was away), added to the log so that the windows count them.
-const MERGE = `
-for i = 1, #ARGV do
-  local seq = redis.call('INCR', KEYS[2])
-  redis.call('ZADD', KEYS[1], ARGV[i], seq)
+// KEYS: log, seq. ARGV: now, deadline, the number of windows n, their lengths in ms (shortest
+// first), the time of the counts known (-1: none), the known used count of each window, then the
+// times of requests accepted alone. After an outage: what was known to be in the log is put back
+// where the log lacks it (a Redis restarted empty), each request at the latest time it can have
+// (in the hour's count but not the minute's: a minute before), so that it stays in every window
+// at least as long as it did; where the log still has it (or another instance put it back)
+// nothing is added. Then the requests accepted alone are added.
+// Returns: now (-1: too late), then used of each window.
+const REJOIN = `${TOO_LATE}
+local log, seqKey = KEYS[1], KEYS[2]
+local now, n = tonumber(ARGV[1]), tonumber(ARGV[3])
+local function add (time, count)
+  for _ = 1, count do redis.call('ZADD', log, time, redis.call('INCR', seqKey)) end
 end
-redis.call('PEXPIRE', KEYS[1], ${KEEP_MS})
-redis.call('PEXPIRE', KEYS[2], ${KEEP_MS})
-return #ARGV
+local at = tonumber(ARGV[4 + n])
+if at >= 0 then
+  local tier = at
+  for i = 1, n do
+    local ms = tonumber(ARGV[3 + i])
+    local have = redis.call('ZCOUNT', log, string.format('(%.0f', at - ms), string.format('%.0f', at))
+    local missing = tonumber(ARGV[4 + n + i]) - have
+    if missing > 0 then add(string.format('%.0f', tier), missing) end
+    tier = at - ms
+  end
+end
+for i = 5 + 2 * n, #ARGV do add(ARGV[i], 1) end
+redis.call('PEXPIRE', log, ${KEEP_MS})
+redis.call('PEXPIRE', seqKey, ${KEEP_MS})
+local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
+if #newest > 0 and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
+local out = { now }
+for i = 1, n do
+  out[#out + 1] = redis.call('ZCOUNT', log, string.format('(%.0f', now - tonumber(ARGV[3 + i])), '+inf')
+end
+return out
 `
+
+const TOO_LATE_MESSAGE = 'Redis ran the limiter script after its command had timed out here (it had hung)'
 
 interface Scripts {
   lspHit (log: string, seq: string, rows: string, ...args: number[]): Promise<number[]>
   lspSetRows (log: string, rows: string, seq: number, count: number): Promise<number>
   lspState (log: string, rows: string, ...args: number[]): Promise<number[]>
-  lspMerge (log: string, seq: string, ...times: number[]): Promise<number>
+  lspRejoin (log: string, seq: string, ...args: number[]): Promise<number[]>
 }
 
 function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, now: number): WindowState {
@@ -114,14 +154,35 @@ function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, 
   return { name, seconds, limit, used, remaining: Math.max(0, limit - used), rows, resetsInMs }
 }
 
+/** What Redis last answered about a partner: the used count of each window (shortest first) at a time. */
+export interface Answer {
+  /** Redis's time of the counts (it never goes back) */
+  at: number
+  windows: readonly { seconds: number, used: number }[]
+}
+
 export class RedisStore implements LimiterStore {
   private readonly scripts: Scripts
+  /**
+   * Per partner, the last answer: what an instance knows was accepted when Redis goes away.
+   * Updated in place, holding the answer's own window states: no copy per request.
+   */
+  readonly answers = new Map<string, Answer>()
+  /**
+   * Redis's clock less this process's (ms), as last measured; null: not yet, and scripts then run
+   * whenever they arrive.
+   */
+  clockOffsetMs: number | null = null
+  /** how long after it is sent a script may still run: within the command timeout, less a margin for the answer's way back */
+  private readonly graceMs: number
 
   constructor (redis: Redis, private readonly prefix = 'lsp:') {
+    const timeoutMs = redis.options.commandTimeout
+    this.graceMs = timeoutMs ? Math.floor(timeoutMs * 0.8) : -1
     redis.defineCommand('lspHit', { numberOfKeys: 3, lua: HIT })
     redis.defineCommand('lspSetRows', { numberOfKeys: 2, lua: SET_ROWS })
     redis.defineCommand('lspState', { numberOfKeys: 2, lua: STATE })
-    redis.defineCommand('lspMerge', { numberOfKeys: 2, lua: MERGE })
+    redis.defineCommand('lspRejoin', { numberOfKeys: 2, lua: REJOIN })
     this.scripts = redis as unknown as Scripts
   }
 
@@ -133,11 +194,13 @@ export class RedisStore implements LimiterStore {
 
   async hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
     const k = this.keys(key)
-    const args = [now]
+    const args = [now, this.deadline()]
     for (const w of windows) args.push(w.limit ?? -1, w.seconds * 1000)
     const r = await this.scripts.lspHit(k.log, k.seq, k.rows, ...args)
+    if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
     const at = r[2]
     const states = windows.map((w, i) => stateOf(w, r[5 + i * 2], r[6 + i * 2], 0, at))
+    this.remember(key, at, states)
     if (r[0] === 1) return { allowed: true, seq: r[1], windows: states }
     return { allowed: false, refusedBy: windows[r[3] - 1].name, retryAfterMs: r[4], windows: states }
   }
@@ -150,12 +213,42 @@ export class RedisStore implements LimiterStore {
   async state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
     const k = this.keys(key)
     const r = await this.scripts.lspState(k.log, k.rows, now, ...windows.map((w) => w.seconds * 1000))
-    return windows.map((w, i) => stateOf(w, r[1 + i * 3], r[2 + i * 3], r[3 + i * 3], r[0]))
+    const states = windows.map((w, i) => stateOf(w, r[1 + i * 3], r[2 + i * 3], r[3 + i * 3], r[0]))
+    this.remember(key, r[0], states)
+    return states
   }
 
-  /** Adds requests accepted without Redis to the shared log. */
-  async merge (key: string, times: number[]): Promise<void> {
+  private deadline (): number {
+    return this.clockOffsetMs === null || this.graceMs < 0 ? -1 : Date.now() + this.clockOffsetMs + this.graceMs
+  }
+
+  private remember (key: string, at: number, windows: Answer['windows']) {
+    const answer = this.answers.get(key)
+    if (answer) {
+      answer.at = at
+      answer.windows = windows
+    } else {
+      this.answers.set(key, { at, windows })
+    }
+  }
+
+  /**
+   * After an outage: puts back what `known` says the partner's log held, where the log lacks it,
+   * and adds `times`, requests accepted alone; the answer then is remembered. `seconds`: the
+   * windows' lengths, shortest first (those of `known` when given).
+   */
+  async rejoin (key: string, seconds: readonly number[], known: Answer | undefined, times: readonly number[], now: number): Promise<void> {
     const k = this.keys(key)
-    for (let i = 0; i < times.length; i += 1000) await this.scripts.lspMerge(k.log, k.seq, ...times.slice(i, i + 1000))
+    const head = [now, 0, seconds.length, ...seconds.map((s) => s * 1000)]
+    let r: number[] = []
+    let i = 0
+    do {
+      const counts = i === 0 && known ? [known.at, ...known.windows.map((w) => w.used)] : [-1, ...seconds.map(() => 0)]
+      head[1] = this.deadline()
+      r = await this.scripts.lspRejoin(k.log, k.seq, ...head, ...counts, ...times.slice(i, i + 1000))
+      if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
+      i += 1000
+    } while (i < times.length)
+    this.remember(key, r[0], seconds.map((s, w) => ({ seconds: s, used: r[1 + w] })))
   }
 }

@@ -3,7 +3,7 @@
 // rows, usage state, a clock that steps back, and requests merged in after an outage.
 import t from 'tap'
 import { Redis } from 'ioredis'
-import { RateLimiter } from '../../src/limits/limiter.ts'
+import { RateLimiter, windowSpecs } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
 import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
 import { tokenDigest } from '../../src/partners/tokens.ts'
@@ -97,11 +97,38 @@ if (!skippedWithoutRedis(t)) {
     t.equal(await store.version(), 1)
   })
 
-  t.test('requests accepted during an outage are merged into the shared log', async (t) => {
+  t.test('after an outage: what was known put back where the log lacks it, then the requests accepted alone', async (t) => {
     const store = new RedisStore(clients[0], 'test:')
     const limits: Limits = { minute: 10, hour: null, day: null }
-    await store.merge('merged', [now - 5000, now - 4000, now - 3000, now - 70_000])
-    const { windows } = await limiters[1].state('merged', limits)
+    const seconds = [60, 3600, 86400]
+    await store.rejoin('merged', seconds, undefined, [now - 5000, now - 4000, now - 3000, now - 70_000], now)
+    let { windows } = await limiters[1].state('merged', limits)
     t.same([windows[0].used, windows[1].used], [3, 4])
+    t.same(store.answers.get('merged'), { at: now, windows: [{ seconds: 60, used: 3 }, { seconds: 3600, used: 4 }, { seconds: 86400, used: 4 }] }, 'the answer remembered')
+
+    // known now: 2 a minute, 5 an hour, 9 a day; the log has 3, 4 and 4 of them
+    const known = { at: now, windows: [{ seconds: 60, used: 2 }, { seconds: 3600, used: 5 }, { seconds: 86400, used: 9 }] }
+    await store.rejoin('merged', seconds, known, [], now)
+    ;({ windows } = await limiters[1].state('merged', limits))
+    t.same(windows.map((w) => w.used), [3, 5, 9], 'the minute had them; one more in the hour, four more in the day')
+    const log = await clients[0].zrange('test:rl:{merged}:log', 0, -1, 'WITHSCORES')
+    t.same(log.filter((_, i) => i % 2 === 1).map((s) => Number(s) - now),
+      [-3_600_000, -3_600_000, -3_600_000, -3_600_000, -70_000, -60_000, -5000, -4000, -3000], 'each put back at the latest time it can have')
+    await store.rejoin('merged', seconds, known, [], now)
+    t.same((await limiters[1].state('merged', limits)).windows.map((w) => w.used), [3, 5, 9], 'put back once: a second instance knowing the same adds nothing')
+  })
+
+  t.test('a script that reaches Redis after its command timed out here changes nothing', async (t) => {
+    const client = new Redis(redis.url, { commandTimeout: 500 })
+    t.teardown(() => client.disconnect())
+    const store = new RedisStore(client, 'test:')
+    const limits: Limits = { minute: 10, hour: null, day: null }
+    const limiter = new RateLimiter(store, () => now)
+    store.clockOffsetMs = -60_000 // as if it had waited a minute in a Redis that hung
+    await t.rejects(store.hit('late', windowSpecs(limits), now), { message: /after its command had timed out here/ })
+    await t.rejects(store.rejoin('late', [60], undefined, [now], now), { message: /after its command had timed out here/ })
+    t.same((await limiters[0].state('late', limits)).windows.map((w) => w.used), [0, 0, 0])
+    store.clockOffsetMs = 0
+    t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
   })
 }

@@ -1,0 +1,157 @@
+// No window over-admits while the shared state (Redis) is away, nor after it comes back: two
+// instances (the real app, in process, with an injected clock) sharing a real redis-server that
+// hangs (SIGSTOP, then SIGCONT) or is killed and restarted empty on the same port. Each stage has
+// its own partner, so its windows start empty.
+import t from 'tap'
+import { Redis } from 'ioredis'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
+import { site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import { skippedWithoutRedis, startRedis } from '../redis.ts'
+
+if (!skippedWithoutRedis(t)) {
+  const redis = await startRedis(t)
+  let now = Date.UTC(2026, 10, 21, 12)
+  const clock = () => now
+
+  const client = new Redis(redis.url)
+  const partners = new RedisPartnerStore(client)
+  const tokens: Record<string, string> = {}
+  const partner = async (slug: string, limitOverrides: { minute: number | 'unlimited', hour: number | 'unlimited', day: number | 'unlimited' }) => {
+    tokens[slug] = (await partners.create({ name: slug, slug, tier: 'demo' })).token
+    await partners.update(slug, { limitOverrides })
+  }
+  const perMinute = { minute: 60, hour: 'unlimited', day: 'unlimited' } as const
+  await partner('hung', perMinute)
+  await partner('restarted', perMinute)
+  await partner('partial', perMinute)
+  await partner('pinned', perMinute) // called on instance a only before the outage
+  await partner('daily', { minute: 'unlimited', hour: 'unlimited', day: 40 })
+  client.disconnect()
+
+  const instance = async () => {
+    const dir = tmpDataDir(t)
+    writeFixture(dir, { sandbox: [site('s-1', 4, 51.5, -0.12)] })
+    const app = await buildApp(testConfig(dir, { STATE_URL: redis.url }), { clock })
+    t.teardown(() => app.close())
+    return app
+  }
+  const a = await instance()
+  const b = await instance()
+  const both = [a, b]
+
+  const get = (app: FastifyInstance, slug: string) =>
+    app.inject({ method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${tokens[slug]}` } })
+  const statuses = async (app: FastifyInstance, slug: string, n: number) => {
+    const out: number[] = []
+    for (let i = 0; i < n; i++) out.push((await get(app, slug)).statusCode)
+    return out
+  }
+  const tally = (list: number[]) => [list.filter((s) => s === 200).length, list.filter((s) => s === 429).length]
+  /** n requests taking turns over both instances, a first */
+  const burst = async (slug: string, n: number) => {
+    const out: number[] = []
+    for (let i = 0; i < n; i++) out.push((await get(both[i % 2], slug)).statusCode)
+    return out
+  }
+  const window = async (app: FastifyInstance, slug: string, name: 'minute' | 'day') => {
+    const w = JSON.parse((await app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens[slug]}` } })).body).windows[name]
+    return { limit: w.limit, used: w.used, remaining: w.remaining }
+  }
+  const status = async (app: FastifyInstance) => JSON.parse((await app.inject('/readyz')).body).status
+  const until = async (what: string, check: () => Promise<boolean>) => {
+    const deadline = Date.now() + 20_000
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  const allStatus = (wanted: string) => until(`both instances ${wanted}`, async () => (await Promise.all(both.map(status))).every((s) => s === wanted))
+  // and each has seen the other back, so no room is kept for it any more
+  const allBack = async () => {
+    await allStatus('ready')
+    await until('both instances to see the other back', async () => both.every((app) => !app.sharedState!.rejoining))
+  }
+
+  await until('both instances to count two', async () =>
+    both.every((app) => app.sharedState!.status().instances === 2))
+
+  t.test('Redis hangs after a burst that used the limit: nothing more in the window, while it hangs and after', async (t) => {
+    const start = now
+    t.same(tally(await burst('hung', 60)), [60, 0])
+    now += 20_000
+    redis.pause()
+    t.same(tally([...await statuses(a, 'hung', 10), ...await statuses(b, 'hung', 10)]), [0, 20], 'nothing admitted while Redis hangs')
+    const refused = await get(a, 'hung')
+    t.equal(refused.headers['retry-after'], '40', 'until the burst leaves the window')
+    for (const app of both) t.same(await window(app, 'hung', 'minute'), { limit: 30, used: 30, remaining: 0 }, 'each instance\'s share, all used')
+    redis.resume()
+    await allBack()
+    now += 5_000
+    t.same(tally([...await statuses(a, 'hung', 5), ...await statuses(b, 'hung', 5)]), [0, 10], 'nothing admitted after it went on')
+    for (const app of both) t.same(await window(app, 'hung', 'minute'), { limit: 60, used: 60, remaining: 0 })
+    now = start + 60_001
+    t.equal((await get(b, 'hung')).statusCode, 200, 'served once the burst left the window')
+  })
+
+  t.test('Redis killed after a burst and restarted empty: still nothing more in the window', async (t) => {
+    now += 600_000
+    const start = now
+    t.same(tally(await burst('restarted', 60)), [60, 0])
+    now += 10_000
+    await redis.kill()
+    await allStatus('degraded')
+    t.same(tally([...await statuses(a, 'restarted', 5), ...await statuses(b, 'restarted', 5)]), [0, 10], 'nothing admitted while Redis is down')
+    t.equal((await get(b, 'restarted')).headers['retry-after'], '50')
+    await redis.start()
+    await allBack()
+    now += 5_000
+    for (const app of both) t.same(await window(app, 'restarted', 'minute'), { limit: 60, used: 60, remaining: 0 }, 'the burst was put back into the empty Redis')
+    t.same(tally([...await statuses(a, 'restarted', 5), ...await statuses(b, 'restarted', 5)]), [0, 10], 'no fresh window')
+    now = start + 60_001
+    t.equal((await get(a, 'restarted')).statusCode, 200, 'served once the burst left the window')
+  })
+
+  t.test('20 of 60 used, then Redis hangs: each instance admits its share of the 40 left, no more', async (t) => {
+    now += 600_000
+    t.same(tally(await burst('partial', 20)), [20, 0])
+    t.same(tally(await statuses(a, 'pinned', 20)), [20, 0])
+    for (const app of both) t.same(await window(app, 'partial', 'minute'), { limit: 60, used: 20, remaining: 40 })
+    now += 5_000
+    redis.pause()
+    t.same(tally(await statuses(a, 'partial', 40)), [20, 20], 'a: half of the 40 left')
+    t.same(tally(await statuses(b, 'partial', 40)), [20, 20], 'b: half of the 40 left; 60 in all')
+    for (const app of both) t.same(await window(app, 'partial', 'minute'), { limit: 30, used: 30, remaining: 0 })
+    t.same(tally(await statuses(a, 'pinned', 40)), [20, 20], 'a knew of the 20: half of the 40 left')
+    const pinned = await statuses(b, 'pinned', 40)
+    t.same(tally(pinned), [0, 40], 'b never had an answer about this partner: nothing for a minute')
+    t.equal((await get(b, 'pinned')).headers['retry-after'], '60')
+    t.same(await window(b, 'pinned', 'minute'), { limit: 30, used: 30, remaining: 0 })
+    redis.resume()
+    await allBack()
+    for (const app of both) {
+      t.same(await window(app, 'partial', 'minute'), { limit: 60, used: 60, remaining: 0 }, 'the 40 accepted alone added, and nothing else')
+      t.same(await window(app, 'pinned', 'minute'), { limit: 60, used: 40, remaining: 20 })
+    }
+    t.equal((await get(b, 'partial')).statusCode, 429)
+  })
+
+  t.test('a day limit of 40 used, Redis killed and restarted empty: 40 in the day, not 80', async (t) => {
+    now += 600_000
+    const start = now
+    t.same(tally(await burst('daily', 40)), [40, 0])
+    now += 2 * 3_600_000
+    await redis.kill()
+    await allStatus('degraded')
+    t.same(tally([...await statuses(a, 'daily', 20), ...await statuses(b, 'daily', 20)]), [0, 40], 'nothing admitted while Redis is down')
+    t.equal((await get(a, 'daily')).headers['retry-after'], String(22 * 3600))
+    for (const app of both) t.same(await window(app, 'daily', 'day'), { limit: 20, used: 20, remaining: 0 })
+    await redis.start()
+    await allBack()
+    for (const app of both) t.same(await window(app, 'daily', 'day'), { limit: 40, used: 40, remaining: 0 })
+    t.same(tally([...await statuses(a, 'daily', 5), ...await statuses(b, 'daily', 5)]), [0, 10])
+    now = start + 86_400_001
+    t.equal((await get(b, 'daily')).statusCode, 200, 'served once the day moved on')
+  })
+}
