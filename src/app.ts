@@ -24,7 +24,7 @@ import answers from '../plugins/answers.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
 import reload from '../plugins/reload.ts'
-import rateLimit from '../plugins/rate-limit.ts'
+import usage from '../plugins/usage.ts'
 import cache from '../plugins/cache.ts'
 
 declare module 'fastify' {
@@ -160,7 +160,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(rateLimit, { clock: options.clock, saveMs: config.counterSaveMs })
+  await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs })
   await app.register(openapi, { apiPrefix: config.apiPrefix })
   // the partner routes and their pipeline, in a context of their own
   await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })

@@ -2,7 +2,6 @@
 // writes it (partner table refresh, instance heartbeat, counter saves, reload requests) reports
 // how its last attempt went. A failure is logged once when it starts and once when it ends, and
 // /readyz shows what is failing. The service keeps answering from memory meanwhile.
-import type { FastifyBaseLogger } from 'fastify'
 
 export const CONTROL_JOBS = ['partners', 'heartbeat', 'counters', 'reload-requests'] as const
 export type ControlJob = typeof CONTROL_JOBS[number]
@@ -19,10 +18,16 @@ const CONSEQUENCE: Record<ControlJob, string> = {
 
 export interface ControlFailure { job: ControlJob, error: string, since: string, consequence: string }
 
+/** Where a job's failures and recoveries are said (the app's logger). */
+interface JobLog {
+  info (obj: object, msg: string): void
+  error (obj: object, msg: string): void
+}
+
 export class ControlDbHealth {
   private readonly failing = new Map<ControlJob, ControlFailure>()
 
-  constructor (private readonly log: FastifyBaseLogger) {}
+  constructor (private readonly log: JobLog) {}
 
   /** Runs one attempt of a job; true when it worked. Never throws. */
   attempt (job: ControlJob, work: () => void): boolean {

@@ -5,7 +5,10 @@ import { randomBytes } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { Redis } from 'ioredis'
 
-/** An instance that has not written its heartbeat for this long is taken as gone. */
+/**
+ * An instance that has not written its heartbeat for this long is taken as gone: by the CLI
+ * (control.db's rows, Redis's `lsp:instances`) and by the limiter's share while Redis is away.
+ */
 export const INSTANCE_STALE_MS = 10_000
 
 const SCHEMA = `

@@ -7,14 +7,19 @@
 // uses Redis again, leaving room for the instances that have not done so yet.
 // It also keeps this instance's heartbeat in Redis, which is how instances count each other.
 import { randomUUID } from 'node:crypto'
-import type { FastifyBaseLogger } from 'fastify'
 import type { Redis } from 'ioredis'
+import { INSTANCE_STALE_MS } from '../instances/instances.ts'
 import { AcceptLog } from './accept-log.ts'
 import { logCapacity, type HitResult, type LimiterStore, type WindowSpec, type WindowState } from './limiter.ts'
 import type { Answer, RedisStore } from './redis-store.ts'
 
-/** An instance whose heartbeat is older than this is not counted. */
-const INSTANCE_STALE_MS = 10_000
+/** Where the way down says what happened (the app's logger). */
+interface StoreLog {
+  info (obj: object | string, msg?: string): void
+  warn (obj: object | string, msg?: string): void
+  error (obj: object | string, msg?: string): void
+}
+
 const PROBE_MS = 1_000
 const DAY_MS = 86_400_000
 /** partners put back or merged at once on the way back */
@@ -185,7 +190,7 @@ export class FailoverStore implements LimiterStore {
     private readonly redis: Redis,
     private readonly remote: RedisStore,
     private readonly instanceId: string,
-    private readonly log: FastifyBaseLogger,
+    private readonly log: StoreLog,
     options: FailoverOptions = {}
   ) {
     this.prefix = options.prefix ?? 'lsp:'

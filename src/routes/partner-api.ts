@@ -76,7 +76,12 @@ export interface PartnerApiOptions {
   pilotAppUrl: string
 }
 
+/** What the pipeline uses, declared by the plugins that own them (a missing one fails at boot). */
+const NEEDS = ['partners', 'limiter', 'telemetry', 'datasets', 'responseCache', 'metrics', 'sendAnswer'] as const
+
 export default async function partnerApi (app: FastifyInstance, options: PartnerApiOptions) {
+  const missing = NEEDS.filter((name) => !app.hasDecorator(name) && !app.hasReplyDecorator(name))
+  if (missing.length > 0) throw new Error(`the partner API needs ${missing.join(', ')}: register their plugins first`)
   const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
   app.decorateRequest('partner', null as unknown as PartnerProfile)
   app.decorateRequest('dataset', undefined)

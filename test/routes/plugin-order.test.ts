@@ -1,0 +1,21 @@
+// Dependencies are declared, not implied by order: a plugin registered before one whose
+// decorator it uses stops the boot, naming what is missing.
+import Fastify from 'fastify'
+import t from 'tap'
+import metrics from '../../plugins/metrics.ts'
+import health from '../../plugins/health.ts'
+import partnerApi from '../../src/routes/partner-api.ts'
+
+t.test('metrics before the cache it reads', async (t) => {
+  const app = Fastify()
+  await app.register(health)
+  await t.rejects(async () => { await app.register(metrics) }, /The dependency '(datasets|partners|cache)' of plugin 'metrics' is not registered/)
+  await app.close()
+})
+
+t.test('the partner API before the plugins whose objects its pipeline uses', async (t) => {
+  const app = Fastify()
+  await t.rejects(async () => { await app.register(partnerApi, { prefix: '/v1', pilotAppUrl: 'https://pilot.test' }) },
+    { message: 'the partner API needs partners, limiter, telemetry, datasets, responseCache, metrics, sendAnswer: register their plugins first' })
+  await app.close()
+})
