@@ -107,6 +107,7 @@ async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPar
     return await fn(store)
   } catch (err) {
     if (err instanceof PartnerStoreError) throw (err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message))
+    if (config.stateUrl && !(err instanceof UsageError) && !(err instanceof FailedError)) throw sharedStateFailed(config, err)
     throw err
   } finally {
     store.close()
@@ -376,23 +377,44 @@ async function reloadAll (config: Config): Promise<Result> {
   }
 }
 
-/** A connection to the shared state for one command: it fails at once, with the reason, when Redis is away. */
+/** How long the CLI waits for Redis to connect, and for each command, before it gives up. */
+const REDIS_TIMEOUT_MS = 5_000
+
+/**
+ * A connection to the shared state for one command: it fails, with the reason, when Redis is away
+ * or does not answer (a Redis that hangs accepts connections and answers nothing).
+ */
 async function connectState (url: string): Promise<Redis> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: () => null })
+  const redis = new Redis(url, {
+    lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: REDIS_TIMEOUT_MS, commandTimeout: REDIS_TIMEOUT_MS, retryStrategy: () => null
+  })
   redis.on('error', () => {})
+  let timer: NodeJS.Timeout | undefined
   try {
-    await redis.connect()
+    // the ready check (INFO) is not bound by either timeout: the connection as a whole is
+    await Promise.race([
+      redis.connect(),
+      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS / 1000} s`)), REDIS_TIMEOUT_MS) })
+    ])
   } catch (err) {
     redis.disconnect()
     throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
+  } finally {
+    clearTimeout(timer)
   }
   return redis
 }
+
+/** A Redis command that failed or timed out, as the operator reads it. */
+const sharedStateFailed = (config: Config, err: unknown) =>
+  new FailedError(`the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
 
 async function reloadShared (config: Config): Promise<Result> {
   const redis = await connectState(config.stateUrl)
   try {
     return reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state')
+  } catch (err) {
+    throw sharedStateFailed(config, err)
   } finally {
     redis.disconnect()
   }

@@ -11,9 +11,10 @@ const baseEnv = (env: Record<string, string>) => {
 
 export interface CliResult { status: number, stdout: string, stderr: string }
 
-export function admin (args: string[], env: Record<string, string>): CliResult {
+/** The CLI as a process; killed after `timeoutMs` (status -1 then). */
+export function admin (args: string[], env: Record<string, string>, timeoutMs = 60_000): CliResult {
   const r = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args], {
-    cwd: REPO_ROOT, env: baseEnv(env), encoding: 'utf8', timeout: 60_000
+    cwd: REPO_ROOT, env: baseEnv(env), encoding: 'utf8', timeout: timeoutMs
   })
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
 }

@@ -1,16 +1,19 @@
 // Partners in Redis (STATE_URL): the same rows as control.db, so that every instance on every
 // machine sees a change made once. `lsp:partners` maps slug to the row (JSON), `lsp:partner-digests`
-// maps token digest to slug (the index a token is found by), `lsp:partners:version` counts changes.
-// Writes check and apply in one Lua script each, so two operators cannot break the index.
+// maps token digest to slug (the index a token is found by), `lsp:partners:version` counts changes,
+// and `lsp:partners:epoch` (random, set by the first write or read of a store) changes only when
+// Redis lost its data. Writes check and apply in one Lua script each: two operators cannot break
+// the index, and a change writes only the fields it names.
 import type { Redis } from 'ioredis'
+import { randomUUID } from 'node:crypto'
 import {
-  PartnerStoreError, changedRow, checkedRow, fromRow, newPartnerRow,
+  PartnerStoreError, changedColumns, checkedRow, fromRow, newPartnerRow,
   type NewPartner, type Partner, type PartnerChanges, type PartnerRow
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
 
-// KEYS: partners, digests, version. ARGV: slug, row JSON, new digest, old digest ('' if none),
-// mode ('create': the slug must be new; 'replace': it must exist; 'upsert').
+// KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, new digest, old digest ('' if
+// none), mode ('create': the slug must be new; 'replace': it must exist; 'upsert'), a fresh epoch.
 const PUT = `
 local exists = redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1
 if ARGV[5] == 'create' and exists then return 'conflict' end
@@ -21,34 +24,77 @@ if ARGV[4] ~= '' and ARGV[4] ~= ARGV[3] then redis.call('HDEL', KEYS[2], ARGV[4]
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
 redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[4], ARGV[6], 'NX')
 return 'ok'
 `
 
-// KEYS: partners, digests, version. ARGV: slug, row JSON, digest, for each row. Writes every row
-// and moves the version once, and only into a store with no partner: an instance reading while
-// another puts the partners back sees none or all of them, never a part (a part is tokens refused).
-const RESTORE = `
-if redis.call('HLEN', KEYS[1]) > 0 then return 0 end
-for i = 1, #ARGV, 3 do
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-  redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
+// KEYS: partners, digests, version, epoch. ARGV: slug, fields JSON (column → value), new digest
+// ('' to keep it), a fresh epoch. The stored row with those fields changed; 'not_found' or 'digest'.
+const PATCH = `
+local json = redis.call('HGET', KEYS[1], ARGV[1])
+if not json then return 'not_found' end
+local row = cjson.decode(json)
+for column, value in pairs(cjson.decode(ARGV[2])) do row[column] = value end
+if ARGV[3] ~= '' then
+  local owner = redis.call('HGET', KEYS[2], ARGV[3])
+  if owner and owner ~= ARGV[1] then return 'digest' end
+  redis.call('HDEL', KEYS[2], row['token_sha256'])
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
+  row['token_sha256'] = ARGV[3]
 end
+json = cjson.encode(row)
+redis.call('HSET', KEYS[1], ARGV[1], json)
 redis.call('INCR', KEYS[3])
-return 1
+redis.call('SET', KEYS[4], ARGV[4], 'NX')
+return json
+`
+
+// KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, digest, for each row. Puts back
+// the rows whose slug and digest are both missing (a row written since the loss is newer, and
+// stays), all in one step: an instance reading meanwhile sees none or all of them. The count written.
+const MERGE = `
+local written = 0
+for i = 1, #ARGV, 3 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 and redis.call('HEXISTS', KEYS[2], ARGV[i + 2]) == 0 then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
+    written = written + 1
+  end
+end
+if written > 0 then redis.call('INCR', KEYS[3]) end
+return written
+`
+
+// KEYS: version, epoch. ARGV: a fresh epoch, set if the store has none. The version and the epoch.
+const STATE = `
+redis.call('SET', KEYS[2], ARGV[1], 'NX')
+return { redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[2]) }
 `
 
 export class RedisPartnerStore {
-  private readonly keys: { partners: string, digests: string, version: string }
+  private readonly keys: { partners: string, digests: string, version: string, epoch: string }
+  private readonly scripts: {
+    lspPutPartner (...args: string[]): Promise<string>
+    lspPatchPartner (...args: string[]): Promise<string>
+    lspMergePartners (...args: string[]): Promise<number>
+    lspPartnersState (...args: string[]): Promise<[string, string]>
+  }
 
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
-    this.keys = { partners: `${prefix}partners`, digests: `${prefix}partner-digests`, version: `${prefix}partners:version` }
-    redis.defineCommand('lspPutPartner', { numberOfKeys: 3, lua: PUT })
-    redis.defineCommand('lspRestorePartners', { numberOfKeys: 3, lua: RESTORE })
+    this.keys = { partners: `${prefix}partners`, digests: `${prefix}partner-digests`, version: `${prefix}partners:version`, epoch: `${prefix}partners:epoch` }
+    redis.defineCommand('lspPutPartner', { numberOfKeys: 4, lua: PUT })
+    redis.defineCommand('lspPatchPartner', { numberOfKeys: 4, lua: PATCH })
+    redis.defineCommand('lspMergePartners', { numberOfKeys: 4, lua: MERGE })
+    redis.defineCommand('lspPartnersState', { numberOfKeys: 2, lua: STATE })
+    this.scripts = redis as unknown as RedisPartnerStore['scripts']
+  }
+
+  private get allKeys () {
+    return [this.keys.partners, this.keys.digests, this.keys.version, this.keys.epoch]
   }
 
   private async put (row: PartnerRow, oldDigest: string, mode: 'create' | 'replace' | 'upsert') {
-    const result = await (this.redis as unknown as { lspPutPartner (...args: string[]): Promise<string> })
-      .lspPutPartner(this.keys.partners, this.keys.digests, this.keys.version, row.slug, JSON.stringify(row), row.token_sha256, oldDigest, mode)
+    const result = await this.scripts.lspPutPartner(...this.allKeys, row.slug, JSON.stringify(row), row.token_sha256, oldDigest, mode, randomUUID())
     if (result === 'conflict') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
     if (result === 'not_found') throw new PartnerStoreError('not_found', `no partner with slug '${row.slug}'`)
     if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${row.slug}': its token digest belongs to another partner`)
@@ -63,6 +109,20 @@ export class RedisPartnerStore {
   /** Changes whenever a partner is written. */
   async version (): Promise<number> {
     return Number(await this.redis.get(this.keys.version) ?? 0)
+  }
+
+  /** The version, and the epoch: the same until Redis loses its data (a store without one gets one). */
+  async state (): Promise<{ version: number, epoch: string }> {
+    const [version, epoch] = await this.scripts.lspPartnersState(this.keys.version, this.keys.epoch, randomUUID())
+    return { version: Number(version), epoch }
+  }
+
+  /** Changes fields of the stored row in one script; a new token digest moves the index with it. */
+  private async patch (slug: string, fields: Partial<PartnerRow>, digest = ''): Promise<PartnerRow> {
+    const result = await this.scripts.lspPatchPartner(...this.allKeys, slug, JSON.stringify(fields), digest, randomUUID())
+    if (result === 'not_found') throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
+    if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
+    return JSON.parse(result) as PartnerRow
   }
 
   async exportRows (): Promise<PartnerRow[]> {
@@ -89,30 +149,23 @@ export class RedisPartnerStore {
   }
 
   async update (slug: string, changes: PartnerChanges): Promise<Partner> {
-    const current = await this.row(slug)
-    const next = changedRow(current, changes)
-    await this.put(next, current.token_sha256, 'replace')
-    return fromRow(next)
+    return fromRow(await this.patch(slug, changedColumns(changes)))
   }
 
   async rotate (slug: string): Promise<{ partner: Partner, token: string }> {
-    const current = await this.row(slug)
     const token = newToken()
-    const next = { ...current, token_sha256: tokenDigest(token), updated_at: new Date().toISOString() }
-    await this.put(next, current.token_sha256, 'replace')
-    return { partner: fromRow(next), token }
+    const row = await this.patch(slug, { updated_at: new Date().toISOString() }, tokenDigest(token))
+    return { partner: fromRow(row), token }
   }
 
   /**
-   * Puts these rows back into a store that lost every partner, all in one step; false (nothing
-   * written) when the store has partners again, e.g. put back by another instance first.
+   * Puts back, in one step, the rows of a store that lost its data whose slug and digest are both
+   * missing (a partner written since the loss is newer and stays); the number written.
    */
-  async restoreRows (rows: PartnerRow[]): Promise<boolean> {
+  async mergeRows (rows: PartnerRow[]): Promise<number> {
     const args: string[] = []
     for (const row of rows.map(checkedRow)) args.push(row.slug, JSON.stringify(row), row.token_sha256)
-    const done = await (this.redis as unknown as { lspRestorePartners (...args: string[]): Promise<number> })
-      .lspRestorePartners(this.keys.partners, this.keys.digests, this.keys.version, ...args)
-    return done === 1
+    return await this.scripts.lspMergePartners(...this.allKeys, ...args)
   }
 
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {

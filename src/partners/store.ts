@@ -180,6 +180,40 @@ export function changedRow (current: PartnerRow, changes: PartnerChanges): Partn
   }
 }
 
+const COLUMN_OF: Record<Exclude<keyof PartnerChanges, 'limitOverrides'>, keyof PartnerRow> = {
+  name: 'name',
+  status: 'status',
+  tier: 'tier',
+  environment: 'environment',
+  categories: 'categories',
+  otherCategories: 'other_categories',
+  siteById: 'site_by_id',
+  radiusCapKm: 'radius_cap_km',
+  maxResults: 'max_results'
+}
+/** A row to compute a change's columns on (their values do not depend on it). */
+const EMPTY_ROW: PartnerRow = {
+  id: 'ptn_000000000000', slug: 'x', name: 'x', status: 'active', tier: 'demo', environment: 'sandbox', categories: '4',
+  other_categories: 0, site_by_id: 0, radius_cap_km: 1, max_results: 1, limit_minute: null, limit_hour: null, limit_day: null,
+  token_sha256: '', created_at: '', updated_at: ''
+}
+const LIMIT_COLUMN: Record<WindowName, keyof PartnerRow> = { minute: 'limit_minute', hour: 'limit_hour', day: 'limit_day' }
+
+/**
+ * The columns a change writes, with their new values (and updated_at): only what it names, so two
+ * changes of different fields made at once both take effect. The values do not depend on the row.
+ */
+export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
+  const next = changedRow(EMPTY_ROW, changes)
+  const columns: Partial<Record<keyof PartnerRow, unknown>> = {}
+  for (const [field, column] of Object.entries(COLUMN_OF) as [keyof typeof COLUMN_OF, keyof PartnerRow][]) {
+    if (changes[field] !== undefined) columns[column] = next[column]
+  }
+  for (const window of Object.keys(changes.limitOverrides ?? {}) as WindowName[]) columns[LIMIT_COLUMN[window]] = next[LIMIT_COLUMN[window]]
+  columns.updated_at = next.updated_at
+  return columns as Partial<PartnerRow>
+}
+
 /** A row from an export file, checked field by field before it is imported anywhere. */
 export function checkedRow (value: unknown): PartnerRow {
   const row = value as PartnerRow
@@ -279,18 +313,21 @@ export class PartnerStore {
     return { partner: fromRow(row), token }
   }
 
+  /** One immediate transaction that writes only the columns the change names. */
   update (slug: string, changes: PartnerChanges): Partner {
-    const next = changedRow(this.row(slug), changes)
-    this.db.prepare(`UPDATE partners SET name = @name, status = @status, tier = @tier, environment = @environment, categories = @categories,
-      other_categories = @other_categories, site_by_id = @site_by_id, radius_cap_km = @radius_cap_km, max_results = @max_results,
-      limit_minute = @limit_minute, limit_hour = @limit_hour, limit_day = @limit_day, updated_at = @updated_at WHERE slug = @slug`).run(next)
+    const columns = changedColumns(changes)
+    const names = Object.keys(columns)
+    this.db.transaction(() => {
+      this.row(slug)
+      this.db.prepare(`UPDATE partners SET ${names.map((c) => `${c} = @${c}`).join(', ')} WHERE slug = @slug`).run({ ...columns, slug })
+    }).immediate()
     return this.get(slug)
   }
 
   rotate (slug: string): { partner: Partner, token: string } {
-    this.get(slug)
     const token = newToken()
-    this.db.prepare('UPDATE partners SET token_sha256 = ?, updated_at = ? WHERE slug = ?').run(tokenDigest(token), new Date().toISOString(), slug)
+    const changed = this.db.prepare('UPDATE partners SET token_sha256 = ?, updated_at = ? WHERE slug = ?').run(tokenDigest(token), new Date().toISOString(), slug).changes
+    if (changed === 0) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
     return { partner: this.get(slug), token }
   }
 

@@ -5,7 +5,12 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { RateLimiter, windowSpecs } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PartnerDirectory } from '../../src/partners/directory.ts'
 import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
+import { PartnerStore } from '../../src/partners/store.ts'
 import { tokenDigest } from '../../src/partners/tokens.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
@@ -77,24 +82,77 @@ if (!skippedWithoutRedis(t)) {
     t.same((await store.listWithDigests()).map((e) => e.digest), [tokenDigest(rotated.token)])
   })
 
-  t.test('partners put back into a Redis that lost them: all in one step, and only once', async (t) => {
+  t.test('partners put back into a Redis that lost them: in one step, never over a partner written since', async (t) => {
     const source = new RedisPartnerStore(clients[0], 'rtest-source:')
     for (const name of ['Alpha', 'Bravo', 'Charlie', 'Delta']) await source.create({ name, tier: 'growth' })
     const rows = await source.exportRows()
     const store = new RedisPartnerStore(clients[1], 'rtest:')
     const other = new RedisPartnerStore(clients[2], 'rtest:')
     t.equal(await store.version(), 0)
-    t.equal(await reasonOf(store.restoreRows([{ ...rows[0], token_sha256: 'nope' }])), 'invalid', 'rows checked')
+    t.equal(await reasonOf(store.mergeRows([{ ...rows[0], token_sha256: 'nope' }])), 'invalid', 'rows checked')
     t.equal(await clients[1].hlen('rtest:partners'), 0)
-    // two instances at once: one puts the rows back, the other finds them there
-    const outcomes = await Promise.all([store.restoreRows(rows), other.restoreRows(rows)])
-    t.same(outcomes.sort(), [false, true])
-    t.equal(await store.version(), 1, 'the version moved once (a row at a time would be 4 steps, each readable)')
-    t.same(await store.exportRows(), rows)
-    t.same(Object.keys(await clients[1].hgetall('rtest:partner-digests')).sort(), rows.map((r) => r.token_sha256).sort())
-    t.equal(await store.restoreRows(rows.slice(0, 1)), false, 'a store with partners is left alone')
-    t.equal(await clients[1].hlen('rtest:partners'), 4)
-    t.equal(await store.version(), 1)
+    // an operator's write lands first (Redis came back empty): Bravo anew, with another token
+    const { partner: bravo } = await store.create({ name: 'Bravo', tier: 'scale' })
+    const versionAfterCreate = await store.version()
+    // two instances at once: both merge; the rows go in once, Bravo's new row stays
+    const written = await Promise.all([store.mergeRows(rows), other.mergeRows(rows)])
+    t.same(written.sort(), [0, 3])
+    t.equal(await store.version(), versionAfterCreate + 1, 'the version moved once (a row at a time would be 3 steps, each readable)')
+    const now = await store.exportRows()
+    t.same(now.map((r) => r.slug), ['alpha', 'bravo', 'charlie', 'delta'])
+    t.equal(now.find((r) => r.slug === 'bravo')!.id, bravo.id, 'the partner written since the loss is kept')
+    t.same(Object.keys(await clients[1].hgetall('rtest:partner-digests')).sort(),
+      [...rows.filter((r) => r.slug !== 'bravo').map((r) => r.token_sha256), now.find((r) => r.slug === 'bravo')!.token_sha256].sort())
+    t.equal(await store.mergeRows(rows), 0, 'nothing missing, nothing written')
+  })
+
+  t.test('an instance puts the partners back even when an operator wrote one first (issue: a store with one partner refused every other token)', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const control = new PartnerStore(join(dir, 'control.db'))
+    t.teardown(() => control.close())
+    const shared = new RedisPartnerStore(clients[0], 'rtest-dir:')
+    const alpha = await shared.create({ name: 'Alpha' })
+    const bravo = await shared.create({ name: 'Bravo' })
+    const directory = new PartnerDirectory(control, shared)
+    t.equal(await directory.refreshShared(), 'changed')
+    t.equal(directory.byToken(alpha.token)?.slug, 'alpha')
+    // Redis restarts empty; the CLI creates a partner before this instance looks again
+    await clients[0].del('rtest-dir:partners', 'rtest-dir:partner-digests', 'rtest-dir:partners:version', 'rtest-dir:partners:epoch')
+    const charlie = await shared.create({ name: 'Charlie' })
+    t.equal(await directory.refreshShared(), 'restored')
+    t.same([directory.byToken(alpha.token)?.slug, directory.byToken(bravo.token)?.slug, directory.byToken(charlie.token)?.slug], ['alpha', 'bravo', 'charlie'])
+    t.same((await shared.exportRows()).map((r) => r.slug), ['alpha', 'bravo', 'charlie'], 'and put back into Redis for every instance')
+    t.equal(await directory.refreshShared(), 'same')
+  })
+
+  t.test('the epoch changes only when Redis lost the partners', async (t) => {
+    const store = new RedisPartnerStore(clients[0], 'rtest-epoch:')
+    const first = await store.state()
+    t.same(first.version, 0)
+    await store.create({ name: 'Echo' })
+    const second = await store.state()
+    t.equal(second.epoch, first.epoch, 'writes keep it')
+    t.equal(second.version, 1)
+    await clients[0].del('rtest-epoch:partners', 'rtest-epoch:partner-digests', 'rtest-epoch:partners:version', 'rtest-epoch:partners:epoch')
+    await store.create({ name: 'Foxtrot' })
+    t.not((await store.state()).epoch, first.epoch, 'a store that lost its data has a new one, whoever writes first')
+  })
+
+  t.test('a change writes only its fields; a rotation moves the index', async (t) => {
+    const store = new RedisPartnerStore(clients[0], 'rtest-patch:')
+    const { partner, token } = await store.create({ name: 'Golf', tier: 'growth' })
+    // two changes at once, each of one field: both take effect
+    await Promise.all([store.update('golf', { status: 'suspended' }), store.update('golf', { maxResults: 7 }), store.update('golf', { limitOverrides: { hour: 50 } })])
+    const after = await store.get('golf')
+    t.same([after.status, after.maxResults, after.limitOverrides, after.tier, after.id], ['suspended', 7, { minute: null, hour: 50, day: null }, 'growth', partner.id])
+    const rotated = await store.rotate('golf')
+    const digests = await clients[0].hgetall('rtest-patch:partner-digests')
+    t.same(Object.values(digests), ['golf'])
+    t.notOk(Object.keys(digests).includes(tokenDigest(token)), 'the old digest is gone')
+    t.ok(Object.keys(digests).includes(tokenDigest(rotated.token)))
+    t.equal((await store.get('golf')).maxResults, 7, 'the rotation kept the other fields')
+    t.equal(await reasonOf(store.update('nobody', { status: 'active' })), 'not_found')
   })
 
   t.test('after an outage: what was known put back where the log lacks it, then the requests accepted alone', async (t) => {

@@ -5,7 +5,7 @@
 // token is held anywhere (only digests, in control.db and in memory).
 import t from 'tap'
 import Database from 'better-sqlite3'
-import { PartnerDirectory } from '../../plugins/partners.ts'
+import { PartnerDirectory } from '../../src/partners/directory.ts'
 import { PartnerStore, controlPath } from '../../src/partners/store.ts'
 import { TOKEN_PREFIX, newToken, tokenDigest } from '../../src/partners/tokens.ts'
 import { tmpDataDir } from '../helper.ts'

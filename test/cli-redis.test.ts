@@ -1,0 +1,36 @@
+// The CLI against a Redis that hangs (SIGSTOP: connections accepted, nothing answered): every
+// command that talks to Redis gives up with exit 1 and a reason naming the shared state, instead
+// of waiting for as long as Redis hangs. Each process is killed after 20 s (status -1 then).
+import t from 'tap'
+import { tmpDataDir } from './helper.ts'
+import { admin } from './run.ts'
+import { skippedWithoutRedis, startRedis } from './redis.ts'
+
+if (!skippedWithoutRedis(t)) {
+  const redis = await startRedis(t)
+  const env = { DATA_DIR: tmpDataDir(t), STATE_URL: redis.url }
+  t.equal(admin(['partners', 'create', '--name', 'Hotel', '--slug', 'hotel'], env).status, 0)
+
+  t.test('a Redis that hangs: exit 1 with the reason, for each command that uses it', async (t) => {
+    redis.pause()
+    t.teardown(() => redis.resume())
+    const commands = [
+      ['partners', 'update', 'hotel', '--status', 'suspended'],
+      ['partners', 'list'],
+      ['partners', 'rotate', 'hotel'],
+      ['datasets', 'reload', '--all']
+    ]
+    for (const args of commands) {
+      const r = admin(args, env, 20_000)
+      t.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`)
+      t.match(r.stderr, /^error: cannot reach the shared state at STATE_URL \(redis:\/\/127\.0\.0\.1:\d+\/0\): no answer within 5 s\n$/, args.join(' '))
+      t.equal(r.stdout, '')
+    }
+  })
+
+  t.test('and once it answers again, the same commands work', async (t) => {
+    const r = admin(['partners', 'update', 'hotel', '--status', 'suspended', '--json'], env)
+    t.equal(r.status, 0, r.stderr)
+    t.equal(JSON.parse(r.stdout).status, 'suspended')
+  })
+}
