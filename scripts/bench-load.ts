@@ -3,7 +3,11 @@
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 
-interface Job { base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string> }
+interface Job {
+  base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string>
+  /** requests per second across all connections (autocannon's overallRate): a fixed-rate run */
+  overallRate?: number
+}
 const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job
 let next = 0
 
@@ -13,6 +17,7 @@ const result = await autocannon({
   connections: job.connections,
   duration: job.seconds,
   headers: job.headers,
+  ...(job.overallRate === undefined ? {} : { overallRate: job.overallRate }),
   requests: [{
     method: 'GET',
     setupRequest: (request) => ({ ...request, path: job.paths[next++ % job.paths.length] })

@@ -6,11 +6,13 @@
 //   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look);
 //   BENCH_CASES=a,b runs only the cases whose names contain a or b (and the ceiling);
 //   BENCH_REUSE=1 keeps bench/data from the last run; BENCH_NO_IMPORT=1 skips the import figure;
-//   BENCH_WARMUP (seconds, default 5) is the unmeasured run of each case before the rounds.
+//   BENCH_WARMUP (seconds, default 5) is the unmeasured run of each case before the rounds;
+//   BENCH_BASELINE=<git ref> also builds that commit and runs its service beside this one, the two
+//   alternating case by case (AB, then BA): a change's effect in one command (bench/ab-results.json).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { cpus, totalmem } from 'node:os'
+import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { generateDataset } from '../src/setup/data-dir.ts'
@@ -20,12 +22,16 @@ import { seededRandom } from '../src/sites/generator.ts'
 
 const ROOT = new URL('..', import.meta.url).pathname
 const DATA = join(ROOT, 'bench/data')
-/** The service's command line as `npm start` runs it (its Node flags included), without `node`. */
-const SERVICE_ARGS = (() => {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
+/** A build's service command line as `npm start` runs it (its Node flags included), without `node`. */
+const serviceArgs = (root: string) => {
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
   if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
-  return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(ROOT, arg))
-})()
+  return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(root, arg))
+}
+const SERVICE_ARGS = serviceArgs(ROOT)
+const BASELINE = process.env.BENCH_BASELINE
+const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
+const COMMIT = `${git('rev-parse', '--short', 'HEAD').stdout.trim()}${git('status', '--porcelain', '--untracked-files=no').stdout.trim() ? '+changes' : ''}`
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
@@ -134,7 +140,7 @@ for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requ
   [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
 }
 
-interface Case { name: string, paths: string[], token?: string, note: string }
+interface Case { name: string, paths: string[], token?: string, note: string, headers?: Record<string, string> }
 const ALL_CASES: Case[] = [
   { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
   { name: 'hello-world 19kB', paths: ['/big'], note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
@@ -145,6 +151,8 @@ const ALL_CASES: Case[] = [
   { name: '/sites/by-tag', paths: tagPages, token: tokens.wide, note: `pages of 500, ${tagPages.length} distinct` },
   { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries (19 kB answers)' },
   { name: 'cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 nearest queries' },
+  { name: '/sites r=25 gzip', paths: near('/sites', '&radius=25'), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'as /sites r=25, compressed: every answer gzipped' },
+  { name: 'cached /sites gzip', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'the hot set, compressed once per answer' },
   { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
 ]
 const only = process.env.BENCH_CASES?.split(',')
@@ -158,23 +166,54 @@ if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).st
 const servicePort = await freePort()
 const helloPort = await freePort()
 const serviceUrl = `http://127.0.0.1:${servicePort}`
-const startService = async () => {
+const startService = async (args = SERVICE_ARGS, root = ROOT, dataDir = DATA, port = servicePort) => {
   const begun = performance.now()
-  const child = spawn(process.execPath, SERVICE_ARGS, {
-    cwd: ROOT,
+  const child = spawn(process.execPath, args, {
+    cwd: root,
     // LOG_LEVEL info, as deployed: one access line per request (to /dev/null here)
-    env: { ...process.env, DATA_DIR: DATA, PORT: String(servicePort), METRICS_PORT: '0', NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), METRICS_PORT: '0', NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
     stdio: ['ignore', 'ignore', 'inherit']
   })
-  const ms = (await waitForHttp(`${serviceUrl}/`, child, 120_000)) - begun
+  const ms = (await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)) - begun
   return { child, ms }
 }
-const first = await startService()
+/** Two boots: the first verifies the file and writes its index snapshot; the second is measured. */
+const bootTwice = async (...args: Parameters<typeof startService>) => {
+  const first = await startService(...args)
+  first.child.kill('SIGTERM')
+  await new Promise((resolve) => first.child.once('exit', resolve))
+  return { first, second: await startService(...args) }
+}
+
+// With BENCH_BASELINE: that commit, built in a worktree of its own, on a copy of the same files
+// (its index snapshot is its own: the format may differ).
+const baselineDir = BASELINE === undefined ? undefined : mkdtempSync(join(tmpdir(), 'lsp-bench-baseline-'))
+const removeBaseline = () => {
+  if (baselineDir === undefined) return
+  git('worktree', 'remove', '--force', baselineDir)
+  rmSync(baselineDir, { recursive: true, force: true })
+}
+process.on('exit', removeBaseline)
+let baseline: { child: ChildProcess, url: string, commit: string, bootMs: number } | undefined
+if (baselineDir !== undefined) {
+  const added = git('worktree', 'add', '--detach', baselineDir, BASELINE!)
+  if (added.status !== 0) throw new Error(`BENCH_BASELINE=${BASELINE}: ${added.stderr.trim()}`)
+  symlinkSync(join(ROOT, 'node_modules'), join(baselineDir, 'node_modules'))
+  log(`building the baseline ${BASELINE} (tsc)...`)
+  if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: baselineDir, stdio: 'inherit' }).status !== 0) throw new Error('baseline build failed')
+  const baselineData = join(DATA, 'baseline')
+  rmSync(baselineData, { recursive: true, force: true })
+  mkdirSync(baselineData)
+  for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(baselineData, file))
+  const port = await freePort()
+  const { second } = await bootTwice(serviceArgs(baselineDir), baselineDir, baselineData, port)
+  baseline = { child: second.child, url: `http://127.0.0.1:${port}`, commit: git('rev-parse', '--short', BASELINE!).stdout.trim(), bootMs: second.ms }
+  log(`baseline ${BASELINE} (${baseline.commit}) ready in ${Math.round(second.ms)} ms`)
+}
+
+const { first, second: { child: service, ms: bootMs } } = await bootTwice()
 log(`first boot (verify, index, write snapshot) in ${Math.round(first.ms)} ms`)
-first.child.kill('SIGTERM')
-await new Promise((resolve) => first.child.once('exit', resolve))
 started = performance.now()
-const { child: service, ms: bootMs } = await startService()
 log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))
 const rssRestKb = rssKb(service.pid!)
@@ -197,14 +236,15 @@ const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.to
 /** Where a case is answered: the bare process for the ceilings, the service for the rest. */
 interface Target { base: string, pid?: number }
 const targetOf = (c: Case): Target => c.name.startsWith('hello-world') ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
-function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS): Promise<Run> {
+function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, overallRate?: number): Promise<Run> {
   const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
     base,
     paths: c.paths,
     connections,
     seconds,
-    headers: c.token ? { authorization: `Bearer ${c.token}` } : undefined
+    headers: c.token || c.headers ? { ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) } : undefined,
+    overallRate
   }))
   // the target's CPU (when its pid is known) from the generator's start to its end: a few hundred
   // ms of the generator's own start-up, when the target is idle, are in the window but cost it nothing
@@ -229,17 +269,46 @@ if (WARMUP > 0) {
   log(`warmed up: ${WARMUP} s of each case, not measured`)
 }
 const runs = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
+/** the baseline's runs, each taken next to the current build's run of the same round */
+const baselineRuns = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
+const logRun = (round: number, name: string, run: Run) =>
+  log(`round ${round} ${name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
+    `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
+if (baseline !== undefined && WARMUP > 0) {
+  for (const c of CASES) if (!c.name.startsWith('hello-world')) await load(c, { base: baseline.url, pid: baseline.child.pid }, CONNECTIONS, 'job.json', WARMUP)
+}
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
-    const run = await load(c)
-    runs.get(c.name)!.push(run)
-    log(`round ${round} ${c.name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
-      `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
+    if (baseline === undefined || c.name.startsWith('hello-world')) {
+      const run = await load(c)
+      runs.get(c.name)!.push(run)
+      logRun(round, c.name, run)
+      continue
+    }
+    // AB in odd rounds, BA in even ones: a drift of the machine falls on both alike
+    const order = round % 2 === 1 ? ['current', 'baseline'] : ['baseline', 'current']
+    for (const which of order) {
+      const run = which === 'current' ? await load(c) : await load(c, { base: baseline.url, pid: baseline.child.pid })
+      ;(which === 'current' ? runs : baselineRuns).get(c.name)!.push(run)
+      logRun(round, `${c.name}${which === 'baseline' ? ' (B)' : ''}`, run)
+    }
   }
+}
+
+// The latency a partner sees on a service that is not saturated: the two main misses at a fixed
+// rate of half their measured maximum (autocannon's overall rate, across the connections).
+const FIXED_RATE_CASES = ['/sites r=25', '/sites/nearest']
+const fixedRate: { case: string, rate: number, rps: number, p50_ms: number, p99_ms: number }[] = []
+for (const c of CASES.filter((x) => FIXED_RATE_CASES.includes(x.name))) {
+  const rate = Math.floor(median(runs.get(c.name)!.map((r) => r.rps)) / 2)
+  const run = await load(c, undefined, CONNECTIONS, 'job.json', SECONDS, rate)
+  fixedRate.push({ case: `${c.name} @ half rate`, rate, rps: Math.round(run.rps), p50_ms: run.p50, p99_ms: run.p99 })
+  log(`${c.name} at ${rate} req/s: p50 ${run.p50} ms, p99 ${run.p99} ms (${Math.round(run.rps)} req/s answered)`)
 }
 clearInterval(sampler)
 service.kill('SIGTERM')
 hello.kill('SIGTERM')
+baseline?.child.kill('SIGTERM')
 
 // 5. Scale-out (docs/scaling.md): two service processes sharing a redis-server (STATE_URL), each
 // driven by a load generator of its own with half the connections; their req/s add up. Skipped
@@ -340,6 +409,7 @@ const results = {
   date: new Date().toISOString(),
   command: 'npm run bench',
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version },
+  commit: COMMIT,
   settings: { sites: SITES, connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, warmup_seconds: WARMUP, distinct_urls: DISTINCT, service_cache_entries: 1000, service_log_level: 'info' },
   dataset_build_seconds: Math.round(buildSeconds * 10) / 10,
   boot_ms: Math.round(bootMs),
@@ -348,10 +418,11 @@ const results = {
   rss_load_mb: Math.round(rssPeakKb / 1024),
   import_1m_csv: { seconds: importFigures.seconds, peak_rss_mb: Math.round(importFigures.maxRssKb / 1024), sites: importFigures.sites },
   cases: rows,
+  fixed_rate: fixedRate,
   shared_state_2_instances: sharedRows
 }
 // Only a full run with the standard settings is the record; a partial look goes beside it.
-const full = !only && SECONDS === 10 && ROUNDS === 3 && SITES === 1_000_000 && CONNECTIONS === 50 && process.env.BENCH_NO_IMPORT !== '1'
+const full = !only && BASELINE === undefined && SECONDS === 10 && ROUNDS === 3 && SITES === 1_000_000 && CONNECTIONS === 50 && process.env.BENCH_NO_IMPORT !== '1'
 mkdirSync(join(ROOT, 'bench'), { recursive: true })
 const resultsFile = join(ROOT, full ? 'bench/results.json' : 'bench/results-partial.json')
 writeFileSync(resultsFile, JSON.stringify(results, null, 2) + '\n')
@@ -370,4 +441,39 @@ const table = [
   `import of a ${importFigures.sites.toLocaleString('en')}-row CSV: ${importFigures.seconds} s, peak RSS ${results.import_1m_csv.peak_rss_mb} MB`,
   `machine: ${results.machine.cpus} x ${results.machine.cpu}, ${results.machine.memory_gb} GiB, Node ${results.machine.node}`
 ]
+if (fixedRate.length > 0) {
+  table.splice(table.length - 4, 0, 'at half the measured maximum rate:', ...fixedRate.map((r) => `${r.case.padEnd(28)} ${String(r.rate).padStart(6)} req/s asked, ${r.rps} answered: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms`), '')
+}
 process.stdout.write(table.join('\n') + '\n')
+
+if (baseline !== undefined) {
+  // Each round's pair of runs side by side: the ratio of the pair, then the median of the pairs.
+  const ab = CASES.filter((c) => !c.name.startsWith('hello-world')).map((c) => {
+    const a = baselineRuns.get(c.name)!
+    const b = runs.get(c.name)!
+    const cpuA = a.map((r) => perRequest(r.serverCpuUs!, r))
+    const cpuB = b.map((r) => perRequest(r.serverCpuUs!, r))
+    const pairs = a.map((r, i) => Math.round((b[i].rps / r.rps) * 1000) / 1000)
+    const cpuPairs = cpuA.map((x, i) => Math.round((cpuB[i] / x) * 1000) / 1000)
+    return {
+      case: c.name,
+      baseline_rps: a.map((r) => Math.round(r.rps)),
+      current_rps: b.map((r) => Math.round(r.rps)),
+      rps_ratio_pairs: pairs,
+      rps_ratio_median: median(pairs),
+      cpu_us_per_request: { baseline: cpuA, current: cpuB },
+      cpu_ratio_pairs: cpuPairs,
+      cpu_ratio_median: median(cpuPairs)
+    }
+  })
+  const abFile = join(ROOT, 'bench/ab-results.json')
+  writeFileSync(abFile, JSON.stringify({ date: results.date, machine: results.machine, current: COMMIT, baseline: `${BASELINE} (${baseline.commit})`, boot_ms: { baseline: Math.round(baseline.bootMs), current: Math.round(bootMs) }, settings: results.settings, cases: ab }, null, 2) + '\n')
+  process.stdout.write([
+    '',
+    `A/B: current ${COMMIT} against ${BASELINE} (${baseline.commit}), alternating; ratios current / baseline (req/s higher is better, CPU lower is better)`,
+    `${'case'.padEnd(20)} ${'req/s ratio'.padStart(11)} ${'pairs'.padEnd(24)} ${'CPU/req ratio'.padStart(13)}  pairs`,
+    ...ab.map((r) => `${r.case.padEnd(20)} ${r.rps_ratio_median.toFixed(3).padStart(11)} ${r.rps_ratio_pairs.join(' ').padEnd(24)} ${r.cpu_ratio_median.toFixed(3).padStart(13)}  ${r.cpu_ratio_pairs.join(' ')}`),
+    `boot: baseline ${Math.round(baseline.bootMs)} ms, current ${Math.round(bootMs)} ms`,
+    `written to ${abFile}`
+  ].join('\n') + '\n')
+}
