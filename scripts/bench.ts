@@ -4,7 +4,7 @@
 // URLs per case). Prints medians, p50/p99 and each case's ratio to the ceiling of the same run,
 // boot time and RSS, and writes bench/results.json.
 //   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look);
-//   BENCH_CASES=a,b runs only the cases whose names contain a or b (and the ceiling);
+//   BENCH_CASES=a,b runs only the cases named a or b, or whose names contain them (and the ceiling);
 //   BENCH_REUSE=1 keeps bench/data from the last run; BENCH_NO_IMPORT=1 skips the import figure;
 //   BENCH_WARMUP (seconds, default 5) is the unmeasured run of each case before the rounds;
 //   BENCH_BASELINE=<git ref> also builds that commit and runs its service beside this one, the two
@@ -156,7 +156,9 @@ const ALL_CASES: Case[] = [
   { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
 ]
 const only = process.env.BENCH_CASES?.split(',')
-const CASES = only ? ALL_CASES.filter((c) => c.name.startsWith('hello-world') || only.some((o) => c.name.includes(o))) : ALL_CASES
+// a case's exact name selects that case alone; any other text, every case whose name holds it
+const selects = (o: string, name: string) => name === o || (!ALL_CASES.some((x) => x.name === o) && name.includes(o))
+const CASES = only ? ALL_CASES.filter((c) => c.name.startsWith('hello-world') || only.some((o) => selects(o, c.name))) : ALL_CASES
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
 // cycling URLs always miss while a hot set of 100 always hits) and the ceiling. The first boot on
