@@ -76,16 +76,18 @@ async function openapi (app: FastifyInstance, options: { apiPrefix: string }) {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Landing-Site Partner API', version: API_VERSION, description: DESCRIPTION },
+      // the origin the document is served from: Try it out calls this very service
+      servers: [{ url: '/', description: 'this service' }],
       tags: [
         { name: 'sites', description: 'Landing sites' },
         { name: 'usage', description: 'Your rate-limit windows and telemetry' },
         { name: 'discovery', description: 'The categories and tags you may ask for' },
-        { name: 'service', description: 'Index, description and operators\' probes (no token)' }
+        { name: 'service', description: 'What this API is (no token)' }
       ],
       components: {
         securitySchemes: {
           api_key: { type: 'apiKey', in: 'query', name: 'api_key', description: 'The partner token' },
-          bearer: { type: 'http', scheme: 'bearer', description: 'The partner token, as Authorization: Bearer <token>' }
+          bearer: { type: 'http', scheme: 'bearer', description: 'The partner token, sent as the header Authorization: Bearer followed by the token' }
         }
       },
       security: [{ api_key: [] }, { bearer: [] }]
@@ -100,7 +102,8 @@ async function openapi (app: FastifyInstance, options: { apiPrefix: string }) {
   })
   await app.register(swaggerUi, {
     routePrefix: '/docs',
-    uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0 },
+    // BaseLayout: no top bar offering to load another document; the page shows this one
+    uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout' },
     staticCSP: true
   })
   app.get(`${options.apiPrefix}/openapi.json`, { schema: { hide: true } }, (_request, reply) => {

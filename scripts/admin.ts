@@ -95,6 +95,23 @@ function name (value: string | boolean | undefined, required: boolean): string |
   return value.trim()
 }
 
+/**
+ * --category-name 8=Heliport (repeatable): names of categories 8 and above, kept in the dataset
+ * file (2 to 7 have fixed names); partners read them in GET /categories.
+ */
+function categoryNames (values: unknown): Record<number, string> | undefined {
+  if (values === undefined) return undefined
+  const names: Record<number, string> = {}
+  for (const value of values as string[]) {
+    const match = /^(\d+)=(.{1,64})$/.exec(value)
+    if (!match || Number(match[1]) < 8 || Number(match[1]) > 2147483647 || match[2].trim() !== match[2]) {
+      throw new UsageError(`--category-name must be ID=NAME with an id from 8 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(value)})`)
+    }
+    names[Number(match[1])] = match[2]
+  }
+  return names
+}
+
 /** The partners: in Redis when STATE_URL is set (every instance everywhere reads them there), else in control.db. */
 async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
   let store: PartnerStore | RedisPartnerStore
@@ -258,8 +275,8 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   datasets: {
     generate: {
       summary: 'write a dataset of deterministic dummy sites near real towns',
-      usage: 'datasets generate --dataset sandbox|production [--count N] [--seed S] [--europe-share 0..1]',
-      options: { dataset: str, count: str, seed: str, 'europe-share': str },
+      usage: 'datasets generate --dataset sandbox|production [--count N] [--seed S] [--europe-share 0..1] [--category-name 8=NAME ...]',
+      options: { dataset: str, count: str, seed: str, 'europe-share': str, 'category-name': { type: 'string', multiple: true } },
       run ({ config, options }) {
         const dataset = oneOf('dataset', options.dataset, DATASETS)
         if (!dataset) throw new UsageError('--dataset is required')
@@ -273,7 +290,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         }
         const path = datasetPath(config.dataDir, dataset)
         const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
-        const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare })
+        const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: categoryNames(options['category-name']) })
         return {
           json: { dataset, path, site_count: siteCount, built_at: builtAt, seed },
           text: `wrote ${siteCount} sites to ${path} (seed ${seed}); run 'datasets reload' to serve them`
@@ -282,8 +299,8 @@ const COMMANDS: Record<string, Record<string, Command>> = {
     },
     import: {
       summary: 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing',
-      usage: 'datasets import --dataset sandbox|production --file PATH [--format csv|geojson|ndjson] [--precision DIGITS] [--reload]',
-      options: { dataset: str, file: str, format: str, precision: str, reload: { type: 'boolean' } },
+      usage: 'datasets import --dataset sandbox|production --file PATH [--format csv|geojson|ndjson] [--precision DIGITS] [--category-name 8=NAME ...] [--reload]',
+      options: { dataset: str, file: str, format: str, precision: str, reload: { type: 'boolean' }, 'category-name': { type: 'string', multiple: true } },
       async run ({ config, options }) {
         const { dataset, file, format } = fileOptions(options)
         const precision = integer('precision', options.precision, 0, 10) ?? 3
@@ -291,7 +308,8 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         const target = datasetPath(config.dataDir, dataset)
         const progress = process.stderr.isTTY ? progressBar(dataset) : undefined
         const started = performance.now()
-        const result = await importSites({ file, format, target, precision, onProgress: progress?.update })
+        const names = categoryNames(options['category-name'])
+        const result = await importSites({ file, format, target, precision, categoryNames: names, onProgress: progress?.update })
         progress?.done()
         const seconds = Math.round(performance.now() - started) / 1000
         if (!result.ok) {

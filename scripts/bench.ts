@@ -246,7 +246,7 @@ function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNE
     connections,
     seconds,
     headers: c.token || c.headers ? { ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) } : undefined,
-    overallRate
+    rate: overallRate
   }))
   // the target's CPU (when its pid is known) from the generator's start to its end: a few hundred
   // ms of the generator's own start-up, when the target is idle, are in the window but cost it nothing
@@ -298,7 +298,7 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 
 // The latency a partner sees on a service that is not saturated: the two main misses at a fixed
-// rate of half their measured maximum (autocannon's overall rate, across the connections).
+// rate of half their measured maximum: requests leave at that rate whatever the answers do (bench-load.ts).
 const FIXED_RATE_CASES = ['/sites r=25', '/sites/nearest']
 const fixedRate: { case: string, rate: number, rps: number, p50_ms: number, p99_ms: number }[] = []
 for (const c of CASES.filter((x) => FIXED_RATE_CASES.includes(x.name))) {

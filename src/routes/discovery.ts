@@ -1,7 +1,8 @@
 // GET /categories and GET /tags: what a partner may ask for. Never counted (like /usage); cached
 // with ETags like the searches, since tags follow the dataset.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../schemas/errors.ts'
+import { CACHE_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery } from '../schemas/queries.ts'
 import { CategoryList, TagList } from '../schemas/discovery.ts'
 import { categoryList, tagCounts } from '../sites/categories.ts'
@@ -14,7 +15,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['discovery'],
       summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
-      response: { 200: CategoryList, ...errorResponses([]) }
+      response: { 200: okResponse('The categories', { 'application/json': { schema: CategoryList, examples: EXAMPLES.categories } }, CACHE_HEADERS), ...documentedErrors([]) }
     }
   }, (request, reply) => {
     reply.sendAnswer(Buffer.from(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) })))
@@ -27,7 +28,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['discovery'],
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
-      response: { 200: TagList, ...errorResponses([]) }
+      response: { 200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }, CACHE_HEADERS), ...documentedErrors([]) }
     }
   }, (request, reply) => {
     reply.sendAnswer(Buffer.from(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) })))

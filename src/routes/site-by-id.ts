@@ -3,7 +3,8 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { NULL_JSON, linkPrefix, siteJson } from '../answers/records.ts'
-import { errorResponses } from '../schemas/errors.ts'
+import { CACHE_HEADERS, RATE_LIMIT_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
 import { positionOf } from '../sites/dataset.ts'
@@ -20,7 +21,11 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
       summary: 'One site by id, or null when it is unknown or outside the allow-list',
       params: SiteParams,
       querystring: DemoQuery,
-      response: { 200: Type.Union([SiteRecord, Type.Null()]), ...errorResponses(SITE_ERRORS) }
+      response: {
+        200: okResponse('The full record, or null', { 'application/json': { schema: Type.Union([SiteRecord, Type.Null()]), examples: EXAMPLES.site } },
+          { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        ...documentedErrors(SITE_ERRORS)
+      }
     }
   }, (request, reply) => {
     const ds = request.dataset!

@@ -4,7 +4,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
 import { GEOJSON_TYPE, NULL_JSON, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../answers/records.ts'
-import { errorResponses } from '../schemas/errors.ts'
+import { CACHE_HEADERS, RATE_LIMIT_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { EXAMPLES } from '../schemas/examples.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
@@ -48,11 +49,11 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       summary: 'Sites near a point, nearest first',
       querystring: SitesQuery,
       response: {
-        200: {
-          description: 'Full records, nearest first (at most max_results); a GeoJSON FeatureCollection with format=geojson',
-          content: { 'application/json': { schema: Type.Array(SiteRecord) }, 'application/geo+json': { schema: SiteFeatureCollection } }
-        },
-        ...errorResponses(SEARCH_ERRORS)
+        200: okResponse('Full records, nearest first (at most max_results); a GeoJSON FeatureCollection with format=geojson', {
+          'application/json': { schema: Type.Array(SiteRecord), examples: EXAMPLES.sites },
+          'application/geo+json': { schema: SiteFeatureCollection, examples: EXAMPLES.sitesGeo }
+        }, { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        ...documentedErrors(SEARCH_ERRORS)
       }
     }
   }, (request, reply) => {
@@ -69,7 +70,12 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       tags: ['sites'],
       summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
-      response: { 200: Type.Union([NearestRecord, Type.Null()]), ...errorResponses(SEARCH_ERRORS) }
+      response: {
+        200: okResponse('The nearest record with its distance, or null', {
+          'application/json': { schema: Type.Union([NearestRecord, Type.Null()]), examples: EXAMPLES.nearest }
+        }, { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        ...documentedErrors(SEARCH_ERRORS)
+      }
     }
   }, (request, reply) => {
     const { ds, found: { hits } } = search(request, 1)

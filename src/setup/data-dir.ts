@@ -23,11 +23,11 @@ export class DataDirError extends Error {
   }
 }
 
-export function generateDataset (path: string, options: GenerateOptions) {
+export function generateDataset (path: string, options: GenerateOptions & { categoryNames?: Record<number, string> }) {
   const writer = openDatasetWriter(path)
   try {
     for (const site of generateSites(options)) writer.add(site)
-    return writer.commit({ source: `generated count=${options.count} seed=${options.seed}`, precision: options.precision ?? 3 })
+    return writer.commit({ source: `generated count=${options.count} seed=${options.seed}`, precision: options.precision ?? 3, categoryNames: options.categoryNames })
   } catch (err) {
     writer.abort()
     throw err

@@ -4,6 +4,7 @@
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
+import { CATEGORY_NAMES_META } from './categories.ts'
 
 export const SCHEMA_VERSION = '1'
 export const DATASETS = ['sandbox', 'production'] as const
@@ -28,6 +29,14 @@ export interface SiteRow {
   latitude: number
   longitude: number
   tags: string[]
+}
+
+/** What a dataset file records about itself beside its sites. */
+export interface CommitMeta {
+  source: string
+  precision: number
+  /** names of categories 8 and above, e.g. { 8: 'Heliport' } (2 to 7 have fixed names) */
+  categoryNames?: Record<number, string>
 }
 
 export interface DatasetMeta {
@@ -57,7 +66,7 @@ export interface DatasetWriter<Ref = unknown> {
   /** Writes the sites added so far (duplicates reported as they are found). */
   flush (): void
   /** Writes meta, closes, fsyncs and renames the file into place. */
-  commit (meta: { source: string, precision: number }): { siteCount: number, builtAt: string }
+  commit (meta: CommitMeta): { siteCount: number, builtAt: string }
   abort (): void
 }
 
@@ -207,12 +216,13 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
       if (sites.length === WRITE_BATCH.sites) writeSites()
     },
     flush,
-    commit ({ source, precision }) {
+    commit ({ source, precision, categoryNames }) {
       flush()
       const builtAt = new Date().toISOString()
       const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
       const meta: DatasetMeta = { schema_version: SCHEMA_VERSION, built_at: builtAt, source, site_count: String(count), precision: String(precision) }
       for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
+      if (categoryNames !== undefined && Object.keys(categoryNames).length > 0) insertMeta.run(CATEGORY_NAMES_META, JSON.stringify(categoryNames))
       db.exec('COMMIT')
       db.pragma('journal_mode = DELETE')
       db.close()
@@ -233,7 +243,7 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
 }
 
 /** Writes a whole dataset file at once (fixtures, empty production file). */
-export function writeDataset (path: string, sites: Iterable<SiteRow>, meta: { source: string, precision: number }) {
+export function writeDataset (path: string, sites: Iterable<SiteRow>, meta: CommitMeta) {
   const writer = openDatasetWriter(path)
   try {
     for (const site of sites) writer.add(site)

@@ -77,6 +77,8 @@ export interface ImportOptions {
   format: ImportFormat
   target: string
   precision: number
+  /** names of categories 8 and above, kept in the file's meta */
+  categoryNames?: Record<number, string>
   /** called with (bytes read, file size, rows read) as the file is read */
   onProgress?: (bytes: number, total: number, rows: number) => void
 }
@@ -135,7 +137,7 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
       writer.abort()
       return { ok: false, rows, siteCount: 0, errors: firstErrors(listed).map((e) => e.text), errorCount }
     }
-    const { siteCount, builtAt } = writer.commit({ source: `import ${basename(options.file)} (${options.format})`, precision: options.precision })
+    const { siteCount, builtAt } = writer.commit({ source: `import ${basename(options.file)} (${options.format})`, precision: options.precision, categoryNames: options.categoryNames })
     return { ok: true, rows, siteCount, builtAt, errors: [], errorCount }
   } catch (err) {
     writer.abort()

@@ -25,7 +25,7 @@ t.test('/docs renders the five operations offline', { skip: browser ? false : 'N
   ], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 })
   const dom = run(['--dump-dom'])
   t.equal(dom.status, 0, dom.stderr.slice(-2000))
-  for (const path of ['/v1/sites', '/v1/sites/nearest', '/v1/sites/by-tag', '/v1/sites/{id}', '/v1/usage']) {
+  for (const path of ['/v1/sites', '/v1/sites/nearest', '/v1/sites/by-tag', '/v1/sites/{id}', '/v1/usage', '/v1/categories', '/v1/tags']) {
     t.match(dom.stdout, new RegExp(`class="opblock-summary-path" data-path="${path.replace(/[{}]/g, '\\$&')}"`), `shows GET ${path}`)
   }
   t.match(dom.stdout, /Landing-Site Partner API/, 'the title')

@@ -18,7 +18,7 @@ const tokens = writeFixture(dir, {
     { name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4, 7] }
   ]
 })
-// the operator's names for categories 8 and above live in the dataset file's meta
+// the operator's names for categories 8 and above live in the dataset file's meta (2 to 7 are fixed)
 const db = new Database(datasetPath(dir, 'sandbox'))
 db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('category_names', JSON.stringify({ 8: 'Heliport', 3: 'not this one' }))
 db.close()

@@ -33,7 +33,7 @@ t.test('every route is in it, and nothing else', async (t) => {
   const declared = app.declaredRoutes.filter((r) => !r.hidden && r.method !== 'HEAD').map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`).sort()
   const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort()
   t.same(documented, declared)
-  t.same(declared, ['GET /healthz', 'GET /readyz', 'GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest', 'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'])
+  t.same(declared, ['GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest', 'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'])
 })
 
 t.test('each partner operation: parameters, answers, exact error codes, security', async (t) => {
@@ -66,7 +66,60 @@ t.test('each partner operation: parameters, answers, exact error codes, security
   t.same(Object.keys(doc.paths['/v1/sites'].get.responses['200'].content), ['application/json', 'application/geo+json'])
   t.same(doc.components.securitySchemes.api_key, { type: 'apiKey', in: 'query', name: 'api_key', description: 'The partner token' })
   t.same(doc.security, [{ api_key: [] }, { bearer: [] }])
-  for (const path of ['/v1', '/healthz', '/readyz']) t.same(doc.paths[path].get.security, [], `${path} needs no token`)
+  t.same(doc.paths['/v1'].get.security, [], '/v1 needs no token')
+  t.equal(doc.paths['/healthz'], undefined, 'the operators\' probes are not in the partners\' document')
+  t.equal(doc.paths['/readyz'], undefined)
+  t.same(doc.servers, [{ url: '/', description: 'this service' }])
+})
+
+t.test('response headers of every partner operation', async (t) => {
+  const RATE = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']
+  const CACHE = ['ETag', 'Cache-Control', 'Vary']
+  const expected: Record<string, string[]> = {
+    '/v1/sites': [...RATE, ...CACHE],
+    '/v1/sites/nearest': [...RATE, ...CACHE],
+    '/v1/sites/by-tag': [...RATE, ...CACHE],
+    '/v1/sites/{id}': [...RATE, ...CACHE],
+    '/v1/categories': CACHE,
+    '/v1/tags': CACHE,
+    '/v1/usage': []
+  }
+  for (const [path, headers] of Object.entries(expected)) {
+    const responses = doc.paths[path].get.responses
+    t.same(Object.keys(responses['200'].headers).sort(), [...headers, 'X-Request-Id'].sort(), `${path} 200`)
+    for (const [status, response] of Object.entries(responses as Record<string, { headers: Record<string, unknown> }>)) {
+      if (status === '200') continue
+      const want = status === '429' ? [...RATE, 'Retry-After', 'X-Request-Id'] : ['X-Request-Id']
+      t.same(Object.keys(response.headers).sort(), want.sort(), `${path} ${status}`)
+    }
+  }
+})
+
+t.test('a real example of every answer: each valid against its schema, each error code its own', async (t) => {
+  const { Ajv2020 } = await import('ajv/dist/2020.js')
+  const ajv = new Ajv2020({ strict: false })
+  let checked = 0
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, { get: { responses: Record<string, { content?: Record<string, { schema: object, example?: unknown, examples?: Record<string, { value: unknown }> }> }> } }>)) {
+    if (path === '/v1') continue
+    for (const [status, response] of Object.entries(ops.get.responses)) {
+      for (const [type, media] of Object.entries(response.content ?? {})) {
+        const examples = media.examples ? Object.entries(media.examples) : media.example !== undefined ? [['example', { value: media.example }] as const] : []
+        t.ok(examples.length > 0, `${path} ${status} ${type} has an example`)
+        const validate = ajv.compile(media.schema)
+        for (const [name, example] of examples) {
+          if (!validate(example.value)) t.fail(`${path} ${status} ${type} ${name}`, { errors: validate.errors })
+          checked++
+          if (status !== '200') {
+            const body = example.value as { code: string, data: Record<string, unknown> }
+            t.equal(body.code, name, `${path} ${status}: the example of ${name} is that code's`)
+            t.equal(Object.hasOwn(body.data, 'window'), status === '429', `${path} ${name}: window only on 429`)
+            t.equal(Object.hasOwn(body.data, 'retry_after'), status === '429')
+          }
+        }
+      }
+    }
+  }
+  t.ok(checked > 60, `${checked} examples checked`)
 })
 
 t.test('the specification version and its history', async (t) => {
