@@ -1,7 +1,7 @@
 // Operator CLI (README.md, docs/data-files.md): npm run admin -- <group> <command> [options]
 // Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
 // Errors are one line on stderr; --json prints one JSON document on stdout.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import Database from 'better-sqlite3'
 import { generateDataset } from '../src/setup/data-dir.ts'
@@ -189,7 +189,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       }
     },
     update: {
-      summary: 'change a partner; applies to the running service within 5 seconds',
+      summary: 'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)',
       usage: 'partners update SLUG [--name N] [--tier T] [--environment E] [--status S] [--categories 4,7,...] ' +
         '[--other-categories on|off] [--site-by-id on|off] [--radius-cap KM] [--max-results N] ' +
         '[--limit-minute N|unlimited|tier] [--limit-hour N|unlimited|tier] [--limit-day N|unlimited|tier]',
@@ -227,7 +227,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       }
     },
     rotate: {
-      summary: 'issue a new token; the old one stops working within 5 seconds',
+      summary: 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)',
       usage: 'partners rotate SLUG',
       options: {},
       positionals: 1,
@@ -275,13 +275,14 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   datasets: {
     generate: {
       summary: 'write a dataset of deterministic dummy sites near real towns',
-      usage: 'datasets generate --dataset sandbox|production [--count N] [--seed S] [--europe-share 0..1] [--category-name 8=NAME ...]',
-      options: { dataset: str, count: str, seed: str, 'europe-share': str, 'category-name': { type: 'string', multiple: true } },
-      run ({ config, options }) {
+      usage: 'datasets generate --dataset sandbox|production [--count N] [--seed S] [--europe-share 0..1] [--category-name 8=NAME ...] [--reload]',
+      options: { dataset: str, count: str, seed: str, 'europe-share': str, 'category-name': { type: 'string', multiple: true }, reload: { type: 'boolean' } },
+      async run ({ config, options }) {
         const dataset = oneOf('dataset', options.dataset, DATASETS)
         if (!dataset) throw new UsageError('--dataset is required')
         const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
-        const seed = typeof options.seed === 'string' ? options.seed : config.sandboxSeed
+        // the default seed follows the dataset: production never gets a copy of the sandbox's sites
+        const seed = typeof options.seed === 'string' ? options.seed : dataset === 'sandbox' ? config.sandboxSeed : 'production'
         const shareText = options['europe-share']
         let europeShare: number | undefined
         if (shareText !== undefined) {
@@ -291,10 +292,11 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         const path = datasetPath(config.dataDir, dataset)
         const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
         const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: categoryNames(options['category-name']) })
-        return {
-          json: { dataset, path, site_count: siteCount, built_at: builtAt, seed },
-          text: `wrote ${siteCount} sites to ${path} (seed ${seed}); run 'datasets reload' to serve them`
-        }
+        const summary = { dataset, path, site_count: siteCount, built_at: builtAt, seed }
+        const text = `wrote ${siteCount} sites to ${path} (seed ${seed})`
+        if (!options.reload) return { json: summary, text: `${text}; run 'datasets reload' to serve them` }
+        const reloaded = await reloadAll(config)
+        return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
       }
     },
     import: {
@@ -311,6 +313,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         const names = categoryNames(options['category-name'])
         const result = await importSites({ file, format, target, precision, categoryNames: names, onProgress: progress?.update })
         progress?.done()
+        if (progress && options.reload && result.ok) process.stderr.write(`${dataset}: imported; waiting for the running service to load the new file...\n`)
         const seconds = Math.round(performance.now() - started) / 1000
         if (!result.ok) {
           const more = result.errorCount > result.errors.length ? [`... and ${result.errorCount - result.errors.length} more invalid rows`] : []
@@ -492,6 +495,13 @@ export async function main (argv: string[]): Promise<number> {
     process.stdout.write(helpText() + '\n')
     return group === undefined ? 2 : 0
   }
+  if (COMMANDS[group] && (commandName === undefined || commandName === '--help' || commandName === '-h')) {
+    // a group's own help: its commands, each with what it does
+    const lines = [`usage: npm run admin -- ${group} <command> [options] [--json]`, '']
+    for (const c of Object.values(COMMANDS[group])) lines.push(`  ${c.usage}`, `      ${c.summary}`)
+    process.stdout.write(lines.join('\n') + '\n')
+    return commandName === undefined ? 2 : 0
+  }
   const command = COMMANDS[group]?.[commandName]
   if (!command) {
     const known = COMMANDS[group] ? Object.keys(COMMANDS[group]).join(', ') : Object.keys(COMMANDS).join(', ')
@@ -516,6 +526,7 @@ export async function main (argv: string[]): Promise<number> {
       throw new UsageError(expected === 0 ? `unexpected argument '${positionals[0]}'` : `usage: ${command.usage}`)
     }
     const config = loadConfig()
+    mkdirSync(config.dataDir, { recursive: true }) // as the service does: a new DATA_DIR is made, not an error
     const result = await command.run({ config, options: values as Options, args: positionals, json })
     if (result.exitCode && !json) {
       process.stderr.write(result.text + '\n')

@@ -164,17 +164,3 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
   t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
 })
-
-t.test('datasets generate/import --category-name: names of categories 8 and above kept in the file', async (t) => {
-  const r = run('datasets', 'generate', '--dataset', 'sandbox', '--count', '50', '--category-name', '8=Heliport', '--category-name', '9=Fuel stop')
-  t.equal(r.status, 0, r.stderr)
-  const db = new Database(join(dir, 'sandbox.db'), { readonly: true })
-  const names = db.prepare("SELECT value FROM meta WHERE key = 'category_names'").pluck().get()
-  db.close()
-  t.same(JSON.parse(names as string), { 8: 'Heliport', 9: 'Fuel stop' })
-  for (const bad of ['7=Hotel', '8=', 'x=Heliport', '8= padded']) {
-    const refused = run('datasets', 'generate', '--dataset', 'sandbox', '--count', '5', '--category-name', bad)
-    t.equal(refused.status, 2, bad)
-    t.equal(refused.stderr, `error: --category-name must be ID=NAME with an id from 8 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(bad)})\n`)
-  }
-})
