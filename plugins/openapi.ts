@@ -6,6 +6,7 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
+import { withHeaders, type OpenApiResponse } from '../src/schemas/responses.ts'
 
 export interface DeclaredRoute {
   method: string
@@ -15,6 +16,10 @@ export interface DeclaredRoute {
   summary: string
   /** the partner endpoint it serves; undefined for public routes */
   endpoint?: string
+  /** a partner route counted against the limits (its `counted` flag) */
+  counted: boolean
+  /** a partner route whose answers are cached (its `cache` flag) */
+  cached: boolean
 }
 
 declare module 'fastify' {
@@ -34,13 +39,15 @@ export const API_RELEASES = [
 ]
 export const API_VERSION = API_RELEASES[0].version
 
-const DESCRIPTION = `Read-only access to helicopter, eVTOL and UAV landing sites for approved partners.
+const description = (cacheControl: string) => `Read-only access to helicopter, eVTOL and UAV landing sites for approved partners.
 
 Send the partner token as the \`api_key\` query parameter or as \`Authorization: Bearer <token>\`
 (which keeps it out of proxies' URL logs). Call from your servers only. Coordinates are obscured
-and approximate. Every answer that reached the rate limiter carries \`RateLimit-Policy\`,
-\`RateLimit\` and \`X-RateLimit-*\` headers; a 429 adds \`Retry-After\`. Answers are cached for
-60 s (\`Cache-Control: private, max-age=60\`, \`ETag\`, 304 on \`If-None-Match\`).
+and approximate. Every answer that reached the rate limiter (all operations but /usage,
+/categories and /tags, which are never counted) carries \`RateLimit-Policy\`, \`RateLimit\` and
+\`X-RateLimit-*\` headers; a 429 adds \`Retry-After\`. The answers of the sites, the categories and
+the tags carry \`Cache-Control: ${cacheControl}\` and an \`ETag\` (304 on \`If-None-Match\`).
+Every answer carries \`X-Request-Id\`; each operation lists its headers.
 
 Errors: \`{"code", "message", "data": {"status", ...}}\`; the codes of each status are listed
 with each operation.
@@ -68,14 +75,21 @@ async function openapi (app: FastifyInstance, options: { apiPrefix: string }) {
   app.decorate('declaredRoutes', declared)
   app.addHook('onRoute', (route) => {
     const schema = route.schema as { hide?: boolean, summary?: string } | undefined
+    const endpoint = route.config?.endpoint
     for (const method of [route.method].flat()) {
-      declared.push({ method, url: route.url, hidden: schema?.hide === true, summary: schema?.summary ?? '', endpoint: route.config?.endpoint })
+      declared.push({
+        method, url: route.url, hidden: schema?.hide === true, summary: schema?.summary ?? '', endpoint,
+        counted: endpoint !== undefined && route.config?.counted !== false,
+        cached: endpoint !== undefined && route.config?.cache === true
+      })
     }
   })
+  // the value the cache sends (src/cache/response-cache.ts); an app without the cache plugin says the default's
+  const cacheControl = app.hasDecorator('responseCache') ? app.responseCache.cacheControl : 'private, max-age=60'
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Landing-Site Partner API', version: API_VERSION, description: DESCRIPTION },
+      info: { title: 'Landing-Site Partner API', version: API_VERSION, description: description(cacheControl) },
       // the origin the document is served from: Try it out calls this very service
       servers: [{ url: '/', description: 'this service' }],
       tags: [
@@ -98,6 +112,16 @@ async function openapi (app: FastifyInstance, options: { apiPrefix: string }) {
       if (route.config?.endpoint === undefined) transformed.security = []
       if (schema.querystring) transformed.querystring = documentedQuery(schema.querystring as QuerySchema)
       return { schema: transformed as typeof schema, url }
+    },
+    // the headers of each operation (a partner one's from the flags by which its pipeline sets them)
+    transformObject: (document) => {
+      const { openapiObject } = document as { openapiObject: { paths: Record<string, Record<string, { responses: Record<string, OpenApiResponse> }>> } }
+      const paths = openapiObject.paths
+      for (const route of declared) {
+        const operation = route.hidden ? undefined : paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()]
+        if (operation) operation.responses = withHeaders(operation.responses, { ...route, cacheControl })
+      }
+      return openapiObject
     }
   })
   await app.register(swaggerUi, {

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { GEOJSON_TYPE, linkPrefix, minimalSitesGeoJson, minimalSitesJson } from '../answers/records.ts'
 import { TagFeatureCollection } from '../schemas/geojson.ts'
-import { CACHE_HEADERS, RATE_LIMIT_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { TagPage } from '../schemas/records.ts'
@@ -24,7 +24,7 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
         200: okResponse('One page of the tag\'s sites, map-minimal, in id order; a GeoJSON FeatureCollection with format=geojson', {
           'application/json': { schema: TagPage, examples: EXAMPLES.byTag },
           'application/geo+json': { schema: TagFeatureCollection, examples: EXAMPLES.byTagGeo }
-        }, { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        }),
         ...documentedErrors(BY_TAG_ERRORS)
       }
     }

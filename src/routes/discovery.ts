@@ -1,7 +1,7 @@
 // GET /categories and GET /tags: what a partner may ask for. Never counted (like /usage); cached
 // with ETags like the searches, since tags follow the dataset.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { CACHE_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery } from '../schemas/queries.ts'
 import { CategoryList, TagList } from '../schemas/discovery.ts'
@@ -15,7 +15,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['discovery'],
       summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
-      response: { 200: okResponse('The categories', { 'application/json': { schema: CategoryList, examples: EXAMPLES.categories } }, CACHE_HEADERS), ...documentedErrors([]) }
+      response: { 200: okResponse('The categories', { 'application/json': { schema: CategoryList, examples: EXAMPLES.categories } }), ...documentedErrors(['rest_invalid_param']) }
     }
   }, (request, reply) => {
     reply.sendAnswer(Buffer.from(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) })))
@@ -28,7 +28,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['discovery'],
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
-      response: { 200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }, CACHE_HEADERS), ...documentedErrors([]) }
+      response: { 200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }), ...documentedErrors(['rest_invalid_param']) }
     }
   }, (request, reply) => {
     reply.sendAnswer(Buffer.from(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) })))

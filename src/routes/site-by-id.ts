@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { NULL_JSON, linkPrefix, siteJson } from '../answers/records.ts'
-import { CACHE_HEADERS, RATE_LIMIT_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
@@ -22,8 +22,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
       params: SiteParams,
       querystring: DemoQuery,
       response: {
-        200: okResponse('The full record, or null', { 'application/json': { schema: Type.Union([SiteRecord, Type.Null()]), examples: EXAMPLES.site } },
-          { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        200: okResponse('The full record, or null', { 'application/json': { schema: Type.Union([SiteRecord, Type.Null()]), examples: EXAMPLES.site } }),
         ...documentedErrors(SITE_ERRORS)
       }
     }

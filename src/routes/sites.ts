@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
 import { GEOJSON_TYPE, NULL_JSON, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../answers/records.ts'
-import { CACHE_HEADERS, RATE_LIMIT_HEADERS, documentedErrors, okResponse } from '../schemas/responses.ts'
+import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
@@ -52,7 +52,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
         200: okResponse('Full records, nearest first (at most max_results); a GeoJSON FeatureCollection with format=geojson', {
           'application/json': { schema: Type.Array(SiteRecord), examples: EXAMPLES.sites },
           'application/geo+json': { schema: SiteFeatureCollection, examples: EXAMPLES.sitesGeo }
-        }, { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        }),
         ...documentedErrors(SEARCH_ERRORS)
       }
     }
@@ -73,7 +73,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
       response: {
         200: okResponse('The nearest record with its distance, or null', {
           'application/json': { schema: Type.Union([NearestRecord, Type.Null()]), examples: EXAMPLES.nearest }
-        }, { ...RATE_LIMIT_HEADERS, ...CACHE_HEADERS }),
+        }),
         ...documentedErrors(SEARCH_ERRORS)
       }
     }

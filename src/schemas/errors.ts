@@ -1,5 +1,5 @@
-import { Type, type TSchema } from '@sinclair/typebox'
-import { ERRORS, type ErrorCode } from '../errors.ts'
+import { Type } from '@sinclair/typebox'
+import type { ErrorCode } from '../errors.ts'
 
 export const ErrorBody = Type.Object({
   code: Type.String({ description: 'Machine-readable error code' }),
@@ -20,18 +20,3 @@ export const PARTNER_ERRORS: ErrorCode[] = [
   'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
   'svc_partner_api_query_failed', 'svc_partner_api_prepare_failed'
 ]
-
-/** Error responses of a partner route (its own codes and the common ones): one schema per status. */
-export function errorResponses (codes: ErrorCode[]): Record<number, TSchema> {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of [...PARTNER_ERRORS, ...codes]) {
-    const status = ERRORS[code].status
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
-  }
-  const responses: Record<number, TSchema> = {}
-  for (const [status, list] of byStatus) {
-    const code = { ...ErrorBody.properties.code, enum: list, description: `One of: ${list.join(', ')}` }
-    responses[status] = { ...ErrorBody, properties: { ...ErrorBody.properties, code }, description: list.join(', ') }
-  }
-  return responses
-}

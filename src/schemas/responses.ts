@@ -1,43 +1,16 @@
-// What the OpenAPI document says of each partner operation's answers: the response headers (rate
-// limits, caching, request id) and a real example of every success and every error code.
-// Documentation only: the service sets the headers in src/routes/partner-api.ts.
+// What the OpenAPI document says of each partner operation's answers: a real example of every
+// success and every error code, and the response headers. Documentation only: the service sets the
+// headers in src/routes/partner-api.ts, by the same route flags (counted, cached) as are read here.
 import type { TSchema } from '@sinclair/typebox'
-import { ApiError, type ErrorCode } from '../errors.ts'
-import { ERRORS } from '../errors.ts'
+import { ApiError, ERRORS, type ErrorCode } from '../errors.ts'
+import { COMPRESS_MIN_BYTES } from '../http/encoding.ts'
 import { ErrorBody, PARTNER_ERRORS } from './errors.ts'
-
-const header = (description: string, type: 'string' | 'integer' = 'string') => ({ type, description })
-
-export const REQUEST_ID_HEADER = {
-  'X-Request-Id': header('This request\'s id (the one sent, when it is 1 to 64 of A-Z a-z 0-9 . _ - and no token; else a fresh one): quote it to support')
-}
-
-/** On every answer that reached the limiter (all partner operations but /usage, /categories, /tags). */
-export const RATE_LIMIT_HEADERS = {
-  'RateLimit-Policy': header('The limited windows, e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400'),
-  RateLimit: header('The tightest window: its name, the requests left (r) and the seconds until a request frees up (t), e.g. "minute";r=12;t=34'),
-  'X-RateLimit-Limit': header('The tightest window\'s limit', 'integer'),
-  'X-RateLimit-Remaining': header('Requests left in it', 'integer'),
-  'X-RateLimit-Used': header('Requests counted in it', 'integer'),
-  'X-RateLimit-Reset': header('When a request frees up in it, UTC epoch seconds', 'integer')
-}
-
-/** On every 200 (and 304) of a cached operation. */
-export const CACHE_HEADERS = {
-  ETag: header('The answer\'s tag (its own per encoding, e.g. "…-gzip"): send it back as If-None-Match for a 304'),
-  'Cache-Control': header('private, max-age=60: keep the answer at least a minute'),
-  Vary: header('Accept-Encoding: answers of 1 KiB and more are gzip- or br-compressed when asked')
-}
 
 export interface Example { summary: string, value: unknown }
 
-/**
- * A success: its schema (or one per media type), its headers and its examples. Fastify reads the
- * schema of each media type; the headers and examples are for the document.
- */
-export function okResponse (description: string, media: Record<string, { schema: TSchema, examples: Record<string, Example> }>,
-  headers: Record<string, unknown>) {
-  return { description, headers: { ...headers, ...REQUEST_ID_HEADER }, content: media }
+/** A success: its schema (or one per media type) and its examples. Fastify reads the schema of each media type. */
+export function okResponse (description: string, media: Record<string, { schema: TSchema, examples: Record<string, Example> }>) {
+  return { description, content: media }
 }
 
 const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiError>[1]>> = {
@@ -51,26 +24,91 @@ export const errorExample = (code: ErrorCode) => new ApiError(code, EXAMPLE_EXTR
 
 /**
  * Error responses of a partner operation (its own codes and those of every partner operation):
- * one per status, with an example of each code and, for the limiter's answers, its headers.
+ * one per status, with an example of each code.
  */
 export function documentedErrors (codes: ErrorCode[]): Record<number, unknown> {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of new Set([...PARTNER_ERRORS, ...codes])) {
-    const status = ERRORS[code].status
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
-  }
   const responses: Record<number, unknown> = {}
-  for (const [status, list] of byStatus) {
+  for (const [status, list] of codesByStatus([...PARTNER_ERRORS, ...codes])) {
     const code = { ...ErrorBody.properties.code, enum: list, description: `One of: ${list.join(', ')}` }
     const schema = { ...ErrorBody, properties: { ...ErrorBody.properties, code } }
-    const headers = status === 429
-      ? { ...RATE_LIMIT_HEADERS, 'Retry-After': header('Whole seconds to wait; a request sent that much later is accepted', 'integer') }
-      : {}
     responses[status] = {
       description: list.join(', '),
-      headers: { ...headers, ...REQUEST_ID_HEADER },
       content: { 'application/json': { schema, examples: Object.fromEntries(list.map((c) => [c, { summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: errorExample(c) }])) } }
     }
   }
   return responses
 }
+
+function codesByStatus (codes: Iterable<ErrorCode>): Map<number, ErrorCode[]> {
+  const byStatus = new Map<number, ErrorCode[]>()
+  for (const code of new Set(codes)) {
+    const status = ERRORS[code].status
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
+  }
+  return byStatus
+}
+
+/** Refused before the limiter counts the request (token, partner status, endpoint): no rate-limit headers. */
+export const BEFORE_LIMITER: readonly ErrorCode[] = [
+  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner', 'svc_partner_api_feature_disabled'
+]
+
+interface Header { description: string, required?: true, schema: { type: 'string' | 'integer' } }
+const header = (description: string, type: 'string' | 'integer' = 'string', required = false): Header =>
+  required ? { description, required: true, schema: { type } } : { description, schema: { type } }
+
+const REQUEST_ID = header('This request\'s id: the X-Request-Id sent, when it is 1 to 64 characters of A-Z a-z 0-9 . _ - and holds no token; else a new UUID. Quote it to support.', 'string', true)
+
+const RATE_LIMIT: Record<string, [string, 'string' | 'integer']> = {
+  'RateLimit-Policy': ['Each limited window of the partner: its name, its limit (q) and its length in seconds (w), e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400', 'string'],
+  RateLimit: ['The tightest window (fewest requests left; minute before hour before day on a tie): its name, the requests left (r) and the seconds until a counted request leaves it (t), e.g. "minute";r=12;t=34', 'string'],
+  'X-RateLimit-Limit': ['The tightest window\'s limit', 'integer'],
+  'X-RateLimit-Remaining': ['Requests left in the tightest window', 'integer'],
+  'X-RateLimit-Used': ['Requests counted in the tightest window (an accepted request counts itself)', 'integer'],
+  'X-RateLimit-Reset': ['When a counted request leaves the tightest window, in UTC epoch seconds', 'integer']
+}
+
+const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing window has room again: a request sent that much later is accepted, unless others were sent meanwhile', 'integer', true)
+
+/**
+ * The response headers of a partner operation, added to its documented responses (OpenAPI form):
+ * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
+ * operations, not refused before it), Retry-After on 429; on cached operations ETag, Cache-Control
+ * and Vary on 200, and a 304 with them, and Cache-Control: no-store on errors.
+ */
+export function withHeaders (responses: Record<string, OpenApiResponse>, route: { counted: boolean, cached: boolean, cacheControl: string }) {
+  const rateLimit = (required: boolean, only?: ErrorCode[]) => {
+    const when = required ? '' : ` Sent ${only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''}when at least one of the partner's windows is limited.`
+    return Object.fromEntries(Object.entries(RATE_LIMIT).map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
+  }
+  const fresh = {
+    ETag: header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the closing quote): send it back in If-None-Match to be answered 304 while the answer is current', 'string', true),
+    'Cache-Control': header(`${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`, 'string', true),
+    Vary: header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or br-compressed (Content-Encoding) when Accept-Encoding asks for it`, 'string', true)
+  }
+  const out: Record<string, OpenApiResponse> = {}
+  for (const [status, response] of Object.entries(responses)) {
+    const headers: Record<string, Header> = {}
+    if (status === '200') {
+      if (route.counted) Object.assign(headers, rateLimit(false))
+      if (route.cached) Object.assign(headers, fresh)
+    } else {
+      const codes = (response.content?.['application/json']?.schema as { properties?: { code?: { enum?: ErrorCode[] } } } | undefined)?.properties?.code?.enum ?? []
+      const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))
+      if (route.counted && counted.length > 0) Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
+      if (status === '429') headers['Retry-After'] = RETRY_AFTER
+      if (route.cached) headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
+    }
+    headers['X-Request-Id'] = REQUEST_ID
+    out[status] = { ...response, headers }
+    if (status === '200' && route.cached) {
+      out['304'] = {
+        description: 'Not Modified: If-None-Match holds the current ETag of this answer; no body',
+        headers: { ...(route.counted ? rateLimit(false) : {}), ...fresh, 'X-Request-Id': REQUEST_ID }
+      }
+    }
+  }
+  return out
+}
+
+export interface OpenApiResponse { description: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: unknown }> }

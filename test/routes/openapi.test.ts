@@ -1,5 +1,6 @@
 // The OpenAPI document: valid OpenAPI 3.1 (checked by a validator against the official schema),
-// every route in it with its parameters, responses and the exact error codes it can answer,
+// every route in it with its parameters, responses and the exact error codes it can answer, the
+// response headers of each status (checked against what the service sends), an example of each answer,
 // the api_key security scheme, the specification's version; the docs page and the index.
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -9,7 +10,7 @@ import { SEARCH_ERRORS } from '../../src/routes/sites.ts'
 import { BY_TAG_ERRORS } from '../../src/routes/by-tag.ts'
 import { SITE_ERRORS } from '../../src/routes/site-by-id.ts'
 import { USAGE_ERRORS } from '../../src/routes/usage.ts'
-import { buildTestApp, site } from '../helper.ts'
+import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 const { app, tokens } = await buildTestApp(t, {
   sandbox: [site('s-1', 4, 51.5, -0.12, ['~fuel']), site('s-2', 7, 52, 0)],
@@ -43,8 +44,8 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     ['/v1/sites/by-tag', 'sitesByTag', ['tag', 'page', 'per_page', 'demo', 'format'], BY_TAG_ERRORS],
     ['/v1/sites/{id}', 'siteById', ['demo', 'id'], SITE_ERRORS],
     ['/v1/usage', 'usage', ['expand', 'demo'], USAGE_ERRORS],
-    ['/v1/categories', 'categories', ['demo'], []],
-    ['/v1/tags', 'tags', ['demo'], []]
+    ['/v1/categories', 'categories', ['demo'], ['rest_invalid_param']],
+    ['/v1/tags', 'tags', ['demo'], ['rest_invalid_param']]
   ]
   for (const [path, operationId, params, codes] of operations) {
     const op = doc.paths[path].get
@@ -56,7 +57,7 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     const expected = [...new Set([...PARTNER_ERRORS, ...codes])]
     const documented: string[] = []
     for (const [status, response] of Object.entries(op.responses as Record<string, { content: Record<string, { schema: { properties: { code: { enum: string[] } } } }> }>)) {
-      if (status === '200') continue
+      if (status === '200' || status === '304') continue
       const enumCodes = response.content['application/json'].schema.properties.code.enum
       for (const code of enumCodes) t.equal(ERRORS[code as ErrorCode].status, Number(status), `${path}: ${code} under ${status}`)
       documented.push(...enumCodes)
@@ -72,26 +73,105 @@ t.test('each partner operation: parameters, answers, exact error codes, security
   t.same(doc.servers, [{ url: '/', description: 'this service' }])
 })
 
-t.test('response headers of every partner operation', async (t) => {
-  const RATE = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']
-  const CACHE = ['ETag', 'Cache-Control', 'Vary']
-  const expected: Record<string, string[]> = {
-    '/v1/sites': [...RATE, ...CACHE],
-    '/v1/sites/nearest': [...RATE, ...CACHE],
-    '/v1/sites/by-tag': [...RATE, ...CACHE],
-    '/v1/sites/{id}': [...RATE, ...CACHE],
-    '/v1/categories': CACHE,
-    '/v1/tags': CACHE,
-    '/v1/usage': []
+// The headers of each documented operation, by status: `rate` the six rate-limit headers (`rate!`
+// required), `fresh` ETag, Cache-Control and Vary (required), `no-store` Cache-Control (required),
+// `retry` Retry-After (required); X-Request-Id (required) on every answer.
+const HEADERS: Record<string, Record<string, string>> = {
+  '/v1/sites': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
+  '/v1/sites/nearest': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
+  '/v1/sites/by-tag': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
+  '/v1/sites/{id}': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
+  '/v1/categories': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
+  '/v1/tags': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
+  '/v1/usage': { 200: '', 400: '', 401: '', 403: '', 500: '' },
+  '/v1': { 200: '' }
+}
+const RATE = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']
+
+/** name → required, as the document should have them */
+function expectedHeaders (spec: string): Record<string, boolean> {
+  const headers: Record<string, boolean> = { 'X-Request-Id': true }
+  for (const part of spec.split(' ').filter(Boolean)) {
+    if (part === 'rate' || part === 'rate!') for (const name of RATE) headers[name] = part === 'rate!'
+    if (part === 'fresh') Object.assign(headers, { ETag: true, 'Cache-Control': true, Vary: true })
+    if (part === 'no-store') headers['Cache-Control'] = true
+    if (part === 'retry') headers['Retry-After'] = true
   }
-  for (const [path, headers] of Object.entries(expected)) {
-    const responses = doc.paths[path].get.responses
-    t.same(Object.keys(responses['200'].headers).sort(), [...headers, 'X-Request-Id'].sort(), `${path} 200`)
-    for (const [status, response] of Object.entries(responses as Record<string, { headers: Record<string, unknown> }>)) {
-      if (status === '200') continue
-      const want = status === '429' ? [...RATE, 'Retry-After', 'X-Request-Id'] : ['X-Request-Id']
-      t.same(Object.keys(response.headers).sort(), want.sort(), `${path} ${status}`)
+  return headers
+}
+
+type DocHeaders = Record<string, { required?: boolean, description: string, schema: { type: string } }>
+
+t.test('response headers of every operation, by status', async (t) => {
+  for (const [path, statuses] of Object.entries(HEADERS)) {
+    const responses = doc.paths[path].get.responses as Record<string, { headers: DocHeaders }>
+    t.same(Object.keys(responses).sort(), Object.keys(statuses).sort(), `${path}: its statuses`)
+    for (const [status, spec] of Object.entries(statuses)) {
+      const documented = Object.fromEntries(Object.entries(responses[status].headers).map(([name, h]) => [name, h.required === true]))
+      t.same(documented, expectedHeaders(spec), `${path} ${status}`)
     }
+  }
+  const sites = doc.paths['/v1/sites'].get.responses
+  t.equal(sites['200'].headers['Cache-Control'].description, 'private, max-age=60: the answer may be reused for that many seconds, by this caller only')
+  t.equal(sites['400'].headers['Cache-Control'].description, 'no-store: an error is not to be kept')
+  t.match(sites['403'].headers.RateLimit.description, /Sent only with svc_partner_api_category_not_permitted \(refused after the request was counted\), and when at least one of the partner's windows is limited\.$/)
+  t.match(sites['200'].headers.RateLimit.description, /Sent when at least one of the partner's windows is limited\.$/)
+  t.equal(sites['304'].content, undefined, '304: no body')
+  t.same(sites['429'].headers['Retry-After'].schema, { type: 'integer' })
+})
+
+t.test('the service sends the headers and codes the document says, by operation and status', async (t) => {
+  const { app, tokens } = await buildTestApp(t, {
+    sandbox: [site('s-1', 4, 51.5, -0.12, ['~fuel']), site('s-2', 7, 52, 0)],
+    partners: [
+      { name: 'Full', slug: 'full', tier: 'growth', siteById: true },
+      { name: 'Demo', slug: 'demo', tier: 'demo' },
+      { name: 'Free', slug: 'free', tier: 'growth', siteById: true, limitOverrides: UNLIMITED },
+      { name: 'Tight', slug: 'tight', tier: 'growth', siteById: true, limitOverrides: { minute: 1 } },
+      { name: 'Paused', slug: 'paused', tier: 'growth', siteById: true, status: 'suspended' }
+    ]
+  })
+  // per operation: its URL and query, a malformed query, and the extra refusals it has
+  const operations: Record<string, { url: string, bad: string, more?: string[] }> = {
+    '/v1/sites': { url: '/v1/sites?lat=51.5&lng=-0.12', bad: '/v1/sites?lat=abc&lng=-0.12', more: ['/v1/sites?lng=-0.12', '/v1/sites?lat=51.5&lng=-0.12&category_id=99'] },
+    '/v1/sites/nearest': { url: '/v1/sites/nearest?lat=51.5&lng=-0.12', bad: '/v1/sites/nearest?lat=0&lng=0', more: ['/v1/sites/nearest?lat=51.5&lng=-0.12&category_id=99'] },
+    '/v1/sites/by-tag': { url: '/v1/sites/by-tag?tag=~fuel', bad: '/v1/sites/by-tag?tag=fuel' },
+    '/v1/sites/{id}': { url: '/v1/sites/s-1', bad: '/v1/sites/s.1' },
+    '/v1/usage': { url: '/v1/usage', bad: '/v1/usage?expand=all' },
+    '/v1/categories': { url: '/v1/categories', bad: '/v1/categories?demo=maybe' },
+    '/v1/tags': { url: '/v1/tags', bad: '/v1/tags?demo=maybe' }
+  }
+  const known = new Map(Object.keys(expectedHeaders('rate fresh retry')).map((name) => [name.toLowerCase(), name]))
+  const withKey = (url: string, slug: string) => `${url}${url.includes('?') ? '&' : '?'}api_key=${tokens[slug]}`
+  t.equal((await app.inject(withKey('/v1/sites/s-2', 'tight'))).statusCode, 200, 'the tight partner\'s one request of the minute')
+  for (const [path, op] of Object.entries(operations)) {
+    const responses = doc.paths[path].get.responses as Record<string, { headers: DocHeaders, content?: Record<string, { schema: { properties: { code: { enum: string[] } } } }> }>
+    const seen = new Map<string, Set<string>>()
+    const check = async (label: string, url: string, headers: Record<string, string> = {}) => {
+      const res = await app.inject({ url, headers })
+      const status = String(res.statusCode)
+      const documented = responses[status]
+      if (!documented) throw new Error(`${path} ${label}: ${status} is not documented`)
+      if (status !== '200' && status !== '304') t.ok(documented.content!['application/json'].schema.properties.code.enum.includes(res.json().code), `${path} ${label}: ${res.json().code} documented under ${status}`)
+      const sent = Object.keys(res.headers).filter((name) => known.has(name)).map((name) => known.get(name)!)
+      t.same(sent.filter((name) => !documented.headers[name]), [], `${path} ${label} (${status}): every header sent is documented`)
+      t.same(Object.keys(documented.headers).filter((name) => documented.headers[name].required && !sent.includes(name)), [], `${path} ${label} (${status}): every required header is sent`)
+      seen.set(status, new Set([...seen.get(status) ?? [], ...sent]))
+      return res
+    }
+    const ok = await check('full', withKey(op.url, 'full'))
+    if (ok.headers.etag) await check('If-None-Match', withKey(op.url, 'full'), { 'if-none-match': String(ok.headers.etag) })
+    await check('malformed', withKey(op.bad, 'full'))
+    for (const url of op.more ?? []) await check(url, withKey(url, 'full'))
+    await check('no token', op.url)
+    await check('unknown token', `${op.url}${op.url.includes('?') ? '&' : '?'}api_key=lsp_nope`)
+    await check('suspended', withKey(op.url, 'paused'))
+    await check('demo tier', withKey(op.url, 'demo'))
+    await check('unlimited', withKey(op.url, 'free'))
+    await check('over the limit', withKey(op.url, 'tight'))
+    // every status but 500 was answered; each of them sent, across its answers, every header documented for it
+    t.same([...seen.keys()].sort(), Object.keys(responses).filter((s) => s !== '500').sort(), `${path}: each documented status seen but 500`)
+    for (const [status, names] of seen) t.same([...names].sort(), Object.keys(responses[status].headers).sort(), `${path} ${status}: each documented header seen`)
   }
 })
 
