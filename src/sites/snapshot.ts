@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
-import type { DatasetMeta, DatasetName } from './dataset-file.ts'
+import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
@@ -41,7 +41,7 @@ function fileIdentity (path: string) {
 function readMeta (path: string): DatasetMeta {
   const db = new Database(path, { readonly: true, fileMustExist: true })
   try {
-    return Object.fromEntries((db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value])) as DatasetMeta
+    return readDatasetMeta(db)
   } finally {
     db.close()
   }
