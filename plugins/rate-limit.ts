@@ -62,7 +62,7 @@ function restore (db: Database.Database, store: LocalStore, now: number): number
 function sharedState (app: FastifyInstance, redis: Redis, clock: () => number) {
   const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log)
   app.addHook('onClose', () => shared.close())
-  return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis), save: () => {}, shared }
+  return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis, { log: app.log }), save: () => {}, shared }
 }
 
 /** Windows in process, saved to control.db every COUNTER_SAVE_MS and at close, restored at boot. */
