@@ -31,7 +31,7 @@ function sharedState (app: FastifyInstance, redis: Redis, clock: () => number) {
   const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log, { clock })
   app.addHook('onClose', () => shared.close())
   // Redis keeps the counts: nothing to save
-  return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis), save: () => {}, shared }
+  return { limiter: new RateLimiter(shared, clock), telemetry: new SharedTelemetry(redis, { log: app.log }), save: () => {}, shared }
 }
 
 function localState (app: FastifyInstance, options: UsageOptions, clock: () => number) {

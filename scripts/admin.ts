@@ -14,7 +14,7 @@ import { Redis } from 'ioredis'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
 import { SLUG_PATTERN } from '../src/schemas/common.ts'
-import { DATASETS, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
+import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
   PartnerStore, PartnerStoreError, checkedRow, controlPath, partnerView, type LimitOverride, type PartnerChanges
@@ -469,7 +469,7 @@ function datasetInfo (config: Config, dataset: DatasetName) {
   try {
     const db = new Database(path, { readonly: true, fileMustExist: true })
     try {
-      const meta = Object.fromEntries((db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value]))
+      const meta = readDatasetMeta(db)
       return { dataset, path, site_count: Number(meta.site_count), built_at: meta.built_at, source: meta.source, precision: Number(meta.precision), schema_version: meta.schema_version }
     } finally {
       db.close()

@@ -1,10 +1,11 @@
-// The one place the environment is read. Every variable is declared here with its default;
-// `.env.example` lists the same variables (a test keeps the two in step).
+// The one place the environment is read. Every variable is declared once, in EnvSchema, with its
+// default; env-schema applies the defaults, converts and checks the values, and Config is derived
+// from the schema. `.env.example` lists the same variables (a test keeps the two in step).
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseEnv } from 'node:util'
 import { Type, type Static } from '@sinclair/typebox'
-import { Value } from '@sinclair/typebox/value'
+import envSchema from 'env-schema'
 
 const Port = (defaultPort: number, description: string) =>
   Type.Integer({ minimum: 0, maximum: 65535, default: defaultPort, description })
@@ -52,34 +53,15 @@ export const EnvSchema = Type.Object({
 
 export type Env = Static<typeof EnvSchema>
 
-export interface Config {
-  nodeEnv: Env['NODE_ENV']
-  host: string
-  port: number
-  apiPrefix: string
-  dataDir: string
-  pilotAppUrl: string
-  logLevel: string
-  trustProxy: boolean | number | string[]
-  cacheTtlSeconds: number
-  cacheMaxEntries: number
-  cacheMaxMb: number
-  sandboxSiteCount: number
-  sandboxSeed: string
-  indexWorkerMinMb: number
-  partnerRefreshMs: number
-  counterSaveMs: number
-  /** '' when the state is in process */
-  stateUrl: string
-  shutdownTimeoutMs: number
-  metricsPort: number
-  maxConnections: number
-  /** 0: no cap per client address */
-  maxConnectionsPerIp: number
-  headersTimeoutMs: number
-  requestTimeoutMs: number
-  keepAliveTimeoutMs: number
-}
+/** SHUTDOWN_TIMEOUT_MS → shutdownTimeoutMs */
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Lowercase<Head>}${Capitalize<CamelCase<Tail>>}` : Lowercase<S>
+const camelCase = (key: string) => key.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+
+/**
+ * Each variable under its camelCase name, as the schema types it; DATA_DIR resolved, the
+ * trailing slash of PILOT_APP_URL dropped, TRUST_PROXY in the form Fastify takes.
+ */
+export type Config = Omit<{ [K in keyof Env as CamelCase<K>]: Env[K] }, 'trustProxy'> & { trustProxy: boolean | number | string[] }
 
 export class ConfigError extends Error {
   constructor (readonly variable: string, message: string) {
@@ -90,7 +72,7 @@ export class ConfigError extends Error {
 
 export const ENV_KEYS = Object.keys(EnvSchema.properties) as (keyof Env)[]
 
-/** Reads `.env` (when present) under the given environment; real variables win over the file. */
+/** Reads `.env` (when present); real variables win over the file. */
 export function readEnvFile (path: string): Record<string, string> {
   if (!existsSync(path)) return {}
   return parseEnv(readFileSync(path, 'utf8')) as Record<string, string>
@@ -102,56 +84,31 @@ export function loadConfig (
 ): Config {
   const cwd = options.cwd ?? process.cwd()
   const fileVars = options.envFile === false ? {} : readEnvFile(resolve(cwd, options.envFile ?? '.env'))
-  const raw: Record<string, unknown> = {}
+  const raw: Record<string, string> = {}
   for (const key of ENV_KEYS) {
     const value = env[key] ?? fileVars[key]
-    if (value !== undefined && value !== '') raw[key] = value
+    if (value !== undefined && value !== '') raw[key] = value // empty: unset, the default applies
+    // digits only: the schema's coercion would also take 1e3, 0x10 or " 1"
+    if (raw[key] !== undefined && EnvSchema.properties[key].type === 'integer' && !/^\d+$/.test(raw[key])) throw invalid(key, raw[key])
   }
-  const withDefaults = Value.Default(EnvSchema, raw)
-  for (const key of ENV_KEYS) {
-    const property = EnvSchema.properties[key]
-    if (typeof raw[key] !== 'string') continue
-    const text = raw[key] as string
-    if (property.type === 'integer') {
-      if (!/^\d+$/.test(text)) throw invalid(key, text)
-      ;(withDefaults as Record<string, unknown>)[key] = Number(text)
-    }
+  let e: Env
+  try {
+    e = envSchema<Env>({ schema: EnvSchema, data: raw, env: false })
+  } catch (err) {
+    const key = (err as { errors?: { instancePath: string }[] }).errors?.[0]?.instancePath.slice(1) as keyof Env | undefined
+    if (key === undefined || !(key in raw)) throw err
+    throw invalid(key, raw[key])
   }
-  const firstError = Value.Errors(EnvSchema, withDefaults).First()
-  if (firstError) {
-    const key = firstError.path.replace(/^\//, '') as keyof Env
-    throw invalid(key, String((withDefaults as Record<string, unknown>)[key]))
-  }
-  const e = withDefaults as Env
   // Node refuses to start a server whose headers may take longer than the whole request.
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('HEADERS_TIMEOUT_MS', `invalid configuration: HEADERS_TIMEOUT_MS=${e.HEADERS_TIMEOUT_MS} is more than REQUEST_TIMEOUT_MS=${e.REQUEST_TIMEOUT_MS}`)
   }
+  const config = Object.fromEntries(ENV_KEYS.map((key) => [camelCase(key), e[key]])) as Record<string, unknown>
   return {
-    nodeEnv: e.NODE_ENV,
-    host: e.HOST,
-    port: e.PORT,
-    metricsPort: e.METRICS_PORT,
-    apiPrefix: e.API_PREFIX,
+    ...config as Omit<Config, 'trustProxy'>,
     dataDir: resolve(cwd, e.DATA_DIR),
     pilotAppUrl: e.PILOT_APP_URL.replace(/\/+$/, ''),
-    logLevel: e.LOG_LEVEL,
-    trustProxy: parseTrustProxy(e.TRUST_PROXY),
-    cacheTtlSeconds: e.CACHE_TTL_SECONDS,
-    cacheMaxEntries: e.CACHE_MAX_ENTRIES,
-    cacheMaxMb: e.CACHE_MAX_MB,
-    sandboxSiteCount: e.SANDBOX_SITE_COUNT,
-    sandboxSeed: e.SANDBOX_SEED,
-    indexWorkerMinMb: e.INDEX_WORKER_MIN_MB,
-    partnerRefreshMs: e.PARTNER_REFRESH_MS,
-    counterSaveMs: e.COUNTER_SAVE_MS,
-    stateUrl: e.STATE_URL,
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    maxConnections: e.MAX_CONNECTIONS,
-    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
-    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
-    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
-    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS
+    trustProxy: parseTrustProxy(e.TRUST_PROXY)
   }
 }
 

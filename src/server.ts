@@ -1,10 +1,11 @@
 // Entry point: configuration, first-boot files, the app, listen; SIGHUP reloads the datasets,
-// SIGTERM/SIGINT close gracefully.
+// SIGTERM/SIGINT, an uncaught exception or an unhandled rejection close gracefully (src/http/shutdown.ts).
 import { buildApp } from './app.ts'
 import { prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { connectionCaps, limitConnections, openFileLimit } from './http/connections.ts'
 import { startMetricsServer } from './metrics/server.ts'
+import { closeOnSignals } from './http/shutdown.ts'
 
 async function main () {
   let config: Config
@@ -22,29 +23,16 @@ async function main () {
   for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
 
   let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined
-  let closing = false
-  const close = (signal: string) => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'closing')
-    const timer = setTimeout(() => {
-      app.log.error('graceful close timed out; exiting')
-      app.saveCounters() // what the requests answered so far counted is not lost with them
-      process.exit(1)
-    }, config.shutdownTimeoutMs)
-    timer.unref()
-    metrics?.server.close()
-    metrics?.server.closeAllConnections()
-    app.close().then(() => process.exit(0), (err) => {
-      app.log.error({ err }, 'close failed')
-      process.exit(1)
-    })
-  }
-  process.on('SIGHUP', () => {
-    if (!closing) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
+  const shutdown = closeOnSignals(app, {
+    timeoutMs: config.shutdownTimeoutMs,
+    beforeClose: () => {
+      metrics?.server.close()
+      metrics?.server.closeAllConnections()
+    }
   })
-  process.on('SIGTERM', () => close('SIGTERM'))
-  process.on('SIGINT', () => close('SIGINT'))
+  process.on('SIGHUP', () => {
+    if (!shutdown.closing()) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
+  })
 
   metrics = await startMetricsServer(app.metrics.registry, config.metricsPort)
   app.log.info({ url: metrics.url }, `metrics listening at ${metrics.url}`)

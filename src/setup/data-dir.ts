@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import type { Config } from '../config.ts'
-import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
+import { DATASETS, datasetPath, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
 import { generateSites, type GenerateOptions } from '../sites/generator.ts'
 import { PartnerStore, controlPath } from '../partners/store.ts'
 
@@ -23,16 +23,9 @@ export class DataDirError extends Error {
   }
 }
 
-export function generateDataset (path: string, options: GenerateOptions & { categoryNames?: Record<number, string> }) {
-  const writer = openDatasetWriter(path)
-  try {
-    for (const site of generateSites(options)) writer.add(site)
-    return writer.commit({ source: `generated count=${options.count} seed=${options.seed}`, precision: options.precision ?? 3, categoryNames: options.categoryNames })
-  } catch (err) {
-    writer.abort()
-    throw err
-  }
-}
+/** A dataset file of generated sites (the sandbox, `datasets generate`, benchmarks). */
+export const generateDataset = (path: string, options: GenerateOptions & { categoryNames?: Record<number, string> }) =>
+  writeDataset(path, generateSites(options), { source: `generated count=${options.count} seed=${options.seed}`, precision: options.precision ?? 3, categoryNames: options.categoryNames })
 
 /**
  * control.db records the first boot of this DATA_DIR (once both dataset files are there). A later

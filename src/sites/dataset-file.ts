@@ -48,7 +48,17 @@ export interface DatasetMeta {
   [key: string]: string
 }
 
+/** A site's region: three upper-case letters (EUR); its country: two (GB). */
+export const REGION_CODE = /^[A-Z]{3}$/
+export const COUNTRY_CODE = /^[A-Z]{2}$/
+
 export const datasetPath = (dataDir: string, name: DatasetName) => join(dataDir, `${name}.db`)
+
+/** The meta table of an open dataset file, as key → value. */
+export function readDatasetMeta (db: Database.Database): DatasetMeta {
+  const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]
+  return Object.fromEntries(rows.map((r) => [r.key, r.value])) as DatasetMeta
+}
 
 /** Rounds a coordinate to `precision` decimal places: the obscuring step of every writer. */
 export function obscure (value: number, precision: number): number {

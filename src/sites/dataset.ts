@@ -3,7 +3,7 @@
 // category and per large tag, and the sites of every tag in id order.
 import Database from 'better-sqlite3'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
-import type { DatasetMeta, DatasetName } from './dataset-file.ts'
+import { COUNTRY_CODE, REGION_CODE, readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
 
@@ -83,9 +83,7 @@ export function loadDataset (path: string, name: DatasetName, options: { quickCh
 
 function readDataset (db: Database.Database, path: string, name: DatasetName, check: boolean): Dataset {
   if (check) quickCheck(db, path)
-  const meta = Object.fromEntries(
-    (db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value])
-  ) as DatasetMeta
+  const meta = readDatasetMeta(db)
   for (const key of ['schema_version', 'built_at', 'source', 'site_count', 'precision']) {
     if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
   }
@@ -109,8 +107,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     if (!Number.isInteger(category) || category < 1) throw new DatasetError(path, `site ${id}: bad category ${String(category)}`)
     if (typeof latitude !== 'number' || !(latitude >= -90 && latitude <= 90)) throw new DatasetError(path, `site ${id}: bad latitude`)
     if (typeof longitude !== 'number' || !(longitude >= -180 && longitude <= 180)) throw new DatasetError(path, `site ${id}: bad longitude`)
-    if (typeof region !== 'string' || !/^[A-Z]{3}$/.test(region)) throw new DatasetError(path, `site ${id}: bad region`)
-    if (typeof country !== 'string' || !/^[A-Z]{2}$/.test(country)) throw new DatasetError(path, `site ${id}: bad country`)
+    if (typeof region !== 'string' || !REGION_CODE.test(region)) throw new DatasetError(path, `site ${id}: bad region`)
+    if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) throw new DatasetError(path, `site ${id}: bad country`)
     if (typeof siteName !== 'string') throw new DatasetError(path, `site ${id}: bad name`)
     ids[i] = id
     names[i] = siteName

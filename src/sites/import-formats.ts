@@ -1,8 +1,12 @@
-// Streaming readers of the three import formats (docs/data-files.md). Each yields raw records
-// with the label an operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of
-// one read's worth (64 kB), holding only those in memory, so a file of any size reads in bounded
-// memory.
+// Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse, GeoJSON through
+// stream-json's tokenizer, NDJSON a line at a time. Each yields raw records with the label an
+// operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of one read's worth
+// (64 kB), holding only those in memory, so a file of any size reads in bounded memory.
 import { createReadStream } from 'node:fs'
+import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
+import { jsonParser, type Token } from 'stream-json/core/parser.js'
+import { Assembler } from 'stream-json/core/assembler.js'
+import { getManyValues, isMany, none } from 'stream-chain/defs.js'
 
 export type ImportFormat = 'csv' | 'geojson' | 'ndjson'
 export const IMPORT_FORMATS: readonly ImportFormat[] = ['csv', 'geojson', 'ndjson']
@@ -85,48 +89,6 @@ async function * lineBatches (path: string, onBytes?: (bytes: number) => void): 
  */
 const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break'
 
-/** One CSV record (RFC 4180: quoted fields, "" for a quote); null when the quoting is malformed. */
-export function splitCsvRecord (record: string): string[] | null {
-  if (!record.includes('"')) return record.split(',')
-  const fields: string[] = []
-  let i = 0
-  for (;;) {
-    if (record[i] === '"') {
-      let value = ''
-      i++
-      for (;;) {
-        const q = record.indexOf('"', i)
-        if (q < 0) return null
-        value += record.slice(i, q)
-        if (record[q + 1] === '"') {
-          value += '"'
-          i = q + 2
-        } else {
-          i = q + 1
-          break
-        }
-      }
-      fields.push(value)
-      if (i === record.length) return fields
-      if (record[i] !== ',') return null
-      i++
-    } else {
-      const comma = record.indexOf(',', i)
-      const value = comma < 0 ? record.slice(i) : record.slice(i, comma)
-      if (value.includes('"')) return null
-      fields.push(value)
-      if (comma < 0) return fields
-      i = comma + 1
-    }
-  }
-}
-
-const countQuotes = (s: string) => {
-  let count = 0
-  for (let i = s.indexOf('"'); i >= 0; i = s.indexOf('"', i + 1)) count++
-  return count
-}
-
 /** The header's columns in the order a record's fields are made (one shape for every record). */
 const csvRecord = (fields: string[], column: number[]): Record<string, unknown> => ({
   id: fields[column[0]],
@@ -139,52 +101,128 @@ const csvRecord = (fields: string[], column: number[]): Record<string, unknown> 
   tags: fields[column[7]]
 })
 
+/**
+ * Line numbers of byte offsets of a file read in order (offsets asked for never go back). The
+ * records' own line counts are not used: csv-parse counts a CRLF inside a quoted field as two lines.
+ */
+class LineCounter {
+  private readonly chunks: Buffer[] = []
+  private chunkStart = 0 // file offset of chunks[0]
+  private at = 0 // offset counted up to
+  private breaks = 0 // line breaks before `at`
+
+  add (chunk: Buffer) {
+    this.chunks.push(chunk)
+  }
+
+  /** The line (from 1) of the byte at `offset`, and whether that byte is a line break. */
+  lineOf (offset: number): { line: number, isBreak: boolean } {
+    for (;;) {
+      const chunk = this.chunks[0]
+      if (!chunk) return { line: this.breaks + 1, isBreak: false } // the end of the file
+      const end = Math.min(offset, this.chunkStart + chunk.length)
+      for (let i = chunk.indexOf(10, this.at - this.chunkStart); i >= 0 && this.chunkStart + i < end; i = chunk.indexOf(10, i + 1)) this.breaks++
+      this.at = end
+      if (offset < this.chunkStart + chunk.length) return { line: this.breaks + 1, isBreak: chunk[offset - this.chunkStart] === 10 }
+      this.chunkStart += chunk.length
+      this.chunks.shift()
+    }
+  }
+}
+
+/**
+ * csv-parse's stream, handing each record on as it is parsed, with the file offset where it ends
+ * (csv-parse's info.bytes when it pushes the record; its per-record info objects cost more than
+ * the parse).
+ */
+class CsvRecords extends CsvParser {
+  constructor (options: CsvOptions, private readonly onRecord: (fields: string[], end: number) => void) {
+    super(options)
+  }
+
+  override push (record: unknown): boolean {
+    if (record === null) return super.push(null)
+    this.onRecord(record as string[], this.info.bytes)
+    return true
+  }
+}
+
+/**
+ * CSV (RFC 4180) read by csv-parse. A record is labelled with the line it starts on; a record it
+ * cannot read (malformed quoting) is reported and reading goes on with the next one.
+ */
 async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
   let column: number[] | undefined // where each of CSV_HEADER's names is in a record
-  let pending = ''
-  let pendingLine = 0
-  let quotes = 0
-  let n = 0
-  for await (const { lines, unterminated } of lineBatches(path, onBytes)) {
-    const batch: RawRecord[] = []
-    for (const text of lines) {
-      n++
-      // A quoted field may hold line breaks: a record ends on a line that leaves the quotes balanced.
-      if (pending === '' && text === '' && column) continue
-      if (pendingLine === 0) pendingLine = n
-      pending = pendingLine === n ? text : `${pending}\n${text}`
-      quotes += countQuotes(text)
-      if (quotes % 2 === 1) continue
-      const recordLine = pendingLine
-      const record = pending
-      pending = ''
-      pendingLine = 0
-      quotes = 0
-      const fields = splitCsvRecord(record)
-      if (!column) {
-        const names = fields?.map((f) => f.trim())
-        if (!names || names.length !== CSV_HEADER.length || !CSV_HEADER.every((h) => names.includes(h))) {
-          batch.push({ label: `line ${recordLine}`, error: `the header must be ${CSV_HEADER.join(',')}` })
-          yield batch
-          return
-        }
-        column = CSV_HEADER.map((h) => names.indexOf(h))
-        continue
-      }
-      if (unterminated) {
-        batch.push({ label: `line ${recordLine}`, error: CSV_CUT_SHORT })
-      } else if (!fields) {
-        batch.push({ label: `line ${recordLine}`, error: 'malformed quoting' })
-      } else if (fields.length !== CSV_HEADER.length) {
-        batch.push({ label: `line ${recordLine}`, error: `expected ${CSV_HEADER.length} fields, found ${fields.length}` })
-      } else {
-        batch.push({ label: `line ${recordLine}`, fields: csvRecord(fields, column) })
-      }
-    }
-    if (batch.length > 0) yield batch
+  let batch: RawRecord[] = []
+  let done = false // the header is wrong: nothing more is read
+  let lastSkipped: string | undefined
+  const lines = new LineCounter()
+  const headerError = () => {
+    batch.push({ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` })
+    done = true
   }
-  if (pendingLine !== 0) yield [{ label: `line ${pendingLine}`, error: 'unterminated quoted field: the file ends inside it (cut short?)' }]
-  else if (!column) yield [{ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` }]
+  const onRecord = (fields: string[], end: number) => {
+    if (done) return
+    const last = lines.lineOf(end - 1) // a record ends on its line break, or where the file ends
+    let line = last.line
+    for (const field of fields) for (let i = field.indexOf('\n'); i >= 0; i = field.indexOf('\n', i + 1)) line--
+    const label = `line ${line}`
+    if (!column) {
+      const names = fields.map((f) => f.trim())
+      if (names.length !== CSV_HEADER.length || !CSV_HEADER.every((h) => names.includes(h))) return headerError()
+      column = CSV_HEADER.map((h) => names.indexOf(h))
+    } else if (fields.length === 1 && fields[0] === '') {
+      // a blank line
+    } else if (!last.isBreak) {
+      batch.push({ label, error: CSV_CUT_SHORT })
+    } else if (fields.length !== CSV_HEADER.length) {
+      batch.push({ label, error: `expected ${CSV_HEADER.length} fields, found ${fields.length}` })
+    } else {
+      batch.push({ label, fields: csvRecord(fields, column) })
+    }
+  }
+  const onSkip = (err: CsvError | undefined) => {
+    if (done || !err) return
+    if (!column) return headerError()
+    // the offset of the record's start, or of its last field read before the error
+    const label = `line ${lines.lineOf(err.bytes as number).line}`
+    const error = err.code === 'CSV_QUOTE_NOT_CLOSED' ? 'unterminated quoted field: the file ends inside it (cut short?)' : 'malformed quoting'
+    // after a stray quote csv-parse reads on as if quoted: one error for the record
+    if (label === lastSkipped) return
+    lastSkipped = label
+    batch.push({ label, error })
+  }
+  const parser = new CsvRecords({
+    bom: true,
+    record_delimiter: ['\r\n', '\n'], // not a lone CR
+    relax_column_count: true, // field counts are checked above, record by record
+    skip_records_with_error: true,
+    on_skip: (err) => { onSkip(err) }
+  }, onRecord)
+  let failure: Error | undefined // none expected: every error of a record goes to on_skip
+  parser.on('error', (err) => { failure = err })
+  const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
+  let bytes = 0
+  try {
+    for await (const buffer of stream as AsyncIterable<Buffer>) {
+      if (failure) throw failure
+      bytes += buffer.length
+      onBytes?.(bytes)
+      lines.add(buffer)
+      parser.write(buffer) // parsed at once: its records reach onRecord before write returns
+      if (batch.length > 0) {
+        yield batch
+        batch = []
+      }
+      if (done) return
+    }
+    await new Promise((resolve) => parser.end(resolve))
+    if (failure) throw failure
+    if (!done && !column) headerError()
+    if (batch.length > 0) yield batch
+  } finally {
+    stream.destroy()
+  }
 }
 
 const NOT_JSON = Symbol('not JSON')
@@ -213,108 +251,95 @@ async function * readNdjsonBatches (path: string, onBytes?: (bytes: number) => v
   }
 }
 
+const INCOMPLETE_COLLECTION = 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)'
+
 /**
- * GeoJSON FeatureCollection, streamed: a small scanner follows strings and nesting, finds the
- * top-level "features" array and hands each element to JSON.parse on its own.
+ * GeoJSON FeatureCollection, streamed: stream-json's tokenizer reads the file, each element of the
+ * top-level "features" array is assembled on its own (the rest of the file is never held).
  */
 async function * readGeojsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
-  let depth = 0
-  let inString = false
-  let escaped = false
-  let keyParts: string[] | undefined // a string at depth 1 being read (split across chunks too)
-  let keyStart = 0
-  let lastKey: string | undefined // last string at depth 1: a key if a ':' follows
-  let valueOf: string | undefined // key whose value comes next at depth 1
+  const tokenize = jsonParser({ streamValues: false }) // whole keys, strings and numbers: one token each
+  const assembler = new Assembler()
+  let depth = 0 // 1: in the top-level object, 2: in its "features" array
+  let key: string | undefined // the top-level key whose value comes next
   let typeValue: unknown
   let sawFeatures = false
   let inFeatures = false
-  let element: string[] = [] // parts of the element being captured
-  let elementStart = -1
+  let inElement = false // an element of "features" is being assembled
+  let started = false
   let n = 0
-  let topLevel = true
   let parsed: RawRecord[] = []
-
-  const finishElement = (text: string) => {
-    n++
-    const value = parseJson(text)
-    parsed.push(value === NOT_JSON ? { label: `feature ${n}`, error: 'not valid JSON' } : featureRecord(value, n))
+  const notCollection = () => {
+    parsed.push({ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' })
+    return false
+  }
+  /** false: reading stops */
+  const onToken = (token: Token): boolean => {
+    if (inElement) {
+      assembler.consume(token)
+      if (assembler.done) {
+        inElement = false
+        parsed.push(featureRecord(assembler.current, ++n))
+      }
+      return true
+    }
+    if (!started) {
+      started = true
+      if (token.name !== 'startObject') return notCollection()
+    }
+    switch (token.name) {
+      case 'startObject': case 'startArray':
+        if (inFeatures && depth === 2) {
+          inElement = true
+          assembler.consume(token)
+          return true
+        }
+        if (depth === 1 && key === 'features' && token.name === 'startArray') inFeatures = sawFeatures = true
+        depth++
+        key = undefined
+        return true
+      case 'endObject': case 'endArray':
+        depth--
+        if (depth === 1) inFeatures = false
+        return true
+      case 'keyValue':
+        if (depth === 1) key = token.value
+        return true
+      default: // a value of its own: a string, number, true, false or null
+        if (inFeatures && depth === 2) parsed.push(featureRecord(token.name === 'numberValue' ? Number(token.value) : (token as { value?: unknown }).value, ++n))
+        else if (depth === 1 && key === 'type') typeValue = (token as { value?: unknown }).value
+        if (depth === 1) key = undefined
+        return true
+    }
+  }
+  /** false: reading stops */
+  const feed = (text: string | typeof none): boolean => {
+    let tokens: unknown
+    try {
+      tokens = tokenize(text as string) // none: the end of the file
+    } catch {
+      if (!started) notCollection()
+      else parsed.push({ label: `feature ${inElement ? n + 1 : n}`, error: text === none ? INCOMPLETE_COLLECTION : 'not valid JSON' })
+      return false
+    }
+    if (isMany(tokens)) for (const token of getManyValues(tokens) as Token[]) if (!onToken(token)) return false
+    return true
   }
 
   for await (const chunk of chunks(path, onBytes)) {
-    if (elementStart >= 0) elementStart = 0
-    if (keyParts) keyStart = 0
-    for (let i = 0; i < chunk.length; i++) {
-      const c = chunk.charCodeAt(i)
-      if (inString) {
-        if (escaped) escaped = false
-        else if (c === 92) escaped = true // backslash
-        else if (c === 34) { // closing quote
-          inString = false
-          if (keyParts) {
-            const text = keyParts.join('') + chunk.slice(keyStart, i)
-            keyParts = undefined
-            if (valueOf === 'type') { typeValue = text; valueOf = undefined } else lastKey = text
-          }
-        }
-        continue
-      }
-      if (c === 32 || c === 10 || c === 13 || c === 9) continue
-      if (topLevel) {
-        if (c !== 123) {
-          parsed.push({ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' })
-          yield parsed
-          return
-        }
-        topLevel = false
-      }
-      if (inFeatures && depth === 2 && elementStart < 0 && c !== 44 && c !== 93) {
-        elementStart = i
-        element = []
-      }
-      switch (c) {
-        case 34: // opening quote
-          inString = true
-          if (depth === 1) { keyParts = []; keyStart = i + 1 }
-          break
-        case 58: // ':'
-          if (depth === 1) { valueOf = lastKey; lastKey = undefined }
-          break
-        case 123: case 91: // { [
-          if (depth === 1 && valueOf === 'features' && c === 91) { inFeatures = true; sawFeatures = true }
-          if (depth === 1) valueOf = undefined
-          depth++
-          break
-        case 125: case 93: // } ]
-          depth--
-          if (inFeatures && depth === 2 && elementStart >= 0 && c === 125) {
-            element.push(chunk.slice(elementStart, i + 1))
-            finishElement(element.join(''))
-            elementStart = -1
-          } else if (inFeatures && depth === 1) {
-            if (elementStart >= 0) { element.push(chunk.slice(elementStart, i)); finishElement(element.join('').trim()); elementStart = -1 }
-            inFeatures = false
-          }
-          break
-        case 44: // ','
-          if (inFeatures && depth === 2 && elementStart >= 0) {
-            element.push(chunk.slice(elementStart, i))
-            finishElement(element.join('').trim())
-            elementStart = -1
-          }
-          if (depth === 1) valueOf = undefined
-          break
-      }
-    }
-    if (elementStart >= 0) element.push(chunk.slice(elementStart))
-    if (keyParts) keyParts.push(chunk.slice(keyStart))
+    const more = feed(chunk)
     if (parsed.length > 0) yield parsed
     parsed = []
+    if (!more) return
   }
-  if (!sawFeatures || depth !== 0 || inString) {
-    const current = inFeatures && elementStart >= 0 ? n + 1 : n // the feature being read when the file ended
-    yield [{ label: `feature ${current}`, error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }]
+  if (!feed(none)) {
+    yield parsed
+  } else if (!sawFeatures || depth !== 0) {
+    yield [...parsed, { label: `feature ${inElement ? n + 1 : n}`, error: INCOMPLETE_COLLECTION }]
   } else if (typeValue !== 'FeatureCollection') {
-    yield [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }]
+    yield [...parsed, { label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }]
+  } else if (parsed.length > 0) {
+    yield parsed
   }
 }
 

@@ -3,7 +3,7 @@
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
-import { obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
+import { COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
 import { readRecordBatches, type ImportFormat } from './import-formats.ts'
 
 export const MAX_REPORTED_ERRORS = 20
@@ -36,9 +36,9 @@ export function validateRecord (fields: Record<string, unknown>, precision: numb
     reasons.push(`name must be 1 to ${MAX_NAME_LENGTH} characters without control characters`)
   }
   const region = fields.region
-  if (typeof region !== 'string' || !/^[A-Z]{3}$/.test(region)) reasons.push('region must be three upper-case letters')
+  if (typeof region !== 'string' || !REGION_CODE.test(region)) reasons.push('region must be three upper-case letters')
   const country = fields.country
-  if (typeof country !== 'string' || !/^[A-Z]{2}$/.test(country)) reasons.push('country must be two upper-case letters')
+  if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) reasons.push('country must be two upper-case letters')
 
   const latitude = number(fields.latitude)
   if (latitude === undefined || latitude < -90 || latitude > 90) reasons.push('latitude must be a number from -90 to 90')

@@ -1,12 +1,12 @@
 // The datasets in memory: each file read into its own indexes (from its index snapshot when that
 // is current). The registry holds one reference per dataset, so a reload builds new indexes and
 // swaps the reference at once.
-import { statSync } from 'node:fs'
+import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
 import type { IndexJob, IndexResult } from './index-worker.ts'
-import { readSnapshot } from './snapshot.ts'
+import { readSnapshot, snapshotPath } from './snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
@@ -114,7 +114,12 @@ async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, worke
   const loaded = {} as Record<DatasetName, Dataset>
   for (const name of DATASETS) {
     const path = datasetPath(dataDir, name)
-    let ds = verify ? undefined : readSnapshot(path, name)
+    // removed, so that the index worker writes it anew (it checks a snapshot's header only)
+    const unusable = (reason: string) => {
+      log.warn({ dataset: name, reason }, 'index snapshot not used; the dataset file is read and checked instead')
+      rmSync(snapshotPath(path), { force: true })
+    }
+    let ds = verify ? undefined : readSnapshot(path, name, unusable)
     if (!ds && fileSize(path) < workerMinBytes) {
       ds = loadDataset(path, name) // small: read and checked right here, no snapshot needed
     } else if (!ds) {
@@ -123,7 +128,7 @@ async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, worke
       if (!result.ok) throw new Error(result.error) // the worker's reason names the file
       if (result.snapshotError) log.warn({ dataset: name, error: result.snapshotError }, 'index snapshot could not be written; the file is read directly')
       if (result.built) log.info({ dataset: name, ms: Math.round(performance.now() - started) }, 'dataset verified and indexed; snapshot written')
-      ds = readSnapshot(path, name) ?? loadDataset(path, name, { quickCheck: false })
+      ds = readSnapshot(path, name, unusable) ?? loadDataset(path, name, { quickCheck: false })
     }
     loaded[name] = ds
   }

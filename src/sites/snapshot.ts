@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
-import type { DatasetMeta, DatasetName } from './dataset-file.ts'
+import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
@@ -41,7 +41,7 @@ function fileIdentity (path: string) {
 function readMeta (path: string): DatasetMeta {
   const db = new Database(path, { readonly: true, fileMustExist: true })
   try {
-    return Object.fromEntries((db.prepare('SELECT key, value FROM meta').all() as { key: string, value: string }[]).map((r) => [r.key, r.value])) as DatasetMeta
+    return readDatasetMeta(db)
   } finally {
     db.close()
   }
@@ -108,32 +108,36 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   renameSync(tmp, target)
 }
 
-/** The snapshot's header if it names the dataset file as it is now (size, mtime, meta). */
-function currentHeader (fd: number, path: string): { header: Header, headerLength: number, meta: DatasetMeta } | undefined {
+/**
+ * The snapshot's header if it names the dataset file as it is now (size, mtime, meta), or why it
+ * cannot be used.
+ */
+function currentHeader (fd: number, path: string): { header: Header, headerLength: number, meta: DatasetMeta } | string {
   const lead = Buffer.alloc(16)
-  if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return undefined
+  if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return `not an index snapshot of this format (${MAGIC}): another version of the service wrote it, or it is damaged`
   const headerLength = lead.readUInt32LE(8)
   const headerBytes = Buffer.alloc(headerLength)
-  if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return undefined
+  if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return 'snapshot is cut short'
   const header = JSON.parse(headerBytes.toString('utf8')) as Header
   const current = fileIdentity(path)
-  if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return undefined
+  if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return 'made from another version of the dataset file (its size or modification time differ)'
   const meta = readMeta(path)
-  if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return undefined
+  if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return 'made from another version of the dataset file (its meta differs)'
   return { header, headerLength, meta }
 }
 
 /**
  * The dataset from its snapshot, or undefined when there is none or it does not match the
- * dataset file as it is now (then the file must be read and checked the slow way).
+ * dataset file as it is now (then the file must be read and checked the slow way). `unusable`
+ * is told why a snapshot that exists is not used.
  */
-export function readSnapshot (path: string, name: DatasetName): Dataset | undefined {
-  return withSnapshotFile(path, undefined, (fd) => {
+export function readSnapshot (path: string, name: DatasetName, unusable?: (reason: string) => void): Dataset | undefined {
+  return withSnapshotFile(path, undefined, unusable, (fd) => {
     // Section by section, each read into a buffer of its own: no copy of the whole file in
     // memory, and the kdbush indexes are read straight into the ArrayBuffers they live in.
     const size = fstatSync(fd).size
     const found = currentHeader(fd, path)
-    if (!found) return undefined
+    if (typeof found === 'string') throw new Error(found)
     const { header, headerLength, meta } = found
     const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
     const read = (key: string): ArrayBuffer => {
@@ -163,7 +167,7 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
     const lats = new Float64Array(read('lats'))
     const lngs = new Float64Array(read('lngs'))
     if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count ||
-      regions.length !== count || countries.length !== count) return undefined
+      regions.length !== count || countries.length !== count) throw new Error('snapshot columns do not match its site count')
 
     const index = (key: string, positions: Uint32Array): SubIndex => {
       const kd = KDBush.from(read(key))
@@ -196,20 +200,28 @@ export function readSnapshot (path: string, name: DatasetName): Dataset | undefi
  * a new file) writes it again.
  */
 export function snapshotCurrent (path: string): boolean {
-  return withSnapshotFile(path, false, (fd) => currentHeader(fd, path)?.header.math === SNAPSHOT_MATH)
+  return withSnapshotFile(path, false, undefined, (fd) => {
+    const found = currentHeader(fd, path)
+    return typeof found !== 'string' && found.header.math === SNAPSHOT_MATH
+  })
 }
 
-/** Runs `read` on the open snapshot file; `otherwise` when it is missing, unreadable or inconsistent. */
-function withSnapshotFile<T> (path: string, otherwise: T, read: (fd: number) => T): T {
+/**
+ * Runs `read` on the open snapshot file; `otherwise` when it is missing, unreadable or
+ * inconsistent (then `unusable` is told why, unless it is missing).
+ */
+function withSnapshotFile<T> (path: string, otherwise: T, unusable: ((reason: string) => void) | undefined, read: (fd: number) => T): T {
   let fd: number
   try {
     fd = openSync(snapshotPath(path), 'r')
-  } catch {
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') unusable?.(`cannot open ${snapshotPath(path)}: ${(err as Error).message}`)
     return otherwise
   }
   try {
     return read(fd)
-  } catch {
+  } catch (err) {
+    unusable?.((err as Error).message)
     return otherwise // the slow way rebuilds it
   } finally {
     closeSync(fd)

@@ -82,15 +82,28 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
   }
 }
 
+export interface TelemetryLog {
+  warn (obj: object, msg: string): void
+  info (obj: object, msg: string): void
+}
+
 /**
  * The feed shared by every instance (STATE_URL): a capped Redis list per partner, newest first.
- * Events are also kept in process, which answers while Redis is away.
+ * Events are also kept in process, which answers while Redis is away. Failed writes are logged
+ * once per outage: a warning when they start failing, an info line when they work again.
  */
 export class SharedTelemetry implements Telemetry {
   readonly local: TelemetryFeed
+  private readonly prefix: string
+  readonly size: number
+  private readonly log?: TelemetryLog
+  private failing = false
 
-  constructor (private readonly redis: Redis, private readonly prefix = 'lsp:', readonly size = TELEMETRY_FEED_SIZE) {
-    this.local = new TelemetryFeed(size)
+  constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog } = {}) {
+    this.prefix = options.prefix ?? 'lsp:'
+    this.size = options.size ?? TELEMETRY_FEED_SIZE
+    this.log = options.log
+    this.local = new TelemetryFeed(this.size)
   }
 
   private keyOf (key: string) {
@@ -100,7 +113,20 @@ export class SharedTelemetry implements Telemetry {
   record (key: string, event: TelemetryEvent) {
     this.local.record(key, event)
     const k = this.keyOf(key)
-    this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().catch(() => {})
+    this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().then(
+      (results) => this.written(results?.find(([err]) => err)?.[0] ?? undefined),
+      (err: Error) => this.written(err)
+    )
+  }
+
+  private written (err: Error | undefined) {
+    if (err && !this.failing) {
+      this.failing = true
+      this.log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile')
+    } else if (!err && this.failing) {
+      this.failing = false
+      this.log?.info({}, 'telemetry events are written to the shared state (Redis) again')
+    }
   }
 
   async block (key: string, now: number): Promise<TelemetryBlock> {

@@ -63,3 +63,14 @@ t.test('.env is read, and the environment wins over it', async (t) => {
   t.equal(c.port, 4000)
   t.equal(c.host, '127.0.0.2')
 })
+
+t.test('an empty variable takes the default; whole numbers are digits only; a bad value in .env is named too', async (t) => {
+  t.equal(loadConfig({ PORT: '', NODE_ENV: '' }, { envFile: false }).port, 3000)
+  for (const value of ['0x10', ' 80', '8e1', '+80']) {
+    t.throws(() => loadConfig({ PORT: value }, { envFile: false }), { name: 'ConfigError', variable: 'PORT', message: `invalid configuration: PORT=${JSON.stringify(value)} is not valid (HTTP port (0 picks a free port))` })
+  }
+  const dir = tmpDataDir(t)
+  writeFileSync(join(dir, '.env'), 'LOG_LEVEL=loud\n')
+  t.throws(() => loadConfig({}, { cwd: dir }), { name: 'ConfigError', variable: 'LOG_LEVEL', message: 'invalid configuration: LOG_LEVEL="loud" is not valid (pino log level)' })
+  t.equal(loadConfig({ LOG_LEVEL: 'warn' }, { cwd: dir }).logLevel, 'warn', 'the environment wins over a bad value in .env')
+})

@@ -8,7 +8,7 @@ import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { loadDataset } from '../../src/sites/dataset.ts'
 import { writeSitesFile } from '../../src/sites/export.ts'
 import { generateSites } from '../../src/sites/generator.ts'
-import { readOptions, readRecordBatches, splitCsvRecord, type ImportFormat, type RawRecord } from '../../src/sites/import-formats.ts'
+import { readOptions, readRecordBatches, type ImportFormat, type RawRecord } from '../../src/sites/import-formats.ts'
 import { importSites } from '../../src/sites/import.ts'
 import { site, tmpDataDir } from '../helper.ts'
 
@@ -24,9 +24,6 @@ async function collect (format: ImportFormat, text: string, name = `f.${format}`
 }
 
 t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM, blank lines', async (t) => {
-  t.same(splitCsvRecord('a,"b,c","d""e",'), ['a', 'b,c', 'd"e', ''])
-  t.equal(splitCsvRecord('a,b"c'), null)
-  t.equal(splitCsvRecord('"a"b'), null)
   const text = '\uFEFF' + HEADER + '\r\n' +
     'a1,4,"Inn, ""The Crown""",EUR,GB,51.5,-0.1,~fuel|~ppr\r\n' +
     '\r\n' +
@@ -48,10 +45,29 @@ t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM,
     t.same(await collect('ndjson', '{"id":"a"}\r\n\n[1]\n{"id":"b"}'), [{ label: 'line 1', fields: { id: 'a' } }, { label: 'line 3', error: 'not a JSON object' }, { label: 'line 4', fields: { id: 'b' } }], `NDJSON in chunks of ${size} bytes`)
   }
   readOptions.chunkBytes = original
+  t.same(await collect('csv', `${HEADER}\na,4,"b,c","d""e",EUR,GB,1,\n`), [{ label: 'line 2', fields: { id: 'a', category: '4', name: 'b,c', region: 'd"e', country: 'EUR', latitude: 'GB', longitude: '1', tags: '' } }])
+  // a quote inside an unquoted field, or text after a closing quote: that record is refused
+  t.same(await collect('csv', `${HEADER}\nm1,4,a"b,EUR,GB,1,1,\nok,4,N,EUR,GB,1,1,\nm2,"4"x,N,EUR,GB,1,1,\n`), [
+    { label: 'line 2', error: 'malformed quoting' },
+    { label: 'line 3', fields: { id: 'ok', category: '4', name: 'N', region: 'EUR', country: 'GB', latitude: '1', longitude: '1', tags: '' } },
+    { label: 'line 4', error: 'malformed quoting' }
+  ])
   t.same(await collect('csv', 'id,name\n1,2\n'), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
   t.same(await collect('csv', ''), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
   const reordered = await collect('csv', 'tags,id,category,name,region,country,latitude,longitude\n~a,x,4,N,EUR,GB,1,2\n')
   t.same(reordered[0].fields, { tags: '~a', id: 'x', category: '4', name: 'N', region: 'EUR', country: 'GB', latitude: '1', longitude: '2' })
+})
+
+t.test('CSV line numbers are the file\'s, CRLF line breaks inside quoted fields too', async (t) => {
+  const text = `${HEADER}\r\nq1,4,"Two\r\nlines",EUR,GB,1,1,\r\nq2,4,"Three\r\nline\r\nname",EUR,GB,1,1,\r\nshort,4,N\r\nq3,4,x"y,EUR,GB,1,1,\r\nq4,4,N,EUR,GB,1,1,\r\n`
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const size of [1, 5, 64]) {
+    readOptions.chunkBytes = size
+    t.same((await collect('csv', text)).map((r) => [r.label, r.error ?? r.fields!.id]), [
+      ['line 2', 'q1'], ['line 4', 'q2'], ['line 7', 'expected 8 fields, found 3'], ['line 8', 'malformed quoting'], ['line 9', 'q4']
+    ], `chunks of ${size} bytes`)
+  }
 })
 
 t.test('NDJSON: one object a line, blank lines skipped but counted', async (t) => {

@@ -7,7 +7,7 @@ import { seededRandom } from '../../src/sites/generator.ts'
 import { SNAPSHOT_MATH, readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
 import type { SubIndex } from '../../src/sites/spatial.ts'
 import { buildApp } from '../../src/app.ts'
-import { buildTestApp, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
+import { buildTestApp, logCapture, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
 
 const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
 /** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
@@ -101,20 +101,48 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
   writeSnapshot(loadDataset(path, 'sandbox'))
   const good = readFileSync(snapshotPath(path))
   writeDataset(path, [site('b', 4, 1, 1)], { source: 'two', precision: 3 })
-  t.equal(readSnapshot(path, 'sandbox'), undefined, 'the file was replaced')
+  const reasons: string[] = []
+  const why = (reason: string) => { reasons.push(reason) }
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'the file was replaced')
   t.equal(snapshotCurrent(path), false)
   writeSnapshot(loadDataset(path, 'sandbox'))
   t.equal(readSnapshot(path, 'sandbox')!.ids.at(0), 'b')
   utimesSync(path, new Date(), new Date(Date.now() + 5000))
-  t.equal(readSnapshot(path, 'sandbox'), undefined, 'the file was touched')
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'the file was touched')
   writeSnapshot(loadDataset(path, 'sandbox'))
   const bytes = readFileSync(snapshotPath(path))
   writeFileSync(snapshotPath(path), bytes.subarray(0, bytes.length - 9))
-  t.equal(readSnapshot(path, 'sandbox'), undefined, 'cut short')
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'cut short')
   writeFileSync(snapshotPath(path), Buffer.concat([Buffer.from('garbage!'), bytes.subarray(8)]))
-  t.equal(readSnapshot(path, 'sandbox'), undefined, 'not a snapshot')
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'not a snapshot')
   writeFileSync(snapshotPath(path), good)
-  t.equal(readSnapshot(path, 'sandbox'), undefined, 'an old snapshot put back')
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'an old snapshot put back')
+  t.same(reasons, [
+    'made from another version of the dataset file (its size or modification time differ)',
+    'made from another version of the dataset file (its size or modification time differ)',
+    'snapshot is cut short',
+    'not an index snapshot of this format (LSPIDX04): another version of the service wrote it, or it is damaged',
+    'made from another version of the dataset file (its size or modification time differ)'
+  ], 'each refusal says why')
+})
+
+t.test('the service logs why a snapshot was not used, at warn; a missing one is not logged', async (t) => {
+  const { lines, stream } = logCapture()
+  const sites = randomSites('why', 300, 'y')
+  const first = await buildTestApp(t, { production: sites }, { INDEX_WORKER_MIN_MB: '0' })
+  await first.app.close()
+  const path = datasetPath(first.dataDir, 'production')
+  const snapshot = readFileSync(snapshotPath(path))
+  writeFileSync(snapshotPath(path), snapshot.subarray(0, snapshot.length - 9))
+  const app = await buildApp(testConfig(first.dataDir, { INDEX_WORKER_MIN_MB: '0' }), { logger: { level: 'info', stream } })
+  t.teardown(() => app.close())
+  const warned = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40)
+  t.same(warned.map((l) => [l.dataset, l.reason, l.msg]), [
+    ['production', 'snapshot is cut short', 'index snapshot not used; the dataset file is read and checked instead']
+  ], 'the sandbox had no snapshot: nothing said of it')
+  t.equal(snapshotCurrent(path), true)
+  t.ok(readSnapshot(path, 'production'), 'written anew by the index worker')
+  t.match(lines.join(''), /"msg":"dataset verified and indexed; snapshot written"/)
 })
 
 t.test('the service indexes large files in a worker, boots from the snapshot, verifies on reload', async (t) => {
