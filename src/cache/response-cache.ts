@@ -125,8 +125,4 @@ export class ResponseCache {
   values (): IterableIterator<CachedAnswer> {
     return this.lru.values()
   }
-
-  has (key: string): boolean {
-    return this.lru.has(key)
-  }
 }

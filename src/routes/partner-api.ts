@@ -13,7 +13,7 @@ import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '..
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
-import { encodedEtag, encodingFor } from '../http/encoding.ts'
+import { encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
@@ -125,14 +125,23 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     done()
   }
 
+  /**
+   * The headers of a cacheable 200 in the encoding the client takes (each encoding its own ETag);
+   * the encoding to send, or 'not-modified' when If-None-Match holds that ETag.
+   */
+  const represent = (request: FastifyRequest, reply: FastifyReply, entry: CachedAnswer): Encoding | undefined | 'not-modified' => {
+    const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
+    const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
+    reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
+    return etagMatches(request.headers['if-none-match'], etag) ? 'not-modified' : encoding
+  }
+
   const serveCached = (request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer) => {
     request.cacheStatus = 'hit'
     request.rows = entry.rows
     request.dataset = entry.dataset
-    const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
-    const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
-    reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
-    if (etagMatches(request.headers['if-none-match'], etag)) reply.code(304).send()
+    const encoding = represent(request, reply, entry)
+    if (encoding === 'not-modified') reply.code(304).send()
     else if (encoding === undefined) reply.sendAnswer(cache.lend(entry), entry.type)
     else reply.header('content-encoding', encoding).sendAnswer(cache.encodedBody(key, entry, encoding), entry.type)
   }
@@ -160,10 +169,8 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     const key = request.cacheKey
     const entry: CachedAnswer = { dataset: request.dataset!, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag: cache.etagOf(key), rows: request.rows }
     cache.store(key, entry)
-    const encoding = encodingFor(request.headers['accept-encoding'], body.length)
-    const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
-    reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
-    if (etagMatches(request.headers['if-none-match'], etag)) {
+    const encoding = represent(request, reply, entry)
+    if (encoding === 'not-modified') {
       reply.code(304)
       return done(null, '')
     }

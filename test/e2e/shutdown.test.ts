@@ -38,9 +38,26 @@ async function start (t: Test, extra: Record<string, string>) {
 
 const lines = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number, msg: string, err?: { message: string }, signal?: string })
 
+/** `n` partner requests, one after another: their statuses. */
+const answered = async (server: { url: string, token: string }, n: number) => {
+  const statuses: number[] = []
+  for (let i = 0; i < n; i++) statuses.push((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${server.token}`)).status)
+  return statuses
+}
+
+/** A request whose body never comes: it holds a graceful close open. */
+async function holdClose (server: { url: string }) {
+  const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  socket.on('error', () => {})
+  socket.write('GET /v1/sites?lat=1&lng=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc')
+  await sleep(200)
+  return socket
+}
+
 t.test('an uncaught exception is logged, the service closes gracefully, exit 1', async (t) => {
   const server = await start(t, {})
-  for (let i = 0; i < 4; i++) t.equal((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${server.token}`)).status, 200)
+  t.same(await answered(server, 4), Array(4).fill(200))
   server.child.stdin.write('throw\n')
   t.equal(await server.exited, 1, 'exit 1')
   const fatal = lines(server.output()).filter((l) => l.level === 60)
@@ -50,13 +67,8 @@ t.test('an uncaught exception is logged, the service closes gracefully, exit 1',
 
 t.test('an unhandled rejection closes too; a close held past SHUTDOWN_TIMEOUT_MS still saves the counters', async (t) => {
   const server = await start(t, { SHUTDOWN_TIMEOUT_MS: '1000' })
-  for (let i = 0; i < 3; i++) t.equal((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${server.token}`)).status, 200)
-  // a request whose body never comes holds the close
-  const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
-  await new Promise((resolve) => socket.once('connect', resolve))
-  socket.on('error', () => {})
-  socket.write('GET /v1/sites?lat=1&lng=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc')
-  await sleep(200)
+  t.same(await answered(server, 3), Array(3).fill(200))
+  const socket = await holdClose(server)
   server.child.stdin.write('reject\n')
   t.equal(await server.exited, 1, 'exit 1')
   socket.destroy()
@@ -67,12 +79,8 @@ t.test('an unhandled rejection closes too; a close held past SHUTDOWN_TIMEOUT_MS
 
 t.test('a second SIGTERM while a close is held exits at once, the counters saved', async (t) => {
   const server = await start(t, { SHUTDOWN_TIMEOUT_MS: '60000' })
-  for (let i = 0; i < 2; i++) t.equal((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${server.token}`)).status, 200)
-  const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
-  await new Promise((resolve) => socket.once('connect', resolve))
-  socket.on('error', () => {})
-  socket.write('GET /v1/sites?lat=1&lng=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc')
-  await sleep(200)
+  t.same(await answered(server, 2), Array(2).fill(200))
+  const socket = await holdClose(server)
   server.child.kill('SIGTERM')
   await sleep(300)
   server.child.kill('SIGTERM')
