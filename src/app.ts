@@ -95,7 +95,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     requestTimeout: config.requestTimeoutMs,
     http: {
       headersTimeout: config.headersTimeoutMs,
-      requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: 1000,
       // Node's own answer to a request without Host has an empty body: the onRequest hook answers it.
       requireHostHeader: false
