@@ -22,7 +22,6 @@ export interface Metrics {
   rateLimited (tier: string): void
 }
 
-
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
 /** One route, method and status: counted per request in plain numbers, turned into samples at scrape time. */

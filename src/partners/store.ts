@@ -232,8 +232,8 @@ export function checkedRow (value: unknown): PartnerRow {
   for (const l of [row.limit_minute, row.limit_hour, row.limit_day]) if (!(l === null || l === 'unlimited' || /^[1-9]\d*$/.test(l))) fail('bad limit')
   if (typeof row.token_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(row.token_sha256)) fail('token_sha256 must be 64 hex digits')
   if (typeof row.created_at !== 'string' || typeof row.updated_at !== 'string') fail('bad dates')
-  const { id, slug, name, status, tier, environment, categories, other_categories, site_by_id, radius_cap_km, max_results, limit_minute, limit_hour, limit_day, token_sha256, created_at, updated_at } = row
-  return { id, slug, name, status, tier, environment, categories, other_categories, site_by_id, radius_cap_km, max_results, limit_minute, limit_hour, limit_day, token_sha256, created_at, updated_at }
+  // only the known columns; anything else in the file is dropped
+  return Object.fromEntries(Object.keys(EMPTY_ROW).map((key) => [key, row[key as keyof PartnerRow]])) as unknown as PartnerRow
 }
 
 export class PartnerStore {

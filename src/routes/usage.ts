@@ -49,5 +49,4 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 }
 
-
 export default usageRoutes

@@ -88,7 +88,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
   }
 
-  const count = (db.prepare('SELECT count(*) FROM sites').pluck().get() as number)
+  const count = db.prepare('SELECT count(*) FROM sites').pluck().get() as number
   if (String(count) !== meta.site_count) throw new DatasetError(path, `meta.site_count is ${meta.site_count} but sites holds ${count} rows`)
 
   const ids = new Array<string>(count)

@@ -32,7 +32,7 @@ export function validateRecord (fields: Record<string, unknown>, precision: numb
   }
 
   const name = fields.name
-  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME_LENGTH || /\p{Cc}/u.test(name)) {
     reasons.push(`name must be 1 to ${MAX_NAME_LENGTH} characters without control characters`)
   }
   const region = fields.region

@@ -134,4 +134,3 @@ async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, worke
   }
   return loaded
 }
-

@@ -64,7 +64,6 @@ const haverSin = (theta: number) => {
   return s * s
 }
 
-
 export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Math.sqrt(h))
 export const maxHaverSinFor = (radiusKm: number) => haverSin(radiusKm / EARTH_RADIUS_KM)
 

@@ -124,7 +124,7 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
     input.dispatchEvent(new Event('input', { bubbles: true }))
     input.closest('form').querySelector('button[type=submit]').click()
   })()`)
-  await until('authorized', `document.querySelector('.modal-ux .btn-done') !== null && document.querySelector('.modal-ux button[aria-label="Remove authorization"]') !== null`)
+  await until('authorized', 'document.querySelector(\'.modal-ux .btn-done\') !== null && document.querySelector(\'.modal-ux button[aria-label="Remove authorization"]\') !== null')
   await evaluate('document.querySelector(".modal-ux .btn-done").click()')
 
   // GET /v1/sites/nearest: Try it out, fill lat and lng, Execute

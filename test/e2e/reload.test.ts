@@ -27,10 +27,10 @@ const ids = async (tok = token) => {
 const statuses = new Map<number, number>()
 /** the refused requests: which token they carried and when they were sent */
 const refused: { token: string, sentAt: number }[] = []
-let running = true
+const load = new AbortController()
 let errors = 0
 const client = async () => {
-  while (running) {
+  while (!load.signal.aborted) {
     try {
       const used = token
       const sentAt = Date.now()
@@ -119,7 +119,7 @@ t.test('a rotated token stops working within 5 s; the new one works', async (t) 
 })
 
 t.test('under all of it, no request failed', async (t) => {
-  running = false
+  load.abort()
   await Promise.all(clients)
   const total = [...statuses.values()].reduce((a, b) => a + b, 0)
   t.equal(errors, 0, 'no connection error')

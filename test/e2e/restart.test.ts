@@ -25,7 +25,6 @@ function setup (t: Test, extra: Record<string, string> = {}) {
   return { dir, env, token: created.token as string }
 }
 
-
 const used = async (server: Server, token: string) =>
   (await (await fetch(`${server.url}/v1/usage?api_key=${token}`)).json()).windows.day.used as number
 

@@ -8,7 +8,7 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ERRORS, type ErrorCode } from '../../src/errors.ts'
 import { PARTNER_ERRORS } from '../../src/schemas/errors.ts'
-import { MapMinimalRecord, NearestRecord, SiteRecord, TagPage } from '../../src/schemas/records.ts'
+import { NearestRecord, SiteRecord, TagPage } from '../../src/schemas/records.ts'
 import { UsageReport } from '../../src/schemas/usage.ts'
 import { ApiIndex } from '../../src/schemas/api-index.ts'
 import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/geojson.ts'
@@ -38,7 +38,6 @@ const ENDPOINTS: Endpoint[] = [
   { path: '/v1/sites/{id}', ok: Type.Union([SiteRecord, Type.Null()]), codes: SITE_ERRORS, base: {} },
   { path: '/v1/usage', ok: UsageReport, codes: USAGE_ERRORS, base: { expand: 'telemetry' } }
 ]
-void MapMinimalRecord // TagPage holds it
 const INDEX: Endpoint = { path: '/v1', ok: ApiIndex, codes: [], base: {} }
 /** Answers any URL can get, whatever the route: an undecodable URL, and no route at all. */
 const ANYWHERE: ErrorCode[] = ['rest_bad_request', 'rest_no_route']

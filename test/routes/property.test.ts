@@ -55,10 +55,12 @@ t.test('random queries: same records, same order as brute force', async (t) => {
     }
     const nearest = await app.inject({ method: 'GET', url: `/v1/sites/nearest?${params}`, headers: { authorization: `Bearer ${tokens[partner.slug]}` } })
     const first = expected[0]
-    const want = first === undefined ? null : {
-      id: first.site.id, category: String(first.site.category), name: first.site.name, latitude: first.site.latitude, longitude: first.site.longitude,
-      distance_nm: Math.round(first.km / 1.852 * 1000) / 1000, helipaddy_link: `https://pilot.test/pad/${first.site.id}`
-    }
+    const want = first === undefined
+      ? null
+      : {
+          id: first.site.id, category: String(first.site.category), name: first.site.name, latitude: first.site.latitude, longitude: first.site.longitude,
+          distance_nm: Math.round(first.km / 1.852 * 1000) / 1000, helipaddy_link: `https://pilot.test/pad/${first.site.id}`
+        }
     const got = JSON.parse(nearest.body)
     if (JSON.stringify(got) !== JSON.stringify(want)) {
       t.fail('/sites/nearest differs from brute force', { params, partner: partner.slug, got, want })

@@ -86,7 +86,7 @@ t.test('GeoJSON: features streamed one by one, whatever the chunk boundaries', a
       { type: 'Feature', geometry: { type: 'Point', coordinates: [-0.1, 51.5] }, properties: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'] } },
       { type: 'Feature', geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] }, properties: {} },
       42,
-      { type: 'Feature', geometry: { type: 'Point', coordinates: [2, 3] }, properties: { id: 'g3', 'features': [], type: 'x' } }
+      { type: 'Feature', geometry: { type: 'Point', coordinates: [2, 3] }, properties: { id: 'g3', features: [], type: 'x' } }
     ],
     crs: { type: 'ignored', features: 1 },
     type: 'FeatureCollection'
