@@ -1,15 +1,16 @@
 // Operator CLI (README.md, docs/data-files.md): npm run admin -- <group> <command> [options]
 // Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
 // Errors are one line on stderr; --json prints one JSON document on stdout.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import { Command, CommanderError, Help, Option } from 'commander'
 import Database from 'better-sqlite3'
 import { generateDataset } from '../src/setup/data-dir.ts'
 import { requestReload, requestSharedReload } from '../src/instances/instances.ts'
 import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
 import { importSites } from '../src/sites/import.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
-import { ConfigError, loadConfig, type Config } from '../src/config.ts'
+import { loadConfig, type Config } from '../src/config.ts'
 import { Redis } from 'ioredis'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
@@ -25,15 +26,15 @@ class FailedError extends Error {}
 
 type Options = Record<string, string | boolean | undefined>
 interface Result { text: string, json: unknown, exitCode?: number }
-interface Command {
-  summary: string
-  usage: string
-  options: NonNullable<ParseArgsConfig['options']>
-  positionals?: number
-  run (ctx: { config: Config, options: Options, args: string[], json: boolean }): Result | Promise<Result>
-}
 
-const str = { type: 'string' } as const
+/** Where a command writes: a process's streams, or a test's collectors. */
+export interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
+
+/** What a command's body gets: options by their flag's name (`radius-cap`), arguments in order. */
+interface Context { config: Config, options: Options, args: string[], json: boolean, stderr: Output }
+type Body = (ctx: Context) => Result | Promise<Result>
+
+const CREATE_STATUSES = ['active', 'pending'] as const
 
 function oneOf<T extends string> (name: string, value: string | boolean | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined
@@ -141,230 +142,170 @@ function partnerText (view: ReturnType<typeof partnerView>): string {
   return lines.join('\n')
 }
 
-const COMMANDS: Record<string, Record<string, Command>> = {
-  partners: {
-    create: {
-      summary: 'create a partner and print its token (shown once)',
-      usage: 'partners create --name NAME [--slug SLUG] [--tier demo|growth|scale] [--environment sandbox|production] [--status active|pending]',
-      options: { name: str, slug: str, tier: str, environment: str, status: str },
-      async run ({ config, options }) {
-        const slug = options.slug
-        if (slug !== undefined && (typeof slug !== 'string' || !new RegExp(SLUG_PATTERN).test(slug))) {
-          throw new UsageError('--slug must be 1 to 64 lowercase letters, digits and inner hyphens')
-        }
-        const input = {
-          name: name(options.name, true)!,
-          slug: slug as string | undefined,
-          tier: oneOf('tier', options.tier, TIERS),
-          environment: oneOf('environment', options.environment, ENVIRONMENTS),
-          status: oneOf('status', options.status, ['active', 'pending'] as const)
-        }
-        const { partner, token } = await withStore(config, (store) => store.create(input))
-        const { id, slug: createdSlug, ...rest } = partnerView(partner)
-        return {
-          json: { id, slug: createdSlug, token, ...rest },
-          text: `created partner ${partner.slug} (${partner.id})\ntoken (shown once, keep it secret): ${token}`
-        }
-      }
-    },
-    list: {
-      summary: 'list partners',
-      usage: 'partners list',
-      options: {},
-      async run ({ config }) {
-        const views = await withStore(config, async (store) => (await store.list()).map(partnerView))
-        const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} CATEGORIES  NAME`
-        const rows = views.map((v) => `${v.slug.padEnd(24)} ${v.status.padEnd(9)} ${v.tier.padEnd(6)} ${v.environment.padEnd(11)} ${v.categories.join(',').padEnd(11)} ${v.name}`)
-        return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
-      }
-    },
-    show: {
-      summary: 'show one partner',
-      usage: 'partners show SLUG',
-      options: {},
-      positionals: 1,
-      async run ({ config, args }) {
-        const view = await withStore(config, async (store) => partnerView(await store.get(args[0])))
-        return { json: view, text: partnerText(view) }
-      }
-    },
-    update: {
-      summary: 'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)',
-      usage: 'partners update SLUG [--name N] [--tier T] [--environment E] [--status S] [--categories 4,7,...] ' +
-        '[--other-categories on|off] [--site-by-id on|off] [--radius-cap KM] [--max-results N] ' +
-        '[--limit-minute N|unlimited|tier] [--limit-hour N|unlimited|tier] [--limit-day N|unlimited|tier]',
-      options: {
-        name: str, tier: str, environment: str, status: str, categories: str, 'other-categories': str, 'site-by-id': str,
-        'radius-cap': str, 'max-results': str, 'limit-minute': str, 'limit-hour': str, 'limit-day': str
-      },
-      positionals: 1,
-      async run ({ config, options, args }) {
-        const radius = options['radius-cap']
-        if (radius !== undefined && (typeof radius !== 'string' || !/^\d+(\.\d+)?$/.test(radius) || Number(radius) <= 0 || Number(radius) > 20038)) {
-          throw new UsageError('--radius-cap must be a number of km greater than 0 and at most 20038')
-        }
-        const limitOverrides: Partial<Record<WindowName, LimitOverride>> = {}
-        for (const w of WINDOWS) {
-          const v = limitOverride(`limit-${w}`, options[`limit-${w}`])
-          if (v !== undefined) limitOverrides[w] = v
-        }
-        const changes: PartnerChanges = {
-          name: name(options.name, false),
-          tier: oneOf('tier', options.tier, TIERS),
-          environment: oneOf('environment', options.environment, ENVIRONMENTS),
-          status: oneOf('status', options.status, STATUSES),
-          categories: parseCategories(options.categories),
-          otherCategories: onOff('other-categories', options['other-categories']),
-          siteById: onOff('site-by-id', options['site-by-id']),
-          radiusCapKm: radius === undefined ? undefined : Number(radius),
-          maxResults: integer('max-results', options['max-results'], 1, MAX_RESULTS_CEILING),
-          limitOverrides
-        }
-        for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) if (changes[key] === undefined) delete changes[key]
-        if (Object.keys(changes).length === 1 && Object.keys(limitOverrides).length === 0) throw new UsageError('nothing to change: give at least one option')
-        const view = await withStore(config, async (store) => partnerView(await store.update(args[0], changes)))
-        return { json: view, text: partnerText(view) }
-      }
-    },
-    rotate: {
-      summary: 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)',
-      usage: 'partners rotate SLUG',
-      options: {},
-      positionals: 1,
-      async run ({ config, args }) {
-        const { partner, token } = await withStore(config, (store) => store.rotate(args[0]))
-        return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
-      }
-    },
-    export: {
-      summary: 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set',
-      usage: 'partners export [--file PATH]',
-      options: { file: str },
-      async run ({ config, options }) {
-        const rows = await withStore(config, (store) => store.exportRows())
-        const document = JSON.stringify({ format: 'lsp-partners', version: 1, partners: rows }, null, 2) + '\n'
-        const file = options.file
-        if (file !== undefined) {
-          if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
-          writeFileSync(file, document, { mode: 0o600 })
-          return { json: { exported: rows.length, file }, text: `exported ${rows.length} partners to ${file}` }
-        }
-        return { json: JSON.parse(document), text: document.trimEnd() }
-      }
-    },
-    import: {
-      summary: 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set',
-      usage: 'partners import --file PATH',
-      options: { file: str },
-      async run ({ config, options }) {
-        const file = options.file
-        if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
-        let parsed: { format?: string, partners?: unknown }
-        try {
-          parsed = JSON.parse(readFileSync(file, 'utf8'))
-        } catch (err) {
-          throw new FailedError(`cannot read ${file}: ${(err as Error).message}`)
-        }
-        if (parsed?.format !== 'lsp-partners' || !Array.isArray(parsed.partners)) throw new FailedError(`${file} is not a partners export (format lsp-partners)`)
-        const rows = parsed.partners.map(checkedRow) // every row checked before any is written
-        const { created, replaced } = await withStore(config, (store) => store.importRows(rows))
-        return { json: { created, replaced }, text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced` }
-      }
-    }
-  },
-  datasets: {
-    generate: {
-      summary: 'write a dataset of deterministic dummy sites near real towns',
-      usage: 'datasets generate --dataset sandbox|production [--count N] [--seed S] [--europe-share 0..1] [--category-name 8=NAME ...] [--reload]',
-      options: { dataset: str, count: str, seed: str, 'europe-share': str, 'category-name': { type: 'string', multiple: true }, reload: { type: 'boolean' } },
-      async run ({ config, options }) {
-        const dataset = oneOf('dataset', options.dataset, DATASETS)
-        if (!dataset) throw new UsageError('--dataset is required')
-        const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
-        // the default seed follows the dataset: production never gets a copy of the sandbox's sites
-        const seed = typeof options.seed === 'string' ? options.seed : dataset === 'sandbox' ? config.sandboxSeed : 'production'
-        const shareText = options['europe-share']
-        let europeShare: number | undefined
-        if (shareText !== undefined) {
-          europeShare = Number(shareText)
-          if (typeof shareText !== 'string' || !/^(0(\.\d+)?|1(\.0+)?)$/.test(shareText)) throw new UsageError('--europe-share must be a number from 0 to 1')
-        }
-        const path = datasetPath(config.dataDir, dataset)
-        const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
-        const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: categoryNames(options['category-name']) })
-        const summary = { dataset, path, site_count: siteCount, built_at: builtAt, seed }
-        const text = `wrote ${siteCount} sites to ${path} (seed ${seed})`
-        if (!options.reload) return { json: summary, text: `${text}; run 'datasets reload' to serve them` }
-        const reloaded = await reloadAll(config)
-        return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
-      }
-    },
-    import: {
-      summary: 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing',
-      usage: 'datasets import --dataset sandbox|production --file PATH [--format csv|geojson|ndjson] [--precision DIGITS] [--category-name 8=NAME ...] [--reload]',
-      options: { dataset: str, file: str, format: str, precision: str, reload: { type: 'boolean' }, 'category-name': { type: 'string', multiple: true } },
-      async run ({ config, options }) {
-        const { dataset, file, format } = fileOptions(options)
-        const precision = integer('precision', options.precision, 0, 10) ?? 3
-        if (!existsSync(file)) throw new FailedError(`no file at ${file}`)
-        const target = datasetPath(config.dataDir, dataset)
-        const progress = process.stderr.isTTY ? progressBar(dataset) : undefined
-        const started = performance.now()
-        const names = categoryNames(options['category-name'])
-        const result = await importSites({ file, format, target, precision, categoryNames: names, onProgress: progress?.update })
-        progress?.done()
-        if (progress && options.reload && result.ok) process.stderr.write(`${dataset}: imported; waiting for the running service to load the new file...\n`)
-        const seconds = Math.round(performance.now() - started) / 1000
-        if (!result.ok) {
-          const more = result.errorCount > result.errors.length ? [`... and ${result.errorCount - result.errors.length} more invalid rows`] : []
-          return {
-            exitCode: 1,
-            json: { ok: false, dataset, file, rows: result.rows, error_count: result.errorCount, errors: result.errors },
-            text: [...result.errors, ...more, `error: import refused: ${result.errorCount} invalid row${result.errorCount === 1 ? '' : 's'}; ${target} is unchanged`].join('\n')
-          }
-        }
-        const summary = { ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds }
-        const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s (coordinates rounded to ${precision} decimals)`
-        if (!options.reload) return { json: summary, text: `${text}\nrun 'datasets reload' to serve them` }
-        const reloaded = await reloadAll(config)
-        return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
-      }
-    },
-    export: {
-      summary: 'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file',
-      usage: 'datasets export --dataset sandbox|production --file PATH [--format csv|geojson|ndjson]',
-      options: { dataset: str, file: str, format: str },
-      async run ({ config, options }) {
-        const { dataset, file, format } = fileOptions(options)
-        const source = datasetPath(config.dataDir, dataset)
-        if (!existsSync(source)) throw new FailedError(`no dataset file at ${source}`)
-        const count = await writeSitesFile(file, format, readSites(source))
-        return { json: { dataset, file, format, site_count: count }, text: `wrote ${count} sites of ${dataset} to ${file}` }
-      }
-    },
-    reload: {
-      summary: 'make every running service instance load the dataset files anew (--all: every instance sharing STATE_URL, on any machine)',
-      usage: 'datasets reload [--all]',
-      options: { all: { type: 'boolean' } },
-      run: ({ config, options }) => {
-        if (!options.all) return reloadAll(config)
-        if (!config.stateUrl) throw new UsageError('--all asks the instances sharing STATE_URL; set STATE_URL (without it, datasets reload reaches every instance of this DATA_DIR)')
-        return reloadShared(config)
-      }
-    },
-    info: {
-      summary: 'show each dataset file: site count, built_at, source, precision',
-      usage: 'datasets info',
-      options: {},
-      run ({ config }) {
-        const infos = DATASETS.map((dataset) => datasetInfo(config, dataset))
-        const text = infos.map((i) => i.error
-          ? `${i.dataset.padEnd(11)} ${i.error}`
-          : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`).join('\n')
-        return { json: infos, text }
-      }
+// Each command's body: what it does with the parsed options, as text and JSON. The program below
+// (buildProgram) declares the options and arguments that commander parses for it.
+
+async function partnersCreate ({ config, options }: Context): Promise<Result> {
+  const slug = options.slug
+  if (slug !== undefined && (typeof slug !== 'string' || !new RegExp(SLUG_PATTERN).test(slug))) {
+    throw new UsageError('--slug must be 1 to 64 lowercase letters, digits and inner hyphens')
+  }
+  const input = {
+    name: name(options.name, true)!,
+    slug: slug as string | undefined,
+    tier: oneOf('tier', options.tier, TIERS),
+    environment: oneOf('environment', options.environment, ENVIRONMENTS),
+    status: oneOf('status', options.status, CREATE_STATUSES)
+  }
+  const { partner, token } = await withStore(config, (store) => store.create(input))
+  const { id, slug: createdSlug, ...rest } = partnerView(partner)
+  return {
+    json: { id, slug: createdSlug, token, ...rest },
+    text: `created partner ${partner.slug} (${partner.id})\ntoken (shown once, keep it secret): ${token}`
+  }
+}
+
+async function partnersList ({ config }: Context): Promise<Result> {
+  const views = await withStore(config, async (store) => (await store.list()).map(partnerView))
+  const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} CATEGORIES  NAME`
+  const rows = views.map((v) => `${v.slug.padEnd(24)} ${v.status.padEnd(9)} ${v.tier.padEnd(6)} ${v.environment.padEnd(11)} ${v.categories.join(',').padEnd(11)} ${v.name}`)
+  return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
+}
+
+async function partnersShow ({ config, args }: Context): Promise<Result> {
+  const view = await withStore(config, async (store) => partnerView(await store.get(args[0])))
+  return { json: view, text: partnerText(view) }
+}
+
+async function partnersUpdate ({ config, options, args }: Context): Promise<Result> {
+  const radius = options['radius-cap']
+  if (radius !== undefined && (typeof radius !== 'string' || !/^\d+(\.\d+)?$/.test(radius) || Number(radius) <= 0 || Number(radius) > 20038)) {
+    throw new UsageError('--radius-cap must be a number of km greater than 0 and at most 20038')
+  }
+  const limitOverrides: Partial<Record<WindowName, LimitOverride>> = {}
+  for (const w of WINDOWS) {
+    const v = limitOverride(`limit-${w}`, options[`limit-${w}`])
+    if (v !== undefined) limitOverrides[w] = v
+  }
+  const changes: PartnerChanges = {
+    name: name(options.name, false),
+    tier: oneOf('tier', options.tier, TIERS),
+    environment: oneOf('environment', options.environment, ENVIRONMENTS),
+    status: oneOf('status', options.status, STATUSES),
+    categories: parseCategories(options.categories),
+    otherCategories: onOff('other-categories', options['other-categories']),
+    siteById: onOff('site-by-id', options['site-by-id']),
+    radiusCapKm: radius === undefined ? undefined : Number(radius),
+    maxResults: integer('max-results', options['max-results'], 1, MAX_RESULTS_CEILING),
+    limitOverrides
+  }
+  for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) if (changes[key] === undefined) delete changes[key]
+  if (Object.keys(changes).length === 1 && Object.keys(limitOverrides).length === 0) throw new UsageError('nothing to change: give at least one option')
+  const view = await withStore(config, async (store) => partnerView(await store.update(args[0], changes)))
+  return { json: view, text: partnerText(view) }
+}
+
+async function partnersRotate ({ config, args }: Context): Promise<Result> {
+  const { partner, token } = await withStore(config, (store) => store.rotate(args[0]))
+  return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
+}
+
+async function partnersExport ({ config, options }: Context): Promise<Result> {
+  const rows = await withStore(config, (store) => store.exportRows())
+  const document = JSON.stringify({ format: 'lsp-partners', version: 1, partners: rows }, null, 2) + '\n'
+  const file = options.file
+  if (file !== undefined) {
+    if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
+    writeFileSync(file, document, { mode: 0o600 })
+    return { json: { exported: rows.length, file }, text: `exported ${rows.length} partners to ${file}` }
+  }
+  return { json: JSON.parse(document), text: document.trimEnd() }
+}
+
+async function partnersImport ({ config, options }: Context): Promise<Result> {
+  const file = options.file
+  if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+  let parsed: { format?: string, partners?: unknown }
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new FailedError(`cannot read ${file}: ${(err as Error).message}`)
+  }
+  if (parsed?.format !== 'lsp-partners' || !Array.isArray(parsed.partners)) throw new FailedError(`${file} is not a partners export (format lsp-partners)`)
+  const rows = parsed.partners.map(checkedRow) // every row checked before any is written
+  const { created, replaced } = await withStore(config, (store) => store.importRows(rows))
+  return { json: { created, replaced }, text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced` }
+}
+
+async function datasetsGenerate ({ config, options }: Context): Promise<Result> {
+  const dataset = oneOf('dataset', options.dataset, DATASETS)
+  if (!dataset) throw new UsageError('--dataset is required')
+  const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
+  // the default seed follows the dataset: production never gets a copy of the sandbox's sites
+  const seed = typeof options.seed === 'string' ? options.seed : dataset === 'sandbox' ? config.sandboxSeed : 'production'
+  const shareText = options['europe-share']
+  let europeShare: number | undefined
+  if (shareText !== undefined) {
+    europeShare = Number(shareText)
+    if (typeof shareText !== 'string' || !/^(0(\.\d+)?|1(\.0+)?)$/.test(shareText)) throw new UsageError('--europe-share must be a number from 0 to 1')
+  }
+  const path = datasetPath(config.dataDir, dataset)
+  const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
+  const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: categoryNames(options['category-name']) })
+  const summary = { dataset, path, site_count: siteCount, built_at: builtAt, seed }
+  const text = `wrote ${siteCount} sites to ${path} (seed ${seed})`
+  if (!options.reload) return { json: summary, text: `${text}; run 'datasets reload' to serve them` }
+  const reloaded = await reloadAll(config)
+  return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
+}
+
+async function datasetsImport ({ config, options, stderr }: Context): Promise<Result> {
+  const { dataset, file, format } = fileOptions(options)
+  const precision = integer('precision', options.precision, 0, 10) ?? 3
+  if (!existsSync(file)) throw new FailedError(`no file at ${file}`)
+  const target = datasetPath(config.dataDir, dataset)
+  const progress = stderr.isTTY ? progressBar(stderr, dataset) : undefined
+  const started = performance.now()
+  const names = categoryNames(options['category-name'])
+  const result = await importSites({ file, format, target, precision, categoryNames: names, onProgress: progress?.update })
+  progress?.done()
+  if (progress && options.reload && result.ok) stderr.write(`${dataset}: imported; waiting for the running service to load the new file...\n`)
+  const seconds = Math.round(performance.now() - started) / 1000
+  if (!result.ok) {
+    const more = result.errorCount > result.errors.length ? [`... and ${result.errorCount - result.errors.length} more invalid rows`] : []
+    return {
+      exitCode: 1,
+      json: { ok: false, dataset, file, rows: result.rows, error_count: result.errorCount, errors: result.errors },
+      text: [...result.errors, ...more, `error: import refused: ${result.errorCount} invalid row${result.errorCount === 1 ? '' : 's'}; ${target} is unchanged`].join('\n')
     }
   }
+  const summary = { ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds }
+  const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s (coordinates rounded to ${precision} decimals)`
+  if (!options.reload) return { json: summary, text: `${text}\nrun 'datasets reload' to serve them` }
+  const reloaded = await reloadAll(config)
+  return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
+}
+
+async function datasetsExport ({ config, options }: Context): Promise<Result> {
+  const { dataset, file, format } = fileOptions(options)
+  const source = datasetPath(config.dataDir, dataset)
+  if (!existsSync(source)) throw new FailedError(`no dataset file at ${source}`)
+  const count = await writeSitesFile(file, format, readSites(source))
+  return { json: { dataset, file, format, site_count: count }, text: `wrote ${count} sites of ${dataset} to ${file}` }
+}
+
+function datasetsReload ({ config, options }: Context): Promise<Result> {
+  if (!options.all) return reloadAll(config)
+  if (!config.stateUrl) throw new UsageError('--all asks the instances sharing STATE_URL; set STATE_URL (without it, datasets reload reaches every instance of this DATA_DIR)')
+  return reloadShared(config)
+}
+
+function datasetsInfo ({ config }: Context): Result {
+  const infos = DATASETS.map((dataset) => datasetInfo(config, dataset))
+  const text = infos.map((i) => i.error
+    ? `${i.dataset.padEnd(11)} ${i.error}`
+    : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`).join('\n')
+  return { json: infos, text }
 }
 
 type ReloadAsked = Awaited<ReturnType<typeof requestReload>>
@@ -442,13 +383,13 @@ async function reloadShared (config: Config): Promise<Result> {
 }
 
 /** A one-line progress bar on stderr, for terminals only. */
-function progressBar (label: string) {
+function progressBar (stderr: Output, label: string) {
   let last = 0
   const draw = (bytes: number, total: number, rows: number) => {
     const share = total === 0 ? 1 : Math.min(1, bytes / total)
     const width = 30
     const filled = Math.round(share * width)
-    process.stderr.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(share * 100).toFixed(0).padStart(3)}%  ${rows.toLocaleString('en')} rows`)
+    stderr.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(share * 100).toFixed(0).padStart(3)}%  ${rows.toLocaleString('en')} rows`)
   }
   return {
     update (bytes: number, total: number, rows: number) {
@@ -458,7 +399,7 @@ function progressBar (label: string) {
       draw(bytes, total, rows)
     },
     done () {
-      process.stderr.write('\n')
+      stderr.write('\n')
     }
   }
 }
@@ -479,74 +420,212 @@ function datasetInfo (config: Config, dataset: DatasetName) {
   }
 }
 
-function helpText (): string {
-  const lines = ['usage: npm run admin -- <group> <command> [options] [--json]', '']
-  for (const commands of Object.values(COMMANDS)) {
-    for (const command of Object.values(commands)) lines.push(`  ${command.usage}`)
-    lines.push('')
+// The program: groups and their commands, each command's options and arguments. Commander parses
+// them, checks the fixed choices and writes the help; every error becomes one `error: ...` line.
+
+/** Commander's codes for help it has written, on request: exit 0. */
+const HELP_SHOWN = new Set(['commander.helpDisplayed', 'commander.help', 'commander.version'])
+
+/**
+ * A choice the contract fixes, listed in the help. It is checked before the command runs (with
+ * the CLI's own message), not while parsing: --help wins over a bad value, as over any option.
+ */
+const choice = (flags: string, description: string, values: readonly string[]) =>
+  new Option(flags, description).choices(values).argParser((value: string) => value)
+
+function checkChoices (cmd: Command) {
+  for (const o of cmd.options) {
+    const value: unknown = cmd.getOptionValue(o.attributeName())
+    if (o.argChoices && value !== undefined) oneOf(o.name(), value as string, o.argChoices)
   }
-  lines.push('Every command takes --help and --json. Configuration (DATA_DIR...) comes from the environment and .env.')
-  return lines.join('\n')
 }
 
-export async function main (argv: string[]): Promise<number> {
-  const [group, commandName, ...rest] = argv
-  if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
-    process.stdout.write(helpText() + '\n')
-    return group === undefined ? 2 : 0
+const required = (flags: string, description: string) => new Option(flags, description).makeOptionMandatory()
+
+/** An option given once per value (--category-name 8=A --category-name 9=B). */
+const repeatable = (flags: string, description: string) =>
+  new Option(flags, description).argParser((value: string, previous?: string[]) => [...(previous ?? []), value])
+
+const CATEGORY_NAME = 'the name of a category from 8, kept in the dataset file (repeatable), e.g. 8=Heliport'
+const RELOAD = "then make the running service load it (as 'datasets reload')"
+
+/** `partners update` as the operator types it, without the program's name. */
+const commandPath = (cmd: Command): string => cmd.parent?.parent ? `${commandPath(cmd.parent)} ${cmd.name()}` : cmd.name()
+const isCommand = (cmd: Command) => Boolean(cmd.parent?.parent)
+
+/** `SLUG [options]`, `--dataset sandbox|production --file PATH [options]`: arguments and required options. */
+function synopsis (cmd: Command): string {
+  const own = cmd.options.filter((o) => o.long !== '--json')
+  return [
+    ...cmd.registeredArguments.map((a) => a.name()),
+    ...own.filter((o) => o.mandatory).map((o) => `${o.long} ${o.argChoices?.join('|') ?? o.flags.replace(/^.*<(.*)>$/, '$1')}`),
+    ...own.some((o) => !o.mandatory) ? ['[options]'] : []
+  ].join(' ')
+}
+
+/** Commander's error as this CLI's one line (its own wording where the CLI had one before). */
+function reason (cmd: Command, err: CommanderError): string {
+  if (err.code === 'commander.missingArgument' || (err.code === 'commander.excessArguments' && cmd.registeredArguments.length > 0)) {
+    return `usage: ${commandPath(cmd)} ${synopsis(cmd)}`
   }
-  if (COMMANDS[group] && (commandName === undefined || commandName === '--help' || commandName === '-h')) {
-    // a group's own help: its commands, each with what it does
-    const lines = [`usage: npm run admin -- ${group} <command> [options] [--json]`, '']
-    for (const c of Object.values(COMMANDS[group])) lines.push(`  ${c.usage}`, `      ${c.summary}`)
-    process.stdout.write(lines.join('\n') + '\n')
-    return commandName === undefined ? 2 : 0
+  if (err.code === 'commander.excessArguments') return `unexpected argument '${cmd.args[0]}'`
+  if (err.code === 'commander.missingMandatoryOptionValue') {
+    const missing = cmd.options.find((o) => o.mandatory && cmd.getOptionValue(o.attributeName()) === undefined)
+    if (missing) return `${missing.long} is required`
   }
-  const command = COMMANDS[group]?.[commandName]
-  if (!command) {
-    const known = COMMANDS[group] ? Object.keys(COMMANDS[group]).join(', ') : Object.keys(COMMANDS).join(', ')
-    process.stderr.write(`error: unknown command '${[group, commandName].filter(Boolean).join(' ')}' (known: ${known}); see --help\n`)
-    return 2
+  return err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')
+}
+
+export interface MainOptions {
+  /** Where configuration is read from (with `.env`, as the service does): the process's environment by default. */
+  env?: Record<string, string | undefined>
+  stdout?: Output
+  stderr?: Output
+  /** How the operator runs the CLI, as the help shows it. */
+  name?: string
+}
+
+/**
+ * The CLI, built anew for each call: `argv` without node and the script, e.g.
+ * ['partners', 'show', 'acme', '--json']. Resolves to the exit code: 0 done, 1 failed, 2 bad usage.
+ */
+export async function main (argv: string[], io: MainOptions = {}): Promise<number> {
+  const { env = process.env, stdout = process.stdout, stderr = process.stderr, name = 'npm run admin --' } = io
+  let exitCode = 0
+
+  /** A group (or the program) run without a command: its help, as a usage error. */
+  const withoutCommand = (_options: unknown, cmd: Command) => {
+    if (cmd.args.length > 0) {
+      const known = cmd.commands.map((c) => c.name()).filter((n) => n !== 'help').join(', ')
+      const named = cmd.parent ? `${cmd.name()} ${cmd.args[0]}` : cmd.args.slice(0, 2).join(' ')
+      throw new UsageError(`unknown command '${named}' (known: ${known}); see --help`)
+    }
+    cmd.outputHelp()
+    exitCode = 2
   }
-  let json = false
-  try {
-    const { values, positionals } = parseArgs({
-      args: rest,
-      options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true
+
+  const command = (group: Command, commandName: string, description: string, body: Body) =>
+    group.command(commandName).description(description).action(async (...params: unknown[]) => {
+      const cmd = params.at(-1) as Command
+      const options: Options = {}
+      for (const o of cmd.options) options[o.name()] = cmd.getOptionValue(o.attributeName())
+      const json = options.json === true
+      const config = loadConfig(env)
+      mkdirSync(config.dataDir, { recursive: true }) // as the service does: a new DATA_DIR is made, not an error
+      const result = await body({ config, options, args: cmd.processedArgs as string[], json, stderr })
+      if (result.exitCode && !json) {
+        stderr.write(result.text + '\n')
+      } else {
+        stdout.write((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n')
+      }
+      exitCode = result.exitCode ?? 0
     })
-    json = values.json === true
-    if (values.help) {
-      process.stdout.write(`usage: npm run admin -- ${command.usage} [--json]\n${command.summary}\n`)
-      return 0
-    }
-    const expected = command.positionals ?? 0
-    if (positionals.length !== expected) {
-      throw new UsageError(expected === 0 ? `unexpected argument '${positionals[0]}'` : `usage: ${command.usage}`)
-    }
-    const config = loadConfig()
-    mkdirSync(config.dataDir, { recursive: true }) // as the service does: a new DATA_DIR is made, not an error
-    const result = await command.run({ config, options: values as Options, args: positionals, json })
-    if (result.exitCode && !json) {
-      process.stderr.write(result.text + '\n')
-    } else {
-      process.stdout.write((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n')
-    }
-    return result.exitCode ?? 0
+
+  const program = new Command(name)
+    .usage('<group> <command> [options]')
+    .description('Operator CLI of the Landing-Site Partner API. Configuration (DATA_DIR, STATE_URL...) comes from the environment and .env, as for the service.')
+    .configureOutput({
+      writeOut: (text) => stdout.write(text),
+      writeErr: (text) => stderr.write(text),
+      outputError: () => {}, // main writes the one error line
+      getOutHelpWidth: () => (stdout.isTTY && stdout.columns) || 80,
+      getErrHelpWidth: () => (stderr.isTTY && stderr.columns) || 80,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false
+    })
+    .configureHelp({
+      styleTitle: (title) => title.toLowerCase(),
+      commandUsage: (cmd) => [name, ...cmd.parent ? [commandPath(cmd)] : [], isCommand(cmd) ? synopsis(cmd) : cmd.usage()].join(' ').trimEnd(),
+      subcommandTerm: (cmd) => isCommand(cmd) ? `${commandPath(cmd)} ${synopsis(cmd)}`.trimEnd() : Help.prototype.subcommandTerm(cmd),
+      formatItem (this: Help, term, termWidth, description, helper) {
+        // a term too wide for a column beside it (a command with its arguments): its description below it
+        const width = this.helpWidth ?? 80
+        if (!description || width - termWidth - 4 >= this.minWidthToWrap) return Help.prototype.formatItem.call(this, term, termWidth, description, helper)
+        return `  ${term}\n${helper.boxWrap(description, width - 6).replace(/^/gm, '      ')}`
+      }
+    })
+
+  const partners = program.command('partners').description('the partners: their tokens, tiers, limits and categories (control.db, or Redis when STATE_URL is set)')
+  command(partners, 'create', 'create a partner and print its token (shown once)', partnersCreate)
+    .addOption(required('--name <NAME>', 'the partner\'s name, 1 to 200 characters'))
+    .option('--slug <SLUG>', 'its slug in URLs and commands (default: from the name)')
+    .addOption(choice('--tier <TIER>', 'its tier (default: demo)', TIERS))
+    .addOption(choice('--environment <ENV>', 'the dataset it is served (default: sandbox)', ENVIRONMENTS))
+    .addOption(choice('--status <STATUS>', 'default: active', CREATE_STATUSES))
+  command(partners, 'list', 'list partners', partnersList)
+  command(partners, 'show', 'show one partner', partnersShow)
+    .argument('SLUG', 'the partner\'s slug')
+  command(partners, 'update', 'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)', partnersUpdate)
+    .argument('SLUG', 'the partner\'s slug')
+    .option('--name <NAME>', 'its name, 1 to 200 characters')
+    .addOption(choice('--tier <TIER>', 'its tier', TIERS))
+    .addOption(choice('--environment <ENV>', 'the dataset it is served', ENVIRONMENTS))
+    .addOption(choice('--status <STATUS>', 'suspended and inactive stop its token', STATUSES))
+    .option('--categories <IDS>', 'the categories it may ask for, e.g. 4,7')
+    .addOption(choice('--other-categories <on|off>', 'categories 8 and above in its allow-list served', ['on', 'off']))
+    .addOption(choice('--site-by-id <on|off>', 'GET /sites/{id} open to it', ['on', 'off']))
+    .option('--radius-cap <KM>', 'the largest search radius, in km')
+    .option('--max-results <N>', `the most sites an answer holds, 1 to ${MAX_RESULTS_CEILING}`)
+    .option('--limit-minute <N|unlimited|tier>', 'requests a minute: a number from 1, unlimited, or the tier\'s limit')
+    .option('--limit-hour <N|unlimited|tier>', 'requests an hour, as --limit-minute')
+    .option('--limit-day <N|unlimited|tier>', 'requests a day, as --limit-minute')
+  command(partners, 'rotate', 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
+    .argument('SLUG', 'the partner\'s slug')
+  command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set', partnersExport)
+    .option('--file <PATH>', 'write to this file (mode 600) instead of stdout')
+  command(partners, 'import', 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set', partnersImport)
+    .addOption(required('--file <PATH>', 'a file written by partners export'))
+
+  const datasets = program.command('datasets').description('the site datasets (sandbox.db, production.db in DATA_DIR) and the service serving them')
+  command(datasets, 'generate', 'write a dataset of deterministic dummy sites near real towns', datasetsGenerate)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to write', DATASETS).makeOptionMandatory())
+    .option('--count <N>', 'how many sites (default: SANDBOX_SITE_COUNT)')
+    .option('--seed <SEED>', 'the same seed writes the same sites (default: SANDBOX_SEED for sandbox, production for production)')
+    .option('--europe-share <0..1>', 'the share of sites in Europe')
+    .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
+    .option('--reload', RELOAD)
+  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing', datasetsImport)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to replace', DATASETS).makeOptionMandatory())
+    .addOption(required('--file <PATH>', 'the file to read'))
+    .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
+    .option('--precision <DIGITS>', 'decimals the coordinates are rounded to, 0 to 10 (default: 3)')
+    .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
+    .option('--reload', RELOAD)
+  command(datasets, 'export', 'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file', datasetsExport)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to read', DATASETS).makeOptionMandatory())
+    .addOption(required('--file <PATH>', 'the file to write'))
+    .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
+  command(datasets, 'reload', 'make every running service instance load the dataset files anew (--all: every instance sharing STATE_URL, on any machine)', datasetsReload)
+    .option('--all', 'every instance sharing STATE_URL, not only those of this DATA_DIR')
+  command(datasets, 'info', 'show each dataset file: site count, built_at, source, precision', datasetsInfo)
+
+  // set once the commands exist: commander copies these settings to commands made after them
+  program.helpCommand(true).allowExcessArguments().action(withoutCommand).hook('preAction', (_program, cmd) => checkChoices(cmd))
+  for (const group of [partners, datasets]) {
+    group.usage('<command> [options]').helpCommand(false).allowExcessArguments().action(withoutCommand)
+    for (const cmd of group.commands) cmd.option('--json', 'print one JSON document on stdout instead of text')
+  }
+  // every command's line, so that one --help shows them all
+  program.addHelpText('after', () => [
+    '', 'commands (each takes --help for its options, and --json):',
+    ...[partners, datasets].flatMap((group) => group.commands.map((cmd) => `  ${commandPath(cmd)} ${synopsis(cmd)}`.trimEnd()))
+  ].join('\n'))
+  const refuse = (cmd: Command) => cmd.exitOverride((err) => {
+    throw HELP_SHOWN.has(err.code) ? err : new UsageError(reason(cmd, err))
+  })
+  for (const cmd of [program, ...program.commands, ...program.commands.flatMap((c) => c.commands)]) refuse(cmd)
+
+  try {
+    await program.parseAsync(argv, { from: 'user' })
+    return exitCode
   } catch (err) {
-    const message = (err as Error).message.split('\n')[0]
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`error: ${message}\n`)
-      return 2
-    }
-    if (err instanceof FailedError || err instanceof ConfigError) {
-      process.stderr.write(`error: ${message}\n`)
-      return 1
-    }
-    process.stderr.write(`error: ${message}\n`)
-    return 1
+    if (err instanceof CommanderError && HELP_SHOWN.has(err.code)) return 0
+    stderr.write(`error: ${(err as Error).message.split('\n')[0]}\n`)
+    return err instanceof UsageError ? 2 : 1
   }
 }
 
-process.exitCode = await main(process.argv.slice(2))
+// Run as a program (npm run admin, node scripts/admin.ts); imported (lsp-admin.js, tests), it only exports main.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  process.exitCode = await main(process.argv.slice(2))
+}

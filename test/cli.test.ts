@@ -1,19 +1,21 @@
-// The operator CLI as real processes on a real control.db.
+// The operator CLI on a real control.db: its main() in this process for most cases (the same
+// parsing, output and exit codes), and as the real processes an operator starts at the end.
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { tmpDataDir } from './helper.ts'
-import { admin } from './run.ts'
+import { REPO_ROOT, tmpDataDir } from './helper.ts'
+import { admin, adminInProcess } from './run.ts'
 
 const dir = tmpDataDir(t)
 const env = { DATA_DIR: dir }
-const run = (...args: string[]) => admin(args, env)
+const run = (...args: string[]) => adminInProcess(args, env)
 const oneLine = (s: string) => s.trim().split('\n').length === 1
 
 t.test('partners create prints the token once; only its SHA-256 is stored', async (t) => {
-  const r = run('partners', 'create', '--name', 'Acme Air Ambulance', '--tier', 'growth', '--json')
+  const r = await run('partners', 'create', '--name', 'Acme Air Ambulance', '--tier', 'growth', '--json')
   t.equal(r.status, 0, r.stderr)
   const created = JSON.parse(r.stdout)
   t.match(created.token, /^lsp_[A-Za-z0-9_-]{43}$/)
@@ -31,39 +33,39 @@ t.test('partners create prints the token once; only its SHA-256 is stored', asyn
 })
 
 t.test('defaults of a new partner; text output', async (t) => {
-  const r = run('partners', 'create', '--name', 'Heli Tours', '--slug', 'heli', '--status', 'pending')
+  const r = await run('partners', 'create', '--name', 'Heli Tours', '--slug', 'heli', '--status', 'pending')
   t.equal(r.status, 0, r.stderr)
   t.match(r.stdout, /^created partner heli \(ptn_[0-9a-f]{12}\)\ntoken \(shown once, keep it secret\): lsp_[A-Za-z0-9_-]{43}\n$/)
-  const shown = JSON.parse(run('partners', 'show', 'heli', '--json').stdout)
+  const shown = JSON.parse((await run('partners', 'show', 'heli', '--json')).stdout)
   t.equal(shown.status, 'pending')
   t.equal(shown.tier, 'demo')
   t.same(shown.limits, { minute: 30, hour: 200, day: 1000 })
 })
 
 t.test('list and show never print a token or its hash', async (t) => {
-  const list = run('partners', 'list', '--json')
+  const list = await run('partners', 'list', '--json')
   t.equal(list.status, 0)
   const partners = JSON.parse(list.stdout)
   t.same(partners.map((p: { slug: string }) => p.slug), ['acme-air-ambulance', 'heli'])
   t.notOk(/lsp_|token|sha256/.test(list.stdout))
-  const text = run('partners', 'list')
+  const text = await run('partners', 'list')
   t.match(text.stdout, /^SLUG +STATUS +TIER +ENVIRONMENT CATEGORIES +NAME\nacme-air-ambulance +active +growth +sandbox +4,7 +Acme Air Ambulance\nheli +pending/)
-  const show = run('partners', 'show', 'heli')
+  const show = await run('partners', 'show', 'heli')
   t.equal(show.status, 0)
   t.match(show.stdout, /^id +ptn_[0-9a-f]{12}\nslug +heli\nname +Heli Tours\nstatus +pending\n/)
   t.notOk(/lsp_|sha256/.test(show.stdout))
 })
 
 t.test('update and rotate', async (t) => {
-  const r = run('partners', 'update', 'heli', '--status', 'active', '--categories', '9,4,4', '--other-categories', 'on',
+  const r = await run('partners', 'update', 'heli', '--status', 'active', '--categories', '9,4,4', '--other-categories', 'on',
     '--limit-minute', 'unlimited', '--limit-day', '5000', '--radius-cap', '100', '--max-results', '250', '--json')
   t.equal(r.status, 0, r.stderr)
   const p = JSON.parse(r.stdout)
   t.same([p.status, p.categories, p.other_categories, p.radius_cap_km, p.max_results], ['active', [4, 9], true, 100, 250])
   t.same(p.limits, { minute: 'unlimited', hour: 200, day: 5000 })
-  const back = JSON.parse(run('partners', 'update', 'heli', '--limit-minute', 'tier', '--json').stdout)
+  const back = JSON.parse((await run('partners', 'update', 'heli', '--limit-minute', 'tier', '--json')).stdout)
   t.same(back.limits, { minute: 30, hour: 200, day: 5000 })
-  const rotated = run('partners', 'rotate', 'heli', '--json')
+  const rotated = await run('partners', 'rotate', 'heli', '--json')
   t.equal(rotated.status, 0)
   t.match(JSON.parse(rotated.stdout).token, /^lsp_/)
 })
@@ -80,7 +82,14 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'create', '--name', 'X', '--status', 'suspended'], 2, /^error: --status must be one of active, pending$/],
     [['partners', 'create', '--name', 'X', '--slug', 'Bad Slug'], 2, /^error: --slug must be/],
     [['partners', 'create', '--name', '!!!'], 2, /^error: cannot derive a slug from the name; give --slug$/],
-    [['partners', 'create', '--name', 'X', '--colour', 'red'], 2, /^error: Unknown option '--colour'/],
+    [['partners', 'create', '--name', 'X', '--colour', 'red'], 2, /^error: unknown option '--colour'$/],
+    [['partners', 'create', '--name', 'X', '--tierr', 'gold'], 2, /^error: unknown option '--tierr' \(Did you mean --tier\?\)$/],
+    [['partners', 'create', '--name'], 2, /^error: option '--name <NAME>' argument missing$/],
+    [['partners', 'list', 'everyone'], 2, /^error: unexpected argument 'everyone'$/],
+    [['partners', 'show', 'heli', 'acme'], 2, /^error: usage: partners show SLUG$/],
+    [['partners', 'update'], 2, /^error: usage: partners update SLUG \[options\]$/],
+    [['partners', '--tier', 'gold'], 2, /^error: unknown option '--tier'$/],
+    [['fly'], 2, /^error: unknown command 'fly' \(known: partners, datasets\); see --help$/],
     [['partners', 'show'], 2, /^error: usage: partners show SLUG$/],
     [['partners', 'update', 'heli'], 2, /^error: nothing to change/],
     [['partners', 'update', 'heli', '--categories', '1,4'], 2, /^error: --categories: category 1 is reserved/],
@@ -90,11 +99,12 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'update', 'heli', '--radius-cap', '0'], 2, /^error: --radius-cap must be a number of km greater than 0/],
     [['partners', 'update', 'heli', '--max-results', 'lots'], 2, /^error: --max-results must be a whole number from 1 to 10000$/],
     [['partners', 'update', 'heli', '--site-by-id', 'yes'], 2, /^error: --site-by-id must be one of on, off$/],
-    [['partners', 'fly'], 2, /^error: unknown command 'partners fly'/],
+    [['partners', 'fly'], 2, /^error: unknown command 'partners fly' \(known: create, list, show, update, rotate, export, import\); see --help$/],
+    [['datasets', 'import', '--dataset', 'sandbox'], 2, /^error: --file is required$/],
     [['datasets', 'generate'], 2, /^error: --dataset is required$/]
   ]
   for (const [args, status, message] of cases) {
-    const r = run(...args)
+    const r = await run(...args)
     t.equal(r.status, status, args.join(' '))
     t.match(r.stderr.trimEnd(), message, args.join(' '))
     t.ok(oneLine(r.stderr), 'one line')
@@ -102,19 +112,62 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
   }
 })
 
-t.test('--help', async (t) => {
-  const r = run('partners', 'create', '--help')
+t.test('--help: generated for the program, each group and each command, on stdout, exit 0', async (t) => {
+  const r = await run('partners', 'create', '--help')
   t.equal(r.status, 0)
-  t.match(r.stdout, /^usage: npm run admin -- partners create --name NAME/)
-  t.match(run('--help').stdout, /partners update SLUG/)
+  t.match(r.stdout, /^usage: npm run admin -- partners create --name NAME \[options\]\n\ncreate a partner and print its token \(shown once\)\n/)
+  t.match(r.stdout, /--tier <TIER> +its tier \(default: demo\) \(choices: "demo", "growth",\s+"scale"\)\n/)
+  t.match(r.stdout, /--json +print one JSON document on stdout instead of text\n/)
+  t.equal(r.stderr, '')
+
+  for (const args of [['--help'], ['-h'], ['help']]) {
+    const top = await run(...args)
+    t.equal(top.status, 0, args.join(' '))
+    t.match(top.stdout, /^usage: npm run admin -- <group> <command> \[options\]\n/)
+    t.match(top.stdout, /\n {2}partners +the partners[\s\S]*\n {2}datasets +the site datasets/, 'the groups')
+    t.match(top.stdout, /\n {2}partners update SLUG \[options\]\n[\s\S]*\n {2}datasets import --dataset sandbox\|production --file PATH \[options\]\n/, 'every command')
+  }
+
+  const groups: [string, string[]][] = [
+    ['partners', ['create', 'list', 'show', 'update', 'rotate', 'export', 'import']],
+    ['datasets', ['generate', 'import', 'export', 'reload', 'info']]
+  ]
+  for (const [group, commands] of groups) {
+    const help = await run(group, '--help')
+    t.equal(help.status, 0, `${group} --help`)
+    t.match(help.stdout, new RegExp(`^usage: npm run admin -- ${group} <command> \\[options\\]\n`))
+    const listed = [...help.stdout.matchAll(new RegExp(`^ {2}${group} ([a-z]+)`, 'gm'))].map((m) => m[1])
+    t.same(listed, commands, `${group} --help lists its commands`)
+    t.same(await run('help', group), help, `help ${group} is ${group} --help`)
+    // without a command: the same help, as a usage error
+    t.same(await run(group), { ...help, status: 2 }, `${group} alone`)
+  }
+  const partners = (await run('partners', '--help')).stdout
+  t.match(partners, /\n {2}partners update SLUG \[options\]\n {6}change a partner; the running service applies it within PARTNER_REFRESH_MS\n {6}\(1 s by default\)\n/)
+  t.match(partners, /\n {2}partners rotate SLUG\n {6}issue a new token; the old one stops working within PARTNER_REFRESH_MS/)
+
+  const update = await run('partners', 'update', '--help')
+  t.equal(update.status, 0)
+  t.match(update.stdout, /^usage: npm run admin -- partners update SLUG \[options\]\n\nchange a partner; the running service applies it within PARTNER_REFRESH_MS/)
+  for (const option of ['--name', '--tier', '--environment', '--status', '--categories', '--other-categories', '--site-by-id', '--radius-cap',
+    '--max-results', '--limit-minute', '--limit-hour', '--limit-day', '--json', '-h, --help']) {
+    t.match(update.stdout, new RegExp(`\n {2}${option}[ <]`), option)
+  }
+  t.match(update.stdout, /--status <STATUS> +suspended and inactive stop its token\n +\(choices: "pending", "active", "suspended"\)/)
+  t.same(await run('partners', 'update', 'heli', '--tier', 'gold', '--help'), update, '--help wins over the other options')
+  t.match((await run('datasets', 'import', '--help')).stdout, /^usage: npm run admin -- datasets import --dataset sandbox\|production --file PATH \[options\]\n/)
+
+  const bare = await run()
+  t.equal(bare.status, 2, 'no command: a usage error')
+  t.equal(bare.stdout, (await run('--help')).stdout, 'with the help')
 })
 
 t.test('datasets generate and info', async (t) => {
-  const g = run('datasets', 'generate', '--dataset', 'sandbox', '--count', '1500', '--seed', 'cli', '--json')
+  const g = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '1500', '--seed', 'cli', '--json')
   t.equal(g.status, 0, g.stderr)
   t.equal(JSON.parse(g.stdout).site_count, 1500)
   t.ok(existsSync(join(dir, 'sandbox.db')))
-  const info = JSON.parse(run('datasets', 'info', '--json').stdout)
+  const info = JSON.parse((await run('datasets', 'info', '--json')).stdout)
   t.equal(info[0].dataset, 'sandbox')
   t.equal(info[0].site_count, 1500)
   t.equal(info[0].source, 'generated count=1500 seed=cli')
@@ -123,21 +176,21 @@ t.test('datasets generate and info', async (t) => {
 
 t.test('datasets export, import and reload as an operator runs them', async (t) => {
   const csv = join(dir, 'out.csv')
-  const exported = run('datasets', 'export', '--dataset', 'sandbox', '--file', csv)
+  const exported = await run('datasets', 'export', '--dataset', 'sandbox', '--file', csv)
   t.equal(exported.status, 0, exported.stderr)
   t.equal(exported.stdout, `wrote 1500 sites of sandbox to ${csv}\n`)
-  const imported = run('datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '2', '--json')
+  const imported = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '2', '--json')
   t.equal(imported.status, 0, imported.stderr)
   const report = JSON.parse(imported.stdout)
   t.same([report.ok, report.dataset, report.format, report.precision, report.site_count], [true, 'production', 'csv', 2, 1500])
   t.equal(imported.stderr, '', 'no progress bar when stderr is not a terminal')
-  const info = JSON.parse(run('datasets', 'info', '--json').stdout)
+  const info = JSON.parse((await run('datasets', 'info', '--json')).stdout)
   t.same([info[1].site_count, info[1].precision, info[1].source], [1500, 2, 'import out.csv (csv)'])
 
   const bad = join(dir, 'bad.ndjson')
   writeFileSync(bad, '{"id":"a","category":4,"name":"A","region":"EUR","country":"GB","latitude":1,"longitude":2}\n{"id":"b"}\n')
   const before = readFileSync(join(dir, 'production.db'))
-  const refused = run('datasets', 'import', '--dataset', 'production', '--file', bad)
+  const refused = await run('datasets', 'import', '--dataset', 'production', '--file', bad)
   t.equal(refused.status, 1)
   t.equal(refused.stderr, 'line 2: category must be a whole number from 1; name must be 1 to 200 characters without control characters; ' +
     'region must be three upper-case letters; country must be two upper-case letters; latitude must be a number from -90 to 90; ' +
@@ -152,15 +205,35 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
     [['datasets', 'import', '--dataset', 'staging', '--file', csv], /^error: --dataset must be one of sandbox, production$/]
   ]
   for (const [args, message] of usage) {
-    const r = run(...args)
+    const r = await run(...args)
     t.equal(r.status, 2, args.join(' '))
     t.match(r.stderr.trimEnd(), message)
   }
 
-  const reload = run('datasets', 'reload')
+  const reload = await run('datasets', 'reload')
   t.equal(reload.status, 1)
   t.equal(reload.stderr, 'error: no running service: no instance has reported in control.db within the last 10 s\n')
-  const importReload = run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
+  const importReload = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
   t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
   t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
+})
+
+t.test('the real processes an operator starts: npm run admin, the bin, their exit codes', async (t) => {
+  const ran = admin(['partners', 'show', 'heli', '--json'], env)
+  t.equal(ran.status, 0, ran.stderr)
+  t.same(JSON.parse(ran.stdout), JSON.parse((await run('partners', 'show', 'heli', '--json')).stdout), 'as main() printed it')
+  const failed = admin(['partners', 'show', 'nobody'], env)
+  t.same([failed.status, failed.stdout, failed.stderr], [1, '', "error: no partner with slug 'nobody'\n"])
+  const misused = admin(['partners', 'update', 'heli', '--tier', 'gold'], env)
+  t.same([misused.status, misused.stdout, misused.stderr], [2, '', 'error: --tier must be one of demo, growth, scale\n'])
+
+  const bin = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/lsp-admin.js'), 'partners', 'show', 'nobody'], { env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
+  t.same([bin.status, bin.stdout, bin.stderr], [1, '', "error: no partner with slug 'nobody'\n"], 'the package bin lsp-admin')
+  const binHelp = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/lsp-admin.js'), 'partners', '--help'], { encoding: 'utf8' })
+  t.equal(binHelp.status, 0)
+  t.match(binHelp.stdout, /^usage: lsp-admin partners <command>/, 'its help names it')
+
+  const npm = spawnSync('npm', ['run', 'admin', '--', 'datasets', '--help'], { cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
+  t.equal(npm.status, 0, npm.stderr)
+  t.match(npm.stdout, /\nusage: npm run admin -- datasets <command> \[options\]\n[\s\S]*datasets reload/)
 })

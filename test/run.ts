@@ -1,6 +1,8 @@
-// Real processes for CLI and end-to-end tests: the same entry points an operator runs.
+// Real processes for CLI and end-to-end tests: the same entry points an operator runs; and the
+// CLI's main() in this process, for the many CLI tests that need no process of their own.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { join } from 'node:path'
+import { main } from '../scripts/admin.ts'
 import { REPO_ROOT } from './helper.ts'
 
 const baseEnv = (env: Record<string, string>) => {
@@ -17,6 +19,21 @@ export function admin (args: string[], env: Record<string, string>, timeoutMs = 
     cwd: REPO_ROOT, env: baseEnv(env), encoding: 'utf8', timeout: timeoutMs
   })
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
+}
+
+/**
+ * The CLI's main() in this process, with the environment a process of admin() would get: the
+ * same parsing, output and exit code, without the second or more a process takes to start.
+ */
+export async function adminInProcess (args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = ''
+  let stderr = ''
+  const status = await main(args, {
+    env: baseEnv(env),
+    stdout: { write: (text: string) => { stdout += text } },
+    stderr: { write: (text: string) => { stderr += text } }
+  })
+  return { status, stdout, stderr }
 }
 
 /** The CLI without blocking this process, so that a test can keep sending requests meanwhile. */
