@@ -1,25 +1,25 @@
-// The operator CLI's smaller promises, as real processes: category names kept in the dataset
-// file, group help, a new DATA_DIR made, the default seed following the dataset.
+// The operator CLI's smaller promises, through its main() in this process: category names kept in
+// the dataset file, group help, a new DATA_DIR made, the default seed following the dataset.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { tmpDataDir } from './helper.ts'
-import { admin } from './run.ts'
+import { adminInProcess as admin } from './run.ts'
 
 const dir = tmpDataDir(t)
 const env = { DATA_DIR: dir }
 const run = (...args: string[]) => admin(args, env)
 
 t.test('datasets generate/import --category-name: names of categories 8 and above kept in the file', async (t) => {
-  const r = run('datasets', 'generate', '--dataset', 'sandbox', '--count', '50', '--category-name', '8=Heliport', '--category-name', '9=Fuel stop')
+  const r = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '50', '--category-name', '8=Heliport', '--category-name', '9=Fuel stop')
   t.equal(r.status, 0, r.stderr)
   const db = new Database(join(dir, 'sandbox.db'), { readonly: true })
   const names = db.prepare("SELECT value FROM meta WHERE key = 'category_names'").pluck().get()
   db.close()
   t.same(JSON.parse(names as string), { 8: 'Heliport', 9: 'Fuel stop' })
   for (const bad of ['7=Hotel', '8=', 'x=Heliport', '8= padded']) {
-    const refused = run('datasets', 'generate', '--dataset', 'sandbox', '--count', '5', '--category-name', bad)
+    const refused = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '5', '--category-name', bad)
     t.equal(refused.status, 2, bad)
     t.equal(refused.stderr, `error: --category-name must be ID=NAME with an id from 8 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(bad)})\n`)
   }
@@ -27,18 +27,18 @@ t.test('datasets generate/import --category-name: names of categories 8 and abov
 
 t.test('rough edges: group help, a new DATA_DIR, the default seed follows the dataset', async (t) => {
   for (const group of ['partners', 'datasets']) {
-    const r = run(group, '--help')
+    const r = await run(group, '--help')
     t.equal(r.status, 0, `${group} --help`)
     t.match(r.stdout, new RegExp(`^usage: npm run admin -- ${group} <command>`))
     t.match(r.stdout, group === 'partners' ? /partners create --name NAME[\s\S]*partners update SLUG[\s\S]*PARTNER_REFRESH_MS/ : /datasets import --dataset[\s\S]*datasets reload/)
   }
   const fresh = join(dir, 'not', 'there', 'yet')
-  const listed = admin(['partners', 'list', '--json'], { DATA_DIR: fresh })
+  const listed = await admin(['partners', 'list', '--json'], { DATA_DIR: fresh })
   t.equal(listed.status, 0, listed.stderr)
   t.same(JSON.parse(listed.stdout), [])
   t.ok(existsSync(fresh), 'the CLI made DATA_DIR, as the service does')
-  const sandbox = JSON.parse(admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '20', '--json'], { DATA_DIR: fresh }).stdout)
-  const production = JSON.parse(admin(['datasets', 'generate', '--dataset', 'production', '--count', '20', '--json'], { DATA_DIR: fresh }).stdout)
+  const sandbox = JSON.parse((await admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '20', '--json'], { DATA_DIR: fresh })).stdout)
+  const production = JSON.parse((await admin(['datasets', 'generate', '--dataset', 'production', '--count', '20', '--json'], { DATA_DIR: fresh })).stdout)
   t.same([sandbox.seed, production.seed], ['sandbox', 'production'])
   const names = (file: string) => {
     const db = new Database(join(fresh, file), { readonly: true })
