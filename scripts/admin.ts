@@ -1,6 +1,7 @@
 // Operator CLI (README.md, docs/data-files.md): npm run admin -- <group> <command> [options]
 // Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
-// Errors are one line on stderr; --json prints one JSON document on stdout.
+// Errors are one line on stderr; --json prints one JSON document on stdout. main() is the whole
+// CLI, callable in-process (tests); this file runs it only when it is the program started.
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { Command, CommanderError, Help, Option } from 'commander'
@@ -476,6 +477,69 @@ function reason (cmd: Command, err: CommanderError): string {
   return err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')
 }
 
+type Declare = (group: Command, name: string, description: string, body: Body) => Command
+
+/**
+ * The groups and their commands: each command's body, and the options and arguments commander
+ * parses for it (--json and --help are added to every command). A new command is a body and a
+ * few lines here.
+ */
+function declareCommands (program: Command, command: Declare) {
+  const partners = program.command('partners').description('the partners: their tokens, tiers, limits and categories (control.db, or Redis when STATE_URL is set)')
+  command(partners, 'create', 'create a partner and print its token (shown once)', partnersCreate)
+    .addOption(required('--name <NAME>', 'the partner\'s name, 1 to 200 characters'))
+    .option('--slug <SLUG>', 'its slug in URLs and commands (default: from the name)')
+    .addOption(choice('--tier <TIER>', 'its tier (default: demo)', TIERS))
+    .addOption(choice('--environment <ENV>', 'the dataset it is served (default: sandbox)', ENVIRONMENTS))
+    .addOption(choice('--status <STATUS>', 'default: active', CREATE_STATUSES))
+  command(partners, 'list', 'list partners', partnersList)
+  command(partners, 'show', 'show one partner', partnersShow)
+    .argument('SLUG', 'the partner\'s slug')
+  command(partners, 'update', 'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)', partnersUpdate)
+    .argument('SLUG', 'the partner\'s slug')
+    .option('--name <NAME>', 'its name, 1 to 200 characters')
+    .addOption(choice('--tier <TIER>', 'its tier', TIERS))
+    .addOption(choice('--environment <ENV>', 'the dataset it is served', ENVIRONMENTS))
+    .addOption(choice('--status <STATUS>', 'suspended and inactive stop its token', STATUSES))
+    .option('--categories <IDS>', 'the categories it may ask for, e.g. 4,7')
+    .addOption(choice('--other-categories <on|off>', 'categories 8 and above in its allow-list served', ['on', 'off']))
+    .addOption(choice('--site-by-id <on|off>', 'GET /sites/{id} open to it', ['on', 'off']))
+    .option('--radius-cap <KM>', 'the largest search radius, in km')
+    .option('--max-results <N>', `the most sites an answer holds, 1 to ${MAX_RESULTS_CEILING}`)
+    .option('--limit-minute <N|unlimited|tier>', 'requests a minute: a number from 1, unlimited, or the tier\'s limit')
+    .option('--limit-hour <N|unlimited|tier>', 'requests an hour, as --limit-minute')
+    .option('--limit-day <N|unlimited|tier>', 'requests a day, as --limit-minute')
+  command(partners, 'rotate', 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
+    .argument('SLUG', 'the partner\'s slug')
+  command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set', partnersExport)
+    .option('--file <PATH>', 'write to this file (mode 600) instead of stdout')
+  command(partners, 'import', 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set', partnersImport)
+    .addOption(required('--file <PATH>', 'a file written by partners export'))
+
+  const datasets = program.command('datasets').description('the site datasets (sandbox.db, production.db in DATA_DIR) and the service serving them')
+  command(datasets, 'generate', 'write a dataset of deterministic dummy sites near real towns', datasetsGenerate)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to write', DATASETS).makeOptionMandatory())
+    .option('--count <N>', 'how many sites (default: SANDBOX_SITE_COUNT)')
+    .option('--seed <SEED>', 'the same seed writes the same sites (default: SANDBOX_SEED for sandbox, production for production)')
+    .option('--europe-share <0..1>', 'the share of sites in Europe')
+    .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
+    .option('--reload', RELOAD)
+  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing', datasetsImport)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to replace', DATASETS).makeOptionMandatory())
+    .addOption(required('--file <PATH>', 'the file to read'))
+    .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
+    .option('--precision <DIGITS>', 'decimals the coordinates are rounded to, 0 to 10 (default: 3)')
+    .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
+    .option('--reload', RELOAD)
+  command(datasets, 'export', 'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file', datasetsExport)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to read', DATASETS).makeOptionMandatory())
+    .addOption(required('--file <PATH>', 'the file to write'))
+    .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
+  command(datasets, 'reload', 'make every running service instance load the dataset files anew (--all: every instance sharing STATE_URL, on any machine)', datasetsReload)
+    .option('--all', 'every instance sharing STATE_URL, not only those of this DATA_DIR')
+  command(datasets, 'info', 'show each dataset file: site count, built_at, source, precision', datasetsInfo)
+}
+
 export interface MainOptions {
   /** Where configuration is read from (with `.env`, as the service does): the process's environment by default. */
   env?: Record<string, string | undefined>
@@ -545,75 +609,24 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
       }
     })
 
-  const partners = program.command('partners').description('the partners: their tokens, tiers, limits and categories (control.db, or Redis when STATE_URL is set)')
-  command(partners, 'create', 'create a partner and print its token (shown once)', partnersCreate)
-    .addOption(required('--name <NAME>', 'the partner\'s name, 1 to 200 characters'))
-    .option('--slug <SLUG>', 'its slug in URLs and commands (default: from the name)')
-    .addOption(choice('--tier <TIER>', 'its tier (default: demo)', TIERS))
-    .addOption(choice('--environment <ENV>', 'the dataset it is served (default: sandbox)', ENVIRONMENTS))
-    .addOption(choice('--status <STATUS>', 'default: active', CREATE_STATUSES))
-  command(partners, 'list', 'list partners', partnersList)
-  command(partners, 'show', 'show one partner', partnersShow)
-    .argument('SLUG', 'the partner\'s slug')
-  command(partners, 'update', 'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)', partnersUpdate)
-    .argument('SLUG', 'the partner\'s slug')
-    .option('--name <NAME>', 'its name, 1 to 200 characters')
-    .addOption(choice('--tier <TIER>', 'its tier', TIERS))
-    .addOption(choice('--environment <ENV>', 'the dataset it is served', ENVIRONMENTS))
-    .addOption(choice('--status <STATUS>', 'suspended and inactive stop its token', STATUSES))
-    .option('--categories <IDS>', 'the categories it may ask for, e.g. 4,7')
-    .addOption(choice('--other-categories <on|off>', 'categories 8 and above in its allow-list served', ['on', 'off']))
-    .addOption(choice('--site-by-id <on|off>', 'GET /sites/{id} open to it', ['on', 'off']))
-    .option('--radius-cap <KM>', 'the largest search radius, in km')
-    .option('--max-results <N>', `the most sites an answer holds, 1 to ${MAX_RESULTS_CEILING}`)
-    .option('--limit-minute <N|unlimited|tier>', 'requests a minute: a number from 1, unlimited, or the tier\'s limit')
-    .option('--limit-hour <N|unlimited|tier>', 'requests an hour, as --limit-minute')
-    .option('--limit-day <N|unlimited|tier>', 'requests a day, as --limit-minute')
-  command(partners, 'rotate', 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
-    .argument('SLUG', 'the partner\'s slug')
-  command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set', partnersExport)
-    .option('--file <PATH>', 'write to this file (mode 600) instead of stdout')
-  command(partners, 'import', 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set', partnersImport)
-    .addOption(required('--file <PATH>', 'a file written by partners export'))
-
-  const datasets = program.command('datasets').description('the site datasets (sandbox.db, production.db in DATA_DIR) and the service serving them')
-  command(datasets, 'generate', 'write a dataset of deterministic dummy sites near real towns', datasetsGenerate)
-    .addOption(choice('--dataset <DATASET>', 'the dataset to write', DATASETS).makeOptionMandatory())
-    .option('--count <N>', 'how many sites (default: SANDBOX_SITE_COUNT)')
-    .option('--seed <SEED>', 'the same seed writes the same sites (default: SANDBOX_SEED for sandbox, production for production)')
-    .option('--europe-share <0..1>', 'the share of sites in Europe')
-    .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
-    .option('--reload', RELOAD)
-  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing', datasetsImport)
-    .addOption(choice('--dataset <DATASET>', 'the dataset to replace', DATASETS).makeOptionMandatory())
-    .addOption(required('--file <PATH>', 'the file to read'))
-    .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
-    .option('--precision <DIGITS>', 'decimals the coordinates are rounded to, 0 to 10 (default: 3)')
-    .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
-    .option('--reload', RELOAD)
-  command(datasets, 'export', 'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file', datasetsExport)
-    .addOption(choice('--dataset <DATASET>', 'the dataset to read', DATASETS).makeOptionMandatory())
-    .addOption(required('--file <PATH>', 'the file to write'))
-    .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
-  command(datasets, 'reload', 'make every running service instance load the dataset files anew (--all: every instance sharing STATE_URL, on any machine)', datasetsReload)
-    .option('--all', 'every instance sharing STATE_URL, not only those of this DATA_DIR')
-  command(datasets, 'info', 'show each dataset file: site count, built_at, source, precision', datasetsInfo)
-
+  declareCommands(program, command)
   // set once the commands exist: commander copies these settings to commands made after them
   program.helpCommand(true).allowExcessArguments().action(withoutCommand).hook('preAction', (_program, cmd) => checkChoices(cmd))
-  for (const group of [partners, datasets]) {
+
+  const groups = program.commands.filter((c) => c.name() !== 'help')
+  for (const group of groups) {
     group.usage('<command> [options]').helpCommand(false).allowExcessArguments().action(withoutCommand)
     for (const cmd of group.commands) cmd.option('--json', 'print one JSON document on stdout instead of text')
   }
   // every command's line, so that one --help shows them all
   program.addHelpText('after', () => [
     '', 'commands (each takes --help for its options, and --json):',
-    ...[partners, datasets].flatMap((group) => group.commands.map((cmd) => `  ${commandPath(cmd)} ${synopsis(cmd)}`.trimEnd()))
+    ...groups.flatMap((group) => group.commands.map((cmd) => `  ${commandPath(cmd)} ${synopsis(cmd)}`.trimEnd()))
   ].join('\n'))
   const refuse = (cmd: Command) => cmd.exitOverride((err) => {
     throw HELP_SHOWN.has(err.code) ? err : new UsageError(reason(cmd, err))
   })
-  for (const cmd of [program, ...program.commands, ...program.commands.flatMap((c) => c.commands)]) refuse(cmd)
+  for (const cmd of [program, ...groups, ...groups.flatMap((c) => c.commands)]) refuse(cmd)
 
   try {
     await program.parseAsync(argv, { from: 'user' })

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
+import { main } from '../scripts/admin.ts'
 import { admin, adminInProcess } from './run.ts'
 
 const dir = tmpDataDir(t)
@@ -216,6 +217,19 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   const importReload = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
   t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
   t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
+})
+
+t.test('datasets import on a terminal: its progress bar on the stderr main() was given', async (t) => {
+  let stdout = ''
+  let stderr = ''
+  const status = await main(['datasets', 'import', '--dataset', 'production', '--file', join(dir, 'out.csv')], {
+    env: { DATA_DIR: dir },
+    stdout: { write: (text: string) => { stdout += text } },
+    stderr: { write: (text: string) => { stderr += text }, isTTY: true }
+  })
+  t.equal(status, 0, stderr)
+  t.match(stderr, /^(\rproduction \[[#.]{30}\] +\d+% +[\d,]+ rows)*\rproduction \[#{30}\] 100% {2}1,500 rows\n$/)
+  t.match(stdout, /^imported 1500 sites into /)
 })
 
 t.test('the real processes an operator starts: npm run admin, the bin, their exit codes', async (t) => {
