@@ -9,6 +9,10 @@ import { skippedWithoutRedis, startRedis } from './redis.ts'
 
 const ROUNDS = 3
 
+// 66 real CLI processes, eleven at a time: a second each when the machine is quiet, ten or more when
+// its two cores are shared with other test runs (then the 180 s of the tap config ran out).
+t.setTimeout(480_000)
+
 /** The eleven changes of round `r`, each one field, and what `partners show --json` must then say. */
 function round (r: number) {
   const odd = r % 2 === 1
