@@ -14,6 +14,7 @@ import { Redis } from 'ioredis'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
 import { SLUG_PATTERN } from '../src/schemas/common.ts'
+import { UsageCommandError, partnerUsage, partnersReport } from './admin-usage.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
@@ -236,6 +237,20 @@ const COMMANDS: Record<string, Record<string, Command>> = {
         return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
       }
     },
+    usage: {
+      summary: "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, and its daily history (last N days, oldest first); " +
+        'from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set',
+      usage: 'partners usage SLUG [--days N]',
+      options: { days: str },
+      positionals: 1,
+      run: (ctx) => partnerUsage(ctx).catch(usageCommandError)
+    },
+    report: {
+      summary: 'a line per partner over the last N days (7 by default): requests a day, busiest minute, 429 and error shares, and for sandbox partners the go-live verdict',
+      usage: 'partners report [--days N]',
+      options: { days: str },
+      run: (ctx) => partnersReport(ctx).catch(usageCommandError)
+    },
     export: {
       summary: 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set',
       usage: 'partners export [--file PATH]',
@@ -365,6 +380,12 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       }
     }
   }
+}
+
+/** The usage commands' failures as this CLI's: exit 2 for bad usage, 1 otherwise. */
+function usageCommandError (err: unknown): never {
+  if (err instanceof UsageCommandError) throw err.exitCode === 2 ? new UsageError(err.message) : new FailedError(err.message)
+  throw err
 }
 
 type ReloadAsked = Awaited<ReturnType<typeof requestReload>>
