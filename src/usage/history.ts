@@ -26,25 +26,42 @@ export interface HistorySink {
   record (key: string, event: Pick<TelemetryEvent, 'timestamp' | 'status' | 'rows'>): void
 }
 
+/** A partner's delta being counted, and the current minute's count kept apart: one Map lookup a request. */
+interface Slot { delta: DayDelta, minute: number, minuteCount: number }
+
 export class HistoryCounter implements HistorySink {
   private pending: Deltas = new Map()
+  private readonly slots = new Map<string, Slot>()
 
   record (key: string, event: Pick<TelemetryEvent, 'timestamp' | 'status' | 'rows'>) {
     const { timestamp, status, rows } = event
-    const day = Math.floor(timestamp / DAY_MS)
+    const minute = Math.floor(timestamp / MINUTE_MS)
+    let slot = this.slots.get(key)
+    if (slot === undefined || minute !== slot.minute) slot = this.nextMinute(key, slot, minute)
+    slot.minuteCount++
+    const delta = slot.delta
+    delta.requests++
+    delta.rows += rows
+    if (status >= 400) delta.statuses.set(status, (delta.statuses.get(status) ?? 0) + 1)
+  }
+
+  /** The slow path, once a minute per partner: the last minute's count goes into its delta. */
+  private nextMinute (key: string, slot: Slot | undefined, minute: number): Slot {
+    if (slot !== undefined) fold(slot)
+    const day = Math.floor(minute * MINUTE_MS / DAY_MS)
     let days = this.pending.get(key)
     if (!days) this.pending.set(key, days = new Map())
     let delta = days.get(day)
     if (!delta) days.set(day, delta = { requests: 0, rows: 0, statuses: new Map(), minutes: new Map() })
-    delta.requests++
-    delta.rows += rows
-    if (status >= 400) delta.statuses.set(status, (delta.statuses.get(status) ?? 0) + 1)
-    const minute = Math.floor(timestamp / MINUTE_MS)
-    delta.minutes.set(minute, (delta.minutes.get(minute) ?? 0) + 1)
+    const next = { delta, minute, minuteCount: 0 }
+    this.slots.set(key, next)
+    return next
   }
 
   /** The deltas counted since the last take; the counter starts again from nothing. */
   take (): Deltas {
+    for (const slot of this.slots.values()) fold(slot)
+    this.slots.clear()
     const taken = this.pending
     this.pending = new Map()
     return taken
@@ -72,6 +89,12 @@ export class HistoryCounter implements HistorySink {
   get empty () {
     return this.pending.size === 0
   }
+}
+
+function fold (slot: Slot) {
+  if (slot.minuteCount === 0) return
+  slot.delta.minutes.set(slot.minute, (slot.delta.minutes.get(slot.minute) ?? 0) + slot.minuteCount)
+  slot.minuteCount = 0
 }
 
 /** The fields a day is stored as, in both stores: requests, rows, s<status>, bm (busiest minute), bc (its count). */
