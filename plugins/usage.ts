@@ -69,7 +69,8 @@ function sharedState (app: FastifyInstance, redis: Redis, options: UsageOptions,
   app.addHook('onClose', async () => {
     clearInterval(timer)
     await flushing
-    await save()
+    // batches kept from a failed flush go first, the counts since in the flush after
+    for (let i = 0; i < 2 && (history.unsent > 0 || !counter.empty); i++) await save()
     if (history.unsent > 0 || !counter.empty) app.log.error({}, 'usage history counts could not be added to the shared state (Redis) at close; they are lost')
   })
   const telemetry = new SharedTelemetry(redis, { log: app.log, history: counter })

@@ -238,15 +238,15 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       }
     },
     usage: {
-      summary: "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, and its daily history (last N days, oldest first); " +
-        'from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set',
+      summary: "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, and its daily history (the last N days, 7 by default, " +
+        'at most USAGE_HISTORY_DAYS, oldest first); from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set',
       usage: 'partners usage SLUG [--days N]',
       options: { days: str },
       positionals: 1,
       run: (ctx) => partnerUsage(ctx).catch(usageCommandError)
     },
     report: {
-      summary: 'a line per partner over the last N days (7 by default): requests a day, busiest minute, 429 and error shares, and for sandbox partners the go-live verdict',
+      summary: 'a line per partner over the last N days (7 by default): requests a day, busiest minute, 429 and error shares, and for sandbox partners the go-live verdict (which conditions fail: docs/operations.md)',
       usage: 'partners report [--days N]',
       options: { days: str },
       run: (ctx) => partnersReport(ctx).catch(usageCommandError)
