@@ -16,6 +16,7 @@ import { Redis } from 'ioredis'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
 import { SLUG_PATTERN } from '../src/schemas/common.ts'
+import { UsageCommandError, partnerUsage, partnersReport } from './admin-usage.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
@@ -484,6 +485,12 @@ type Declare = (group: Command, name: string, description: string, body: Body) =
  * parses for it (--json and --help are added to every command). A new command is a body and a
  * few lines here.
  */
+/** The usage commands' failures as this CLI's: exit 2 for bad usage, 1 otherwise. */
+function usageCommandError (err: unknown): never {
+  if (err instanceof UsageCommandError) throw err.exitCode === 2 ? new UsageError(err.message) : new FailedError(err.message)
+  throw err
+}
+
 function declareCommands (program: Command, command: Declare) {
   const partners = program.command('partners').description('the partners: their tokens, tiers, limits and categories (control.db, or Redis when STATE_URL is set)')
   command(partners, 'create', 'create a partner and print its token (shown once)', partnersCreate)
@@ -511,6 +518,13 @@ function declareCommands (program: Command, command: Declare) {
     .option('--limit-day <N|unlimited|tier>', 'requests a day, as --limit-minute')
   command(partners, 'rotate', 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
     .argument('SLUG', 'the partner\'s slug')
+  command(partners, 'usage', "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, and its daily history, oldest first; " +
+    'from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set', (ctx) => partnerUsage(ctx).catch(usageCommandError))
+    .argument('SLUG', 'the partner\'s slug')
+    .option('--days <N>', 'the days of history shown, 1 to USAGE_HISTORY_DAYS (default: 7)')
+  command(partners, 'report', 'a line per partner over the last N days: requests a day, busiest minute, 429 and error shares, and for sandbox partners ' +
+    'the go-live verdict (the conditions that fail: docs/operations.md)', (ctx) => partnersReport(ctx).catch(usageCommandError))
+    .option('--days <N>', 'the days looked at, 1 to USAGE_HISTORY_DAYS (default: 7)')
   command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set', partnersExport)
     .option('--file <PATH>', 'write to this file (mode 600) instead of stdout')
   command(partners, 'import', 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set', partnersImport)

@@ -159,7 +159,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs })
+  await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
   await app.register(openapi, { apiPrefix: config.apiPrefix })
   // the partner routes and their pipeline, in a context of their own
   await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })

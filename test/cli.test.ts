@@ -100,7 +100,7 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'update', 'heli', '--radius-cap', '0'], 2, /^error: --radius-cap must be a number of km greater than 0/],
     [['partners', 'update', 'heli', '--max-results', 'lots'], 2, /^error: --max-results must be a whole number from 1 to 10000$/],
     [['partners', 'update', 'heli', '--site-by-id', 'yes'], 2, /^error: --site-by-id must be one of on, off$/],
-    [['partners', 'fly'], 2, /^error: unknown command 'partners fly' \(known: create, list, show, update, rotate, export, import\); see --help$/],
+    [['partners', 'fly'], 2, /^error: unknown command 'partners fly' \(known: create, list, show, update, rotate, usage, report, export, import\); see --help$/],
     [['datasets', 'import', '--dataset', 'sandbox'], 2, /^error: --file is required$/],
     [['datasets', 'generate'], 2, /^error: --dataset is required$/]
   ]
@@ -130,7 +130,7 @@ t.test('--help: generated for the program, each group and each command, on stdou
   }
 
   const groups: [string, string[]][] = [
-    ['partners', ['create', 'list', 'show', 'update', 'rotate', 'export', 'import']],
+    ['partners', ['create', 'list', 'show', 'update', 'rotate', 'usage', 'report', 'export', 'import']],
     ['datasets', ['generate', 'import', 'export', 'reload', 'info']]
   ]
   for (const [group, commands] of groups) {

@@ -20,8 +20,23 @@ const prune = (db: Database.Database, now: number) =>
 export function restoreCounters (db: Database.Database, store: LocalStore, now: number): number {
   db.exec(COUNTERS_DDL)
   prune(db, now)
-  const rows = db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets ORDER BY partner_id, second').all() as
-    { partner_id: string, second: number, requests: number, rows: number }[]
+  return loadCounters(db, store, now)
+}
+
+/**
+ * Loads the saved counters (of one partner, or all) into `store` without writing anything: the
+ * operator CLI reads them so while the service runs. The number of partners loaded.
+ */
+export function loadCounters (db: Database.Database, store: LocalStore, now: number, partnerId?: string): number {
+  let rows: { partner_id: string, second: number, requests: number, rows: number }[]
+  try {
+    rows = partnerId === undefined
+      ? db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets ORDER BY partner_id, second').all() as typeof rows
+      : db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets WHERE partner_id = ? ORDER BY second').all(partnerId) as typeof rows
+  } catch (err) {
+    if (/no such table/.test((err as Error).message)) return 0 // no service has run here yet
+    throw err
+  }
   const byPartner = new Map<string, SecondBucket[]>()
   for (const r of rows) {
     let list = byPartner.get(r.partner_id)

@@ -1,4 +1,5 @@
-// GET /usage: the partner's windows from the limiter, and on request the telemetry block.
+// GET /usage: the partner's windows from the limiter, and on request the telemetry block (built
+// by src/usage/report.ts, which the operator CLI's `partners usage` shares).
 // Never counted and answered even while the partner is limited.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
@@ -7,21 +8,9 @@ import { documentedErrors } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { UsageQuery } from '../schemas/queries.ts'
 import { UsageReport } from '../schemas/usage.ts'
-import type { WindowState } from '../limits/limiter.ts'
+import { usageReport } from '../usage/report.ts'
 
 export const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
-
-function windowReport (w: WindowState, now: number) {
-  return {
-    limit: w.limit,
-    used: w.used,
-    remaining: w.remaining,
-    window_seconds: w.seconds,
-    resets_in_seconds: w.resetsInMs === null ? null : Math.ceil(w.resetsInMs / 1000),
-    resets_at: w.resetsInMs === null ? null : new Date(now + w.resetsInMs).toISOString(),
-    rows: w.rows
-  }
-}
 
 const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/usage', {
@@ -36,16 +25,12 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request) => {
     const partner = request.partner
-    const { now, windows: [minute, hour, day] } = await app.limiter.state(partner.id, partner.limits)
-    // the dataset a request with the same demo= is served from
-    const environment = datasetFor(partner, request.query.demo === true)
-    return {
-      timestamp: new Date(now).toISOString(),
-      partner: { id: partner.id, slug: partner.slug, name: partner.name, environment, is_sandbox: environment === 'sandbox' },
-      client: { ip: request.ip },
-      windows: { minute: windowReport(minute, now), hour: windowReport(hour, now), day: windowReport(day, now) },
-      ...(request.query.expand === 'telemetry' ? { telemetry: await app.telemetry.block(partner.id, now) } : {})
-    }
+    const report = await usageReport(app, partner, {
+      // the dataset a request with the same demo= is served from
+      environment: datasetFor(partner, request.query.demo === true),
+      telemetry: request.query.expand === 'telemetry'
+    })
+    return { ...report, client: { ip: request.ip } } // serialised in the schema's order
   })
 }
 

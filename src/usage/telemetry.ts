@@ -1,18 +1,23 @@
 // Telemetry: the latest events of each partner in a ring (200 by default), from which the
 // telemetry block of /usage is derived. Kept apart from the limiter: it is a summary for the
-// partner, the limiter's counts are the authoritative ones.
+// partner, the limiter's counts are the authoritative ones. Every event recorded also goes to the
+// daily history (history.ts), when one is given: the partner routes record through here alone.
 import type { Redis } from 'ioredis'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
+import type { HistorySink } from './history.ts'
 
 export const TELEMETRY_FEED_SIZE = 200
 export const RECENT_EVENTS = 10
 
 export type TelemetryBlock = ReturnType<typeof telemetryBlock>
 
-/** Where events go and the telemetry block comes from: in process, or shared (Redis). */
+/**
+ * Where events go and the telemetry block comes from: in process, or shared (Redis). `record` is on
+ * the request path and synchronous; `block` serves /usage and the CLI, always a promise.
+ */
 export interface Telemetry {
   record (key: string, event: TelemetryEvent): void
-  block (key: string, now: number): TelemetryBlock | Promise<TelemetryBlock>
+  block (key: string, now: number): Promise<TelemetryBlock>
 }
 
 export interface TelemetryEvent {
@@ -25,17 +30,53 @@ export interface TelemetryEvent {
   cache: 'hit' | 'miss' | 'none'
 }
 
-export class TelemetryFeed implements Telemetry {
-  private readonly rings = new Map<string, { events: TelemetryEvent[], next: number }>()
+interface Ring {
+  events: TelemetryEvent[]
+  next: number
+  /** events ever recorded (restored ones included): the newest event's sequence number */
+  total: number
+  /** the newest sequence number saved */
+  saved: number
+}
 
-  constructor (readonly size = TELEMETRY_FEED_SIZE) {}
+export class TelemetryFeed implements Telemetry {
+  private readonly rings = new Map<string, Ring>()
+  private readonly history?: HistorySink
+
+  constructor (readonly size = TELEMETRY_FEED_SIZE, options: { history?: HistorySink } = {}) {
+    this.history = options.history
+  }
 
   record (key: string, event: TelemetryEvent) {
     let ring = this.rings.get(key)
-    if (!ring) this.rings.set(key, ring = { events: [], next: 0 })
+    if (!ring) this.rings.set(key, ring = { events: [], next: 0, total: 0, saved: 0 })
     if (ring.events.length < this.size) ring.events.push(event)
     else ring.events[ring.next] = event
     ring.next = (ring.next + 1) % this.size
+    ring.total++
+    this.history?.record(key, event)
+  }
+
+  /** Per partner with events not saved yet: those still in the feed, oldest first, with the newest's sequence number. */
+  unsaved (): { key: string, events: TelemetryEvent[], total: number }[] {
+    const out: { key: string, events: TelemetryEvent[], total: number }[] = []
+    for (const [key, ring] of this.rings) {
+      if (ring.saved === ring.total) continue
+      const events = this.events(key).slice(0, Math.min(ring.total - ring.saved, ring.events.length)).reverse()
+      out.push({ key, events, total: ring.total })
+    }
+    return out
+  }
+
+  markSaved (key: string, total: number) {
+    const ring = this.rings.get(key)
+    if (ring) ring.saved = total
+  }
+
+  /** A partner's feed as saved: events oldest first, the newest's sequence number. */
+  restore (key: string, events: TelemetryEvent[], total: number) {
+    const kept = events.slice(-this.size)
+    this.rings.set(key, { events: kept, next: kept.length % this.size, total, saved: total })
   }
 
   /** Events newest first. */
@@ -47,7 +88,7 @@ export class TelemetryFeed implements Telemetry {
     return ordered.reverse()
   }
 
-  block (key: string, now: number) {
+  async block (key: string, now: number) {
     return telemetryBlock(this.events(key), this.size, now)
   }
 }
@@ -97,22 +138,21 @@ export class SharedTelemetry implements Telemetry {
   private readonly prefix: string
   readonly size: number
   private readonly log?: TelemetryLog
+  private readonly history?: HistorySink
   private failing = false
 
-  constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog } = {}) {
+  constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}) {
     this.prefix = options.prefix ?? 'lsp:'
     this.size = options.size ?? TELEMETRY_FEED_SIZE
     this.log = options.log
+    this.history = options.history
     this.local = new TelemetryFeed(this.size)
-  }
-
-  private keyOf (key: string) {
-    return `${this.prefix}tm:{${key}}`
   }
 
   record (key: string, event: TelemetryEvent) {
     this.local.record(key, event)
-    const k = this.keyOf(key)
+    this.history?.record(key, event)
+    const k = sharedFeedKey(key, this.prefix)
     this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().then(
       (results) => this.written(results?.find(([err]) => err)?.[0] ?? undefined),
       (err: Error) => this.written(err)
@@ -132,10 +172,17 @@ export class SharedTelemetry implements Telemetry {
   async block (key: string, now: number): Promise<TelemetryBlock> {
     let events: TelemetryEvent[]
     try {
-      events = (await this.redis.lrange(this.keyOf(key), 0, this.size - 1)).map((e) => JSON.parse(e) as TelemetryEvent)
+      events = await readSharedEvents(this.redis, key, this.size, this.prefix)
     } catch {
       events = this.local.events(key)
     }
     return telemetryBlock(events, this.size, now)
   }
+}
+
+const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
+
+/** A partner's shared feed, newest first; throws when Redis does not answer. */
+export async function readSharedEvents (redis: Redis, key: string, size = TELEMETRY_FEED_SIZE, prefix = 'lsp:'): Promise<TelemetryEvent[]> {
+  return (await redis.lrange(sharedFeedKey(key, prefix), 0, size - 1)).map((e) => JSON.parse(e) as TelemetryEvent)
 }

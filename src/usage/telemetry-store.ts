@@ -1,0 +1,66 @@
+// The in-process telemetry feed in control.db (without STATE_URL): saved with the rate-limit
+// counters, restored at boot, read by the operator CLI. Only events not saved before are written
+// (at most the feed's size per partner and save), and each partner keeps the feed's size.
+import type Database from 'better-sqlite3'
+import { TELEMETRY_FEED_SIZE, type TelemetryEvent, type TelemetryFeed } from './telemetry.ts'
+
+const TELEMETRY_DDL = `CREATE TABLE IF NOT EXISTS telemetry_events (
+  partner_id TEXT NOT NULL, seq INTEGER NOT NULL, timestamp INTEGER NOT NULL, endpoint TEXT NOT NULL,
+  status INTEGER NOT NULL, rows INTEGER NOT NULL, duration_ms REAL NOT NULL, dataset TEXT, cache TEXT NOT NULL,
+  PRIMARY KEY (partner_id, seq)) WITHOUT ROWID`
+
+interface EventRow {
+  partner_id: string, seq: number, timestamp: number, endpoint: string, status: number, rows: number, duration_ms: number, dataset: string | null, cache: string
+}
+
+const eventOf = (r: EventRow): TelemetryEvent => ({
+  timestamp: r.timestamp, endpoint: r.endpoint, status: r.status, rows: r.rows, durationMs: r.duration_ms, dataset: r.dataset, cache: r.cache as TelemetryEvent['cache']
+})
+
+/** Puts the saved feeds back into `feed`; the number of partners restored. */
+export function restoreTelemetry (db: Database.Database, feed: TelemetryFeed): number {
+  db.exec(TELEMETRY_DDL)
+  const rows = db.prepare('SELECT * FROM telemetry_events ORDER BY partner_id, seq').all() as EventRow[]
+  let partners = 0
+  for (let i = 0; i < rows.length;) {
+    const key = rows[i].partner_id
+    const events: TelemetryEvent[] = []
+    let total = 0
+    for (; i < rows.length && rows[i].partner_id === key; i++) {
+      events.push(eventOf(rows[i]))
+      total = rows[i].seq
+    }
+    feed.restore(key, events, total)
+    partners++
+  }
+  return partners
+}
+
+/** A function that saves the events recorded since its last call, in one transaction; throws on failure (they are saved next time). */
+export function telemetrySaver (db: Database.Database, feed: TelemetryFeed): () => void {
+  db.exec(TELEMETRY_DDL)
+  const insert = db.prepare('INSERT OR REPLACE INTO telemetry_events (partner_id, seq, timestamp, endpoint, status, rows, duration_ms, dataset, cache) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+  const trim = db.prepare('DELETE FROM telemetry_events WHERE partner_id = ? AND seq <= ?')
+  return () => {
+    const unsaved = feed.unsaved()
+    if (unsaved.length === 0) return
+    db.transaction(() => {
+      for (const { key, events, total } of unsaved) {
+        const first = total - events.length + 1
+        events.forEach((e, i) => insert.run(key, first + i, e.timestamp, e.endpoint, e.status, e.rows, e.durationMs, e.dataset, e.cache))
+        trim.run(key, total - feed.size)
+      }
+    })()
+    for (const { key, total } of unsaved) feed.markSaved(key, total)
+  }
+}
+
+/** A partner's saved feed, newest first (the operator CLI; read only). */
+export function readSavedEvents (db: Database.Database, key: string, size = TELEMETRY_FEED_SIZE): TelemetryEvent[] {
+  try {
+    return (db.prepare('SELECT * FROM telemetry_events WHERE partner_id = ? ORDER BY seq DESC LIMIT ?').all(key, size) as EventRow[]).map(eventOf)
+  } catch (err) {
+    if (/no such table/.test((err as Error).message)) return [] // no service has run here yet
+    throw err
+  }
+}
