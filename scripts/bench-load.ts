@@ -1,10 +1,11 @@
 // The load generator, in a process of its own: on one target, cycling through the given paths;
 // prints the figures as one JSON line. Without a rate, autocannon at full speed. With a rate, an
-// open loop: requests leave at that rate whatever the answers do, each answer timed to a hundredth
-// of a ms. (autocannon's rate option spends each connection's budget for a second back to back at
-// the start of the second, which saturates the target, and its percentiles are whole ms.)
+// open loop: requests fall due at that rate whatever the answers do, each answer timed to a
+// hundredth of a ms from when its request was due. (autocannon's rate option spends each
+// connection's budget for a second back to back at the start of the second, which saturates the
+// target, and its percentiles are whole ms.)
 import { readFileSync } from 'node:fs'
-import { Agent, request } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import autocannon from 'autocannon'
 
 interface Job { base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string>, rate?: number }
@@ -41,58 +42,107 @@ const LEAD_IN_MS = 1000
 /** How long answers still due after the last request are waited for, then counted as timeouts. */
 const DRAIN_MS = 10_000
 
+/**
+ * Open loop over raw keep-alive sockets: each request is due at its time whatever the answers do;
+ * a due request goes out on the first free connection (waiting for one counts in its latency), and
+ * its latency runs from when it was due to the end of its answer's body. Node's HTTP client cost
+ * about as much CPU per request as the service (2 cores: the generator's own work then became the
+ * latency measured), so requests are bytes made once and answers are only framed (status line,
+ * Content-Length, body length).
+ */
 async function fixedRate (rate: number) {
   const { hostname, port } = new URL(job.base)
-  const agent = new Agent({ keepAlive: true, maxSockets: job.connections })
   const total = Math.round((rate * (LEAD_IN_MS + job.seconds * 1000)) / 1000)
   const latencies = new Float64Array(total)
   const statusCodes: Record<string, { count: number }> = {}
-  let counted = 0
-  let sent = 0
-  /** the first request measured, and when it and the last request left */
+  const headerLines = Object.entries({ host: `${hostname}:${port}`, ...job.headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  const requestBytes = job.paths.map((path) => Buffer.from(`GET ${path} HTTP/1.1\r\n${headerLines}\r\n`, 'latin1'))
   const firstMeasured = Math.round((rate * LEAD_IN_MS) / 1000)
-  let measuredFrom = 0
-  let lastSent = 0
+  let counted = 0
   let answered = 0
   let errors = 0
   let non2xx = 0
+  let sent = 0
+  let measuredFrom = 0
+  let lastDue = 0
   const start = performance.now()
-  const done = () => answered + errors === total
-  const send = (i: number) => {
-    const at = performance.now()
-    const measured = i >= firstMeasured
-    if (i === firstMeasured) measuredFrom = at
-    lastSent = at
-    const req = request({ agent, host: hostname, port, path: nextPath(), headers: job.headers }, (res) => {
-      res.resume()
-      res.on('end', () => {
-        if (measured) latencies[counted++] = performance.now() - at
-        const code = res.statusCode ?? 0
-        statusCodes[code] = { count: (statusCodes[code]?.count ?? 0) + 1 }
-        if (code < 200 || code > 299) non2xx++
-        answered++
-      })
-    })
-    req.on('error', () => { errors++ })
-    req.end()
+  const dueAt = (i: number) => start + (i * 1000) / rate
+  const free: Conn[] = []
+  const waiting: number[] = [] // due requests with no free connection yet
+
+  interface Conn { socket: Socket, busy: number, pending: Buffer, need: number, status: number }
+  const send = (conn: Conn, i: number) => {
+    conn.busy = i
+    conn.socket.write(requestBytes[i % requestBytes.length])
   }
+  const finish = (conn: Conn) => {
+    const i = conn.busy
+    const code = conn.status
+    if (i >= firstMeasured) latencies[counted++] = performance.now() - dueAt(i)
+    statusCodes[code] = { count: (statusCodes[code]?.count ?? 0) + 1 }
+    if (code < 200 || code > 299) non2xx++
+    answered++
+    conn.busy = -1
+    const next = waiting.shift()
+    if (next !== undefined) send(conn, next)
+    else free.push(conn)
+  }
+  const onData = (conn: Conn, chunk: Buffer) => {
+    let data = conn.pending.length > 0 ? Buffer.concat([conn.pending, chunk]) : chunk
+    for (;;) {
+      if (conn.need < 0) { // in the headers
+        const end = data.indexOf('\r\n\r\n')
+        if (end < 0) break
+        const head = data.toString('latin1', 0, end)
+        conn.status = Number(head.slice(9, 12))
+        const length = /\r\ncontent-length: *(\d+)/i.exec(head)
+        conn.need = length ? Number(length[1]) : 0
+        data = data.subarray(end + 4)
+      }
+      if (data.length < conn.need) break
+      data = data.subarray(conn.need)
+      conn.need = -1
+      finish(conn)
+    }
+    conn.pending = data.length > 0 ? Buffer.from(data) : EMPTY
+  }
+  const conns = await Promise.all(Array.from({ length: job.connections }, () => new Promise<Conn>((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port), noDelay: true })
+    const conn: Conn = { socket, busy: -1, pending: EMPTY, need: -1, status: 0 }
+    socket.on('data', (chunk) => onData(conn, chunk))
+    socket.on('error', () => {
+      if (conn.busy >= 0) errors++
+      conn.busy = -1
+    })
+    socket.once('connect', () => resolve(conn))
+  })))
+  free.push(...conns)
   await new Promise<void>((resolve) => {
     // timers fire about once a ms: each tick sends the requests that have come due since the last
     const tick = () => {
-      const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000) + 1)
-      while (sent < due) send(sent++)
+      const now = performance.now()
+      const due = Math.min(total, Math.floor(((now - start) * rate) / 1000) + 1)
+      while (sent < due) {
+        const i = sent++
+        if (i === firstMeasured) measuredFrom = dueAt(i)
+        lastDue = dueAt(i)
+        const conn = free.pop()
+        if (conn) send(conn, i)
+        else waiting.push(i)
+      }
       if (sent < total) setTimeout(tick, 1)
       else resolve()
     }
     tick()
   })
   const drainUntil = performance.now() + DRAIN_MS
+  const done = () => answered + errors === total
   while (!done() && performance.now() < drainUntil) await new Promise((resolve) => setTimeout(resolve, 20))
-  agent.destroy()
+  for (const conn of conns) conn.socket.destroy()
   const sorted = latencies.subarray(0, counted).sort()
   return {
-    // the rate achieved: the measured answers over the time their requests took to leave
-    rps: (counted * 1000) / (lastSent - measuredFrom + 1000 / rate),
+    // the rate achieved: the measured answers over the time their requests were due in
+    rps: (counted * 1000) / (lastDue - measuredFrom + 1000 / rate),
     p50: hundredths(percentile(sorted, 50)),
     p99: hundredths(percentile(sorted, 99)),
     total: answered,
@@ -102,6 +152,7 @@ async function fixedRate (rate: number) {
     statusCodes
   }
 }
+const EMPTY = Buffer.alloc(0)
 
 const cpuBefore = process.cpuUsage()
 const figures = job.rate ? await fixedRate(job.rate) : await fullSpeed()

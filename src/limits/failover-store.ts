@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { INSTANCE_STALE_MS } from '../instances/instances.ts'
 import { AcceptLog } from './accept-log.ts'
-import { logCapacity, type HitResult, type LimiterStore, type WindowSpec, type WindowState } from './limiter.ts'
+import { logCapacity, type AsyncLimiterStore, type HitResult, type WindowSpec, type WindowState } from './limiter.ts'
 import type { Answer, RedisStore } from './redis-store.ts'
 
 /** Where the way down says what happened (the app's logger). */
@@ -156,7 +156,8 @@ export interface FailoverOptions {
   probeMs?: number
 }
 
-export class FailoverStore implements LimiterStore {
+export class FailoverStore implements AsyncLimiterStore {
+  readonly synchronous = false
   /** per partner, its windows while limiting alone */
   readonly alone = new Map<string, AloneWindows>()
   private degradedSince: number | null = null
@@ -268,21 +269,25 @@ export class FailoverStore implements LimiterStore {
     return made
   }
 
-  hit (key: string, windows: WindowSpec[], now: number): HitResult | Promise<HitResult> {
-    if (this.degradedSince !== null) return this.hitAlone(key, windows, now)
+  // a promise even while alone: the partner routes take this store's answers as promises, always
+  hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
+    if (this.degradedSince !== null) return Promise.resolve(this.hitAlone(key, windows, now))
     return this.remote.hit(key, this.reserve > 0 ? this.withReserve(windows) : windows, now).catch((err: unknown) => {
       this.degrade(err)
       return this.hitAlone(key, windows, now)
     })
   }
 
-  setRows (key: string, seq: number, rows: number): void | Promise<void> {
-    if (seq < 0) return this.alone.get(key)?.log.setRows(-1 - seq, rows)
+  setRows (key: string, seq: number, rows: number): Promise<void> {
+    if (seq < 0) {
+      this.alone.get(key)?.log.setRows(-1 - seq, rows)
+      return Promise.resolve()
+    }
     return this.remote.setRows(key, seq, rows).catch((err: unknown) => this.degrade(err))
   }
 
-  state (key: string, windows: WindowSpec[], now: number): WindowState[] | Promise<WindowState[]> {
-    if (this.degradedSince !== null) return this.stateAlone(key, windows, now)
+  state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
+    if (this.degradedSince !== null) return Promise.resolve(this.stateAlone(key, windows, now))
     return this.remote.state(key, windows, now).catch((err: unknown) => {
       this.degrade(err)
       return this.stateAlone(key, windows, now)

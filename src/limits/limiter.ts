@@ -33,11 +33,28 @@ export interface HitResult {
 
 export interface SecondBucket { second: number, requests: number, rows: number }
 
-export interface LimiterStore {
+/**
+ * Where the counts live. A store is synchronous or not by its kind, never per call: the in-process
+ * one answers at once, a shared one (Redis) always with a promise, even when it could answer at
+ * once (limiting alone while Redis is away). The partner routes choose their pipeline by this once,
+ * when they are registered, instead of testing each answer for a promise.
+ */
+export type LimiterStore = SyncLimiterStore | AsyncLimiterStore
+
+export interface SyncLimiterStore {
+  readonly synchronous: true
   /** Checks every window and, if all admit it, records the request; atomically. */
-  hit (key: string, windows: WindowSpec[], now: number): HitResult | Promise<HitResult>
-  setRows (key: string, seq: number, rows: number): void | Promise<void>
-  state (key: string, windows: WindowSpec[], now: number): WindowState[] | Promise<WindowState[]>
+  hit (key: string, windows: WindowSpec[], now: number): HitResult
+  setRows (key: string, seq: number, rows: number): void
+  state (key: string, windows: WindowSpec[], now: number): WindowState[]
+}
+
+export interface AsyncLimiterStore {
+  readonly synchronous: false
+  /** Checks every window and, if all admit it, records the request; atomically. */
+  hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult>
+  setRows (key: string, seq: number, rows: number): Promise<void>
+  state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]>
 }
 
 /** Most entries one partner's log keeps: bounds memory when every window is unlimited. */
@@ -84,7 +101,8 @@ export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: 
 }
 
 /** In-process store: one AcceptLog per key. Single-threaded, so each hit is atomic. */
-export class LocalStore implements LimiterStore {
+export class LocalStore implements SyncLimiterStore {
+  readonly synchronous = true
   readonly logs = new Map<string, AcceptLog>()
   /** keys changed since the last save */
   readonly dirty = new Set<string>()
@@ -181,17 +199,16 @@ export class RateLimiter {
 
   /**
    * Checks and (if admitted) records a request now; `now` is the instant the answer describes.
-   * Synchronous with a synchronous store (the in-process one), so the hot path awaits nothing.
+   * For callers that take either kind of store (tests, tools); the partner routes call the store
+   * directly, by its kind (src/routes/partner-api.ts).
    */
-  hit (key: string, limits: Limits): (HitResult & { now: number }) | Promise<HitResult & { now: number }> {
+  async hit (key: string, limits: Limits): Promise<HitResult & { now: number }> {
     const now = this.clock()
-    const result = this.store.hit(key, windowSpecs(limits), now)
-    if (result instanceof Promise) return result.then((r) => Object.assign(r, { now }))
-    return Object.assign(result, { now })
+    return Object.assign(await this.store.hit(key, windowSpecs(limits), now), { now })
   }
 
-  setRows (key: string, seq: number, rows: number) {
-    return this.store.setRows(key, seq, rows)
+  async setRows (key: string, seq: number, rows: number): Promise<void> {
+    await this.store.setRows(key, seq, rows)
   }
 
   async state (key: string, limits: Limits): Promise<{ now: number, windows: WindowState[] }> {

@@ -6,7 +6,7 @@
 // after the partner's last accepted request. The counts of each partner's last answer are kept,
 // for limiting without Redis while it is away (failover-store.ts).
 import type { Redis } from 'ioredis'
-import type { HitResult, LimiterStore, WindowSpec, WindowState } from './limiter.ts'
+import type { AsyncLimiterStore, HitResult, WindowSpec, WindowState } from './limiter.ts'
 
 const DAY_MS = 86_400_000
 const KEEP_MS = DAY_MS + 60_000
@@ -161,7 +161,8 @@ export interface Answer {
   windows: readonly { seconds: number, used: number }[]
 }
 
-export class RedisStore implements LimiterStore {
+export class RedisStore implements AsyncLimiterStore {
+  readonly synchronous = false
   private readonly scripts: Scripts
   /**
    * Per partner, the last answer: what an instance knows was accepted when Redis goes away.

@@ -8,7 +8,7 @@
 //   onSend      the cache's store and its ETag/304; then the usage record (rows, telemetry)
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ApiError } from '../errors.ts'
-import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
+import { rateLimitHeaders, retryAfterSeconds, windowSpecs, type HitResult } from '../limits/limiter.ts'
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
@@ -101,22 +101,32 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     done()
   }
 
-  const limit: onRequestHookHandler = (request, reply, done) => {
-    const apply = (result: HitResult & { now: number }) => {
-      reply.headers(rateLimitHeaders(result.windows, result.now))
-      if (!result.allowed) {
-        const retryAfter = retryAfterSeconds(result.retryAfterMs!)
-        metrics.rateLimited(request.partner.tier)
-        reply.header('retry-after', String(retryAfter))
-        return done(new ApiError('svc_partner_api_rate_limited', { window: result.refusedBy, retry_after: retryAfter }))
-      }
-      request.limitSeq = result.seq
-      done()
+  // The limiter's store is in-process (answers at once) or shared (always a promise): the hook
+  // and the rows' record are chosen here, once, for that kind.
+  const counts = limiter.store
+  const admit = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number) => {
+    reply.headers(rateLimitHeaders(result.windows, now))
+    if (!result.allowed) {
+      const retryAfter = retryAfterSeconds(result.retryAfterMs!)
+      metrics.rateLimited(request.partner.tier)
+      reply.header('retry-after', String(retryAfter))
+      return done(new ApiError('svc_partner_api_rate_limited', { window: result.refusedBy, retry_after: retryAfter }))
     }
-    const result = limiter.hit(request.partner.id, request.partner.limits)
-    if (result instanceof Promise) result.then(apply, done)
-    else apply(result)
+    request.limitSeq = result.seq
+    done()
   }
+  const limit: onRequestHookHandler = counts.synchronous
+    ? (request, reply, done) => {
+        const now = limiter.clock()
+        admit(request, reply, done, counts.hit(request.partner.id, windowSpecs(request.partner.limits), now), now)
+      }
+    : (request, reply, done) => {
+        const now = limiter.clock()
+        counts.hit(request.partner.id, windowSpecs(request.partner.limits), now).then((result) => admit(request, reply, done, result, now), done)
+      }
+  const setRows: (partnerId: string, seq: number, rows: number) => void = counts.synchronous
+    ? (partnerId, seq, rows) => counts.setRows(partnerId, seq, rows)
+    : (partnerId, seq, rows) => { counts.setRows(partnerId, seq, rows).catch((err) => app.log.error({ err }, 'rows could not be recorded')) }
 
   const pickDataset: preHandlerHookHandler = (request, _reply, done) => {
     const dataset = datasets.get(datasetFor(request.partner, (request.query as { demo?: boolean }).demo === true))
@@ -184,10 +194,7 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     if (request.partner === null) return done(null, payload) // refused before the token was known: no one's usage
     const status = reply.statusCode
     const rows = status === 200 ? request.rows : 0
-    if (request.limitSeq !== undefined && rows > 0) {
-      const set = limiter.setRows(request.partner.id, request.limitSeq, rows)
-      if (set instanceof Promise) set.catch((err) => app.log.error({ err }, 'rows could not be recorded'))
-    }
+    if (request.limitSeq !== undefined && rows > 0) setRows(request.partner.id, request.limitSeq, rows)
     telemetry.record(request.partner.id, {
       timestamp: limiter.clock(),
       endpoint,

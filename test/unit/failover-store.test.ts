@@ -8,7 +8,7 @@ import { once } from 'node:events'
 import { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { FailoverStore } from '../../src/limits/failover-store.ts'
-import { RateLimiter } from '../../src/limits/limiter.ts'
+import { RateLimiter, windowSpecs } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
@@ -66,6 +66,10 @@ if (!skippedWithoutRedis(t)) {
     now += 10_000
     // minute: (10 - 4) / 2 = 3; hour: (20 - 12) / 2 = 4
     t.equal(await admitted(a.limiter, 'tiers', limits, 3), 3)
+    // the partner routes take this store's answers as promises, chosen once: alone too
+    const windows = windowSpecs(limits)
+    t.ok(a.store.hit('tiers', windows, now) instanceof Promise, 'hit: a promise while alone')
+    t.ok(a.store.state('tiers', windows, now) instanceof Promise, 'state: a promise while alone')
     let refused = await a.limiter.hit('tiers', limits)
     t.same([refused.allowed, refused.refusedBy, refused.retryAfterMs], [false, 'minute', 50_000], 'until the 4 leave the minute')
     t.same(refused.windows.map((w) => [w.limit, w.used, w.remaining]), [[5, 5, 0], [10, 9, 1], [null, 15, null]],
@@ -109,7 +113,8 @@ if (!skippedWithoutRedis(t)) {
     now += 3_600_000
     t.equal(await admitted(a.limiter, 'quick', limits, 30), 30)
     await redis.kill()
-    const reconnected = once(a.client, 'ready')
+    // not once(): each reconnection refused until the server is up is an 'error', which would reject it
+    const reconnected = new Promise((resolve) => a.client.once('ready', resolve))
     await redis.start()
     await reconnected
     t.equal(a.store.degraded, true)
