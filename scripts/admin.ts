@@ -17,8 +17,9 @@ import { SLUG_PATTERN } from '../src/schemas/common.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
-  PartnerStore, PartnerStoreError, checkedRow, controlPath, partnerView, type LimitOverride, type PartnerChanges
+  PartnerStore, PartnerStoreError, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
+import { exportDocument, readExportDocument } from '../src/partners/export-file.ts'
 
 export class UsageError extends Error {}
 class FailedError extends Error {}
@@ -242,7 +243,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       options: { file: str },
       async run ({ config, options }) {
         const rows = await withStore(config, (store) => store.exportRows())
-        const document = JSON.stringify({ format: 'lsp-partners', version: 1, partners: rows }, null, 2) + '\n'
+        const document = JSON.stringify(exportDocument(rows), null, 2) + '\n'
         const file = options.file
         if (file !== undefined) {
           if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
@@ -259,14 +260,13 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       async run ({ config, options }) {
         const file = options.file
         if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
-        let parsed: { format?: string, partners?: unknown }
+        let text: string
         try {
-          parsed = JSON.parse(readFileSync(file, 'utf8'))
+          text = readFileSync(file, 'utf8')
         } catch (err) {
           throw new FailedError(`cannot read ${file}: ${(err as Error).message}`)
         }
-        if (parsed?.format !== 'lsp-partners' || !Array.isArray(parsed.partners)) throw new FailedError(`${file} is not a partners export (format lsp-partners)`)
-        const rows = parsed.partners.map(checkedRow) // every row checked before any is written
+        const { rows } = readExportDocument(text, file) // every row checked before any is written (exit 1 otherwise)
         const { created, replaced } = await withStore(config, (store) => store.importRows(rows))
         return { json: { created, replaced }, text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced` }
       }
