@@ -7,6 +7,9 @@ import { INSTANCE_INFO, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } f
 
 interface Log { error (obj: object, msg: string): void }
 
+/** How long a boot waits for the subscription before it listens without it. */
+const SUBSCRIBE_WAIT_MS = 5_000
+
 export function listenForSharedReloads (writer: Redis, instanceId: string, reload: (reason: string) => Promise<ReloadOutcome>, log: Log) {
   const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
   subscriber.on('error', () => {}) // the limiter's way down reports Redis trouble, once
@@ -16,7 +19,10 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
   // now, and on every reconnection: a Redis restarted empty learns about this instance again
   publishInfo()
   writer.on('ready', publishInfo)
-  subscriber.subscribe(RELOAD_CHANNEL).catch((err: Error) => log.error({ error: err.message }, 'could not subscribe to shared reload requests'))
+  const subscribed = subscriber.subscribe(RELOAD_CHANNEL).then(() => true, (err: Error) => {
+    log.error({ error: err.message }, 'could not subscribe to shared reload requests')
+    return false
+  })
   subscriber.on('message', (_channel: string, message: string) => {
     let id: number
     try {
@@ -29,6 +35,20 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
       .catch((err: Error) => log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
   })
   return {
+    /**
+     * Resolves once this instance is subscribed and its info published, or after `timeoutMs` (Redis
+     * gone since the boot connected: ioredis subscribes when it is back); true when subscribed.
+     */
+    async ready (timeoutMs = SUBSCRIBE_WAIT_MS): Promise<boolean> {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) })
+      try {
+        const [ok] = await Promise.race([Promise.all([subscribed, publishInfo()]), late.then(() => [false] as const)])
+        return ok
+      } finally {
+        clearTimeout(timer)
+      }
+    },
     /** the address this instance listens on, published for the CLI */
     async listening (at: string) {
       address = at
