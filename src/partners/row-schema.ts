@@ -14,6 +14,9 @@ const oneOf = (values: readonly string[]) =>
 // Category 0 and 1 are accepted, as the first builds' CLI did: the service never serves them.
 const CATEGORY_MAX = 2147483647
 
+/** As toISOString writes it, as every build has written these two. */
+const time = Type.String({ pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z$', 'x-expected': 'a UTC time such as 2026-01-31T12:00:00.000Z' })
+
 /** The fields both shapes write alike. */
 const common = {
   id: Type.String({ pattern: '^ptn_[0-9a-f]{12}$', 'x-expected': 'ptn_ and 12 hex digits' }),
@@ -25,8 +28,8 @@ const common = {
   radius_cap_km: Type.Number({ exclusiveMinimum: 0, 'x-expected': 'a number of km greater than 0' }),
   max_results: Type.Integer({ minimum: 1, maximum: MAX_RESULTS_CEILING, 'x-expected': `a whole number from 1 to ${MAX_RESULTS_CEILING}` }),
   token_sha256: Type.String({ pattern: '^[0-9a-f]{64}$', 'x-expected': '64 hex digits (the SHA-256 of the token)' }),
-  created_at: Type.String({ pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z$', 'x-expected': 'a UTC time such as 2026-01-31T12:00:00.000Z' }),
-  updated_at: Type.String({ pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z$', 'x-expected': 'a UTC time such as 2026-01-31T12:00:00.000Z' })
+  created_at: time,
+  updated_at: time
 }
 
 const switchColumn = Type.Union([Type.Literal(0), Type.Literal(1)], { 'x-expected': '0 or 1' })

@@ -216,8 +216,9 @@ export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
 }
 
 /**
- * A row from an export file or Redis, checked by its schema before it is written anywhere: a clear
- * error naming the partner and the field, or the row with control.db's columns only.
+ * A row from an export file or Redis, checked by its schema (src/partners/row-schema.ts) before it
+ * is written anywhere: the row, which then has control.db's columns and no other, or an error
+ * naming the partner (`index`: its place in the file, for one without a slug) and the field.
  */
 export function checkedRow (value: unknown, index?: number): PartnerRow {
   const problem = firstProblem(rowCheck, value)
