@@ -49,9 +49,8 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   // answers HTTP is one `datasets reload` (with or without --all) lists and reaches.
   app.addHook('onReady', async () => {
     app.controlDb.attempt('heartbeat', () => instance.heartbeat())
+    // subscribed to lsp:reload, and a first heartbeat in lsp:instances (the next a second later)
     if (shared && !await shared.ready()) app.log.error('not subscribed to shared reload requests yet: `datasets reload --all` cannot reach this instance until it is')
-    // the heartbeat in the shared state (lsp:instances), which the limiter's store otherwise writes a second later
-    await app.sharedState?.tick()
   })
   app.addHook('onListen', async () => {
     const address = app.server.address()

@@ -3,7 +3,7 @@
 // host and address are published beside its heartbeat for the CLI to print.
 import { hostname } from 'node:os'
 import type { Redis } from 'ioredis'
-import { INSTANCE_INFO, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
+import { INSTANCE_INFO, INSTANCES_KEY, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
 
 interface Log { error (obj: object, msg: string): void }
 
@@ -36,14 +36,17 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
   })
   return {
     /**
-     * Resolves once this instance is subscribed and its info published, or after `timeoutMs` (Redis
-     * gone since the boot connected: ioredis subscribes when it is back); true when subscribed.
+     * Before the instance listens: resolves once it is subscribed, its info published and a first
+     * heartbeat written (the limiter's store writes the next ones; a failure here is not its
+     * concern, and degrades nothing), or after `timeoutMs` (Redis gone since the boot connected:
+     * ioredis subscribes when it is back); true when subscribed.
      */
     async ready (timeoutMs = SUBSCRIBE_WAIT_MS): Promise<boolean> {
       let timer: NodeJS.Timeout | undefined
       const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) })
+      const heartbeat = writer.zadd(INSTANCES_KEY, Date.now(), instanceId).catch(() => {})
       try {
-        const [ok] = await Promise.race([Promise.all([subscribed, publishInfo()]), late.then(() => [false] as const)])
+        const [ok] = await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]), late.then(() => [false] as const)])
         return ok
       } finally {
         clearTimeout(timer)

@@ -5,7 +5,7 @@
 // written anywhere. A field the version does not have is refused rather than dropped.
 import type { Static } from '@sinclair/typebox'
 import { fromRow, partnerView, type LimitOverride, type PartnerRow } from './store.ts'
-import { entryCheck, firstProblem, partnerLabel, rowCheck, type PartnerEntrySchema } from './row-schema.ts'
+import { PartnerEntrySchema, PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
 
 export const EXPORT_FORMAT = 'lsp-partners'
 export const EXPORT_VERSION = 2
@@ -78,7 +78,7 @@ export function readExportDocument (text: string, source = 'the file'): { versio
     throw new ExportFileError(`${source} is a partners export of version ${JSON.stringify(version ?? null)}, which this build cannot read (it reads versions ${EXPORT_VERSIONS.join(' and ')})`)
   }
   const rows = parsed.partners.map((value: unknown, index: number) => {
-    const problem = version === 1 ? firstProblem(rowCheck, value) : firstProblem(entryCheck, value)
+    const problem = firstProblem(version === 1 ? PartnerRowSchema : PartnerEntrySchema, value)
     if (problem !== undefined) throw new ExportFileError(`${partnerLabel(value, index)}: ${problem}`)
     return version === 1 ? value as PartnerRow : rowFromEntry(value as PartnerEntry)
   })

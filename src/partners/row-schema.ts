@@ -3,8 +3,7 @@
 // row (export version 1, and the rows kept in Redis) and an export entry of version 2, which is
 // `partners show --json` plus the token digest.
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
-import { ValueErrorType } from '@sinclair/typebox/errors'
+import { Errors, ValueErrorType } from '@sinclair/typebox/errors'
 import { SLUG_PATTERN } from '../schemas/common.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
 
@@ -84,9 +83,6 @@ export const PartnerEntrySchema = Type.Object({
   token_sha256: common.token_sha256
 }, { additionalProperties: false })
 
-export const rowCheck = TypeCompiler.Compile(PartnerRowSchema)
-export const entryCheck = TypeCompiler.Compile(PartnerEntrySchema)
-
 /** The schema at a JSON pointer's segments, through object properties and array items. */
 function schemaAt (root: TSchema, segments: string[]): TSchema | undefined {
   let schema: TSchema | undefined = root
@@ -101,12 +97,13 @@ function schemaAt (root: TSchema, segments: string[]): TSchema | undefined {
 const unescape = (segment: string) => segment.replace(/~1/g, '/').replace(/~0/g, '~')
 
 /**
- * What is wrong with `value` as the checked schema sees it, in the operator's words, naming the
- * field (`max_results must be a whole number from 1 to 10000`); undefined when it passes. Only the
- * first problem: the operator mends it and imports again.
+ * What is wrong with `value` as `schema` sees it, in the operator's words, naming the field
+ * (`max_results must be a whole number from 1 to 10000`); undefined when it passes. Only the first
+ * problem: the operator mends it and imports again. Not compiled: a few rows an import, and every
+ * CLI command would pay for the compiler at start-up.
  */
-export function firstProblem<T extends TObject> (check: TypeCheck<T>, value: unknown): string | undefined {
-  const error = check.Errors(value).First()
+export function firstProblem (schema: TObject, value: unknown): string | undefined {
+  const error = Errors(schema, value).First()
   if (error === undefined) return undefined
   if (error.path === '') return 'not an object'
   const segments = error.path.split('/').slice(1).map(unescape)
@@ -117,10 +114,10 @@ export function firstProblem<T extends TObject> (check: TypeCheck<T>, value: unk
   }
   // an array item's rule is its list's: name the list
   let at = segments
-  while (at.length > 0 && schemaAt(check.Schema(), at)?.['x-expected'] === undefined) at = at.slice(0, -1)
+  while (at.length > 0 && schemaAt(schema, at)?.['x-expected'] === undefined) at = at.slice(0, -1)
   const field = (at.length > 0 ? at : segments).join('.')
   if (error.type === ValueErrorType.ObjectRequiredProperty) return `${field} is missing`
-  const expected = schemaAt(check.Schema(), at)?.['x-expected'] as string | undefined
+  const expected = schemaAt(schema, at)?.['x-expected'] as string | undefined
   return expected === undefined ? `${field}: ${error.message}` : `${field} must be ${expected}`
 }
 

@@ -9,7 +9,7 @@ import {
   type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
 } from './tiers.ts'
 import { newToken, tokenDigest } from './tokens.ts'
-import { firstProblem, partnerLabel, rowCheck } from './row-schema.ts'
+import { PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
 
 export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
 
@@ -221,7 +221,7 @@ export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
  * naming the partner (`index`: its place in the file, for one without a slug) and the field.
  */
 export function checkedRow (value: unknown, index?: number): PartnerRow {
-  const problem = firstProblem(rowCheck, value)
+  const problem = firstProblem(PartnerRowSchema, value)
   if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(value, index)}: ${problem}`)
   return value as PartnerRow
 }
