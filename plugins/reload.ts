@@ -45,6 +45,13 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
 
   const shared = app.redis && listenForSharedReloads(app.redis, instance.id, reloadDatasets, app.log)
 
+  // Before it listens, the instance has reported itself wherever the CLI looks: an instance that
+  // answers HTTP is one `datasets reload` (with or without --all) lists and reaches.
+  app.addHook('onReady', async () => {
+    app.controlDb.attempt('heartbeat', () => instance.heartbeat())
+    // subscribed to lsp:reload, and a first heartbeat in lsp:instances (the next a second later)
+    if (shared && !await shared.ready()) app.log.error('not subscribed to shared reload requests yet: `datasets reload --all` cannot reach this instance until it is')
+  })
   app.addHook('onListen', async () => {
     const address = app.server.address()
     if (!address || typeof address !== 'object') return

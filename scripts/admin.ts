@@ -15,13 +15,14 @@ import { loadConfig, type Config } from '../src/config.ts'
 import { Redis } from 'ioredis'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
-import { SLUG_PATTERN } from '../src/schemas/common.ts'
+import { SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { UsageCommandError, partnerUsage, partnersReport } from './admin-usage.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
-  PartnerStore, PartnerStoreError, checkedRow, controlPath, partnerView, type LimitOverride, type PartnerChanges
+  PartnerStore, PartnerStoreError, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
+import { exportDocument, readExportDocument } from '../src/partners/export-file.ts'
 
 export class UsageError extends Error {}
 class FailedError extends Error {}
@@ -150,7 +151,7 @@ function partnerText (view: ReturnType<typeof partnerView>): string {
 async function partnersCreate ({ config, options }: Context): Promise<Result> {
   const slug = options.slug
   if (slug !== undefined && (typeof slug !== 'string' || !new RegExp(SLUG_PATTERN).test(slug))) {
-    throw new UsageError('--slug must be 1 to 64 lowercase letters, digits and inner hyphens')
+    throw new UsageError(`--slug must be ${SLUG_RULE}`)
   }
   const input = {
     name: name(options.name, true)!,
@@ -214,7 +215,7 @@ async function partnersRotate ({ config, args }: Context): Promise<Result> {
 
 async function partnersExport ({ config, options }: Context): Promise<Result> {
   const rows = await withStore(config, (store) => store.exportRows())
-  const document = JSON.stringify({ format: 'lsp-partners', version: 1, partners: rows }, null, 2) + '\n'
+  const document = JSON.stringify(exportDocument(rows), null, 2) + '\n'
   const file = options.file
   if (file !== undefined) {
     if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
@@ -227,14 +228,13 @@ async function partnersExport ({ config, options }: Context): Promise<Result> {
 async function partnersImport ({ config, options }: Context): Promise<Result> {
   const file = options.file
   if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
-  let parsed: { format?: string, partners?: unknown }
+  let text: string
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'))
+    text = readFileSync(file, 'utf8')
   } catch (err) {
     throw new FailedError(`cannot read ${file}: ${(err as Error).message}`)
   }
-  if (parsed?.format !== 'lsp-partners' || !Array.isArray(parsed.partners)) throw new FailedError(`${file} is not a partners export (format lsp-partners)`)
-  const rows = parsed.partners.map(checkedRow) // every row checked before any is written
+  const { rows } = readExportDocument(text, file) // every row checked before any is written (exit 1 otherwise)
   const { created, replaced } = await withStore(config, (store) => store.importRows(rows))
   return { json: { created, replaced }, text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced` }
 }

@@ -120,13 +120,15 @@ export function requestReload (db: Database.Database, options: { timeoutMs: numb
  * live instances are those whose heartbeat (`lsp:instances`, every second) is recent.
  */
 export const RELOAD_CHANNEL = 'lsp:reload'
+/** Live instances by heartbeat time (written every second by the limiter's store, src/limits/failover-store.ts). */
+export const INSTANCES_KEY = 'lsp:instances'
 export const INSTANCE_INFO = 'lsp:instance-info'
 export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
 
 export function requestSharedReload (redis: Redis, options: { timeoutMs: number, pollMs?: number }) {
   return askReload({
     async live () {
-      const ids = await redis.zrangebyscore('lsp:instances', Date.now() - INSTANCE_STALE_MS, '+inf')
+      const ids = await redis.zrangebyscore(INSTANCES_KEY, Date.now() - INSTANCE_STALE_MS, '+inf')
       const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
       return ids.map((id, i): InstanceRow => {
         const known = info[i] === null ? {} : JSON.parse(info[i]!) as Partial<InstanceRow>

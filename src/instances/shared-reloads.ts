@@ -3,9 +3,12 @@
 // host and address are published beside its heartbeat for the CLI to print.
 import { hostname } from 'node:os'
 import type { Redis } from 'ioredis'
-import { INSTANCE_INFO, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
+import { INSTANCE_INFO, INSTANCES_KEY, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
 
 interface Log { error (obj: object, msg: string): void }
+
+/** How long a boot waits for the subscription before it listens without it. */
+const SUBSCRIBE_WAIT_MS = 5_000
 
 export function listenForSharedReloads (writer: Redis, instanceId: string, reload: (reason: string) => Promise<ReloadOutcome>, log: Log) {
   const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
@@ -16,7 +19,10 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
   // now, and on every reconnection: a Redis restarted empty learns about this instance again
   publishInfo()
   writer.on('ready', publishInfo)
-  subscriber.subscribe(RELOAD_CHANNEL).catch((err: Error) => log.error({ error: err.message }, 'could not subscribe to shared reload requests'))
+  const subscribed = subscriber.subscribe(RELOAD_CHANNEL).then(() => true, (err: Error) => {
+    log.error({ error: err.message }, 'could not subscribe to shared reload requests')
+    return false
+  })
   subscriber.on('message', (_channel: string, message: string) => {
     let id: number
     try {
@@ -29,6 +35,23 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
       .catch((err: Error) => log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
   })
   return {
+    /**
+     * Before the instance listens: resolves once it is subscribed, its info published and a first
+     * heartbeat written (the limiter's store writes the next ones; a failure here is not its
+     * concern, and degrades nothing), or after `timeoutMs` (Redis gone since the boot connected:
+     * ioredis subscribes when it is back); true when subscribed.
+     */
+    async ready (timeoutMs = SUBSCRIBE_WAIT_MS): Promise<boolean> {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) })
+      const heartbeat = writer.zadd(INSTANCES_KEY, Date.now(), instanceId).catch(() => {})
+      try {
+        const [ok] = await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]), late.then(() => [false] as const)])
+        return ok
+      } finally {
+        clearTimeout(timer)
+      }
+    },
     /** the address this instance listens on, published for the CLI */
     async listening (at: string) {
       address = at

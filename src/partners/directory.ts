@@ -28,10 +28,13 @@ export class PartnerDirectory {
     this.seenVersion = version
   }
 
-  /** Rebuilds the table if control.db changed since the last look; true when it did. */
-  refresh (): boolean {
+  /**
+   * Rebuilds the table if control.db changed since the last look (`force`: also after a write on
+   * this connection, which data_version does not count); true when it did.
+   */
+  refresh (force = false): boolean {
     const version = this.store.dataVersion()
-    if (version === this.seenVersion) return false
+    if (version === this.seenVersion && !force) return false
     this.load(this.store.listWithDigests(), version)
     return true
   }

@@ -5,10 +5,11 @@ import { mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
-  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, MAX_RESULTS_CEILING, TIER_LIMITS, WINDOWS,
+  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, TIER_LIMITS, WINDOWS,
   type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
 } from './tiers.ts'
 import { newToken, tokenDigest } from './tokens.ts'
+import { PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
 
 export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
 
@@ -214,26 +215,15 @@ export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
   return columns as Partial<PartnerRow>
 }
 
-/** A row from an export file, checked field by field before it is imported anywhere. */
-export function checkedRow (value: unknown): PartnerRow {
-  const row = value as PartnerRow
-  const fail = (what: string) => { throw new PartnerStoreError('invalid', `partner ${JSON.stringify(row?.slug ?? null)}: ${what}`) }
-  if (typeof row !== 'object' || row === null) return fail('not an object')
-  if (typeof row.id !== 'string' || !/^ptn_[0-9a-f]{12}$/.test(row.id)) fail('id must be ptn_ and 12 hex digits')
-  if (typeof row.slug !== 'string' || !/^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/.test(row.slug)) fail('bad slug')
-  if (typeof row.name !== 'string' || row.name.length === 0 || row.name.length > 200) fail('bad name')
-  if (!['pending', 'active', 'suspended'].includes(row.status)) fail('bad status')
-  if (!['demo', 'growth', 'scale'].includes(row.tier)) fail('bad tier')
-  if (!['sandbox', 'production'].includes(row.environment)) fail('bad environment')
-  if (typeof row.categories !== 'string' || !/^(\d+(,\d+)*)?$/.test(row.categories)) fail('bad categories')
-  if (![0, 1].includes(row.other_categories) || ![0, 1].includes(row.site_by_id)) fail('bad switches')
-  if (!(typeof row.radius_cap_km === 'number' && row.radius_cap_km > 0)) fail('bad radius_cap_km')
-  if (!(Number.isInteger(row.max_results) && row.max_results >= 1 && row.max_results <= MAX_RESULTS_CEILING)) fail(`max_results must be a whole number from 1 to ${MAX_RESULTS_CEILING}`)
-  for (const l of [row.limit_minute, row.limit_hour, row.limit_day]) if (!(l === null || l === 'unlimited' || /^[1-9]\d*$/.test(l))) fail('bad limit')
-  if (typeof row.token_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(row.token_sha256)) fail('token_sha256 must be 64 hex digits')
-  if (typeof row.created_at !== 'string' || typeof row.updated_at !== 'string') fail('bad dates')
-  // only the known columns; anything else in the file is dropped
-  return Object.fromEntries(Object.keys(EMPTY_ROW).map((key) => [key, row[key as keyof PartnerRow]])) as unknown as PartnerRow
+/**
+ * A row from an export file or Redis, checked by its schema (src/partners/row-schema.ts) before it
+ * is written anywhere: the row, which then has control.db's columns and no other, or an error
+ * naming the partner (`index`: its place in the file, for one without a slug) and the field.
+ */
+export function checkedRow (value: unknown, index?: number): PartnerRow {
+  const problem = firstProblem(PartnerRowSchema, value)
+  if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(value, index)}: ${problem}`)
+  return value as PartnerRow
 }
 
 export class PartnerStore {
@@ -339,7 +329,7 @@ export class PartnerStore {
 /** The partner as `show`/`list --json` print it: every field of the partner, never a token or digest. */
 export function partnerView (partner: Partner) {
   const limits = effectiveLimits(partner)
-  const shown = (l: Limit) => l === null ? 'unlimited' : l
+  const shown = (l: Limit) => l === null ? 'unlimited' as const : l
   return {
     id: partner.id,
     slug: partner.slug,

@@ -5,6 +5,8 @@ import { Type } from '@sinclair/typebox'
 export const SITE_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$'
 export const TAG_PATTERN = '^~[a-z0-9-]{1,63}$'
 export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$'
+/** SLUG_PATTERN in the operator's words */
+export const SLUG_RULE = '1 to 64 lowercase letters, digits and inner hyphens'
 
 export const SiteId = Type.String({ pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -' })
 /** `x-format` says what a valid value looks like, in the error of a malformed one. */

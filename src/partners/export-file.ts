@@ -1,0 +1,99 @@
+// The partners export file (`partners export`, `partners import`): every partner with its token
+// digest, never a token. Version 2 writes each partner exactly as `partners show --json` prints it,
+// plus `token_sha256`; version 1 (written by earlier builds) held control.db's rows as they are
+// stored, and is still read. Every entry is checked, and the file as a whole, before a row is
+// written anywhere. A field the version does not have is refused rather than dropped.
+import type { Static } from '@sinclair/typebox'
+import { fromRow, partnerView, type LimitOverride, type PartnerRow } from './store.ts'
+import { PartnerEntrySchema, PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
+
+export const EXPORT_FORMAT = 'lsp-partners'
+export const EXPORT_VERSION = 2
+/** The versions this build reads. */
+export const EXPORT_VERSIONS = [1, 2] as const
+
+export type PartnerEntry = Static<typeof PartnerEntrySchema>
+
+/** A file that is not a partners export this build can import; the message says why. */
+export class ExportFileError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ExportFileError'
+  }
+}
+
+/** One partner of a version 2 file: its `show --json` object, and its token digest. */
+export const exportEntry = (row: PartnerRow): PartnerEntry => ({ ...partnerView(fromRow(row)), token_sha256: row.token_sha256 })
+
+/** The document `partners export` writes, partners in the order given (by slug, as both stores list them). */
+export function exportDocument (rows: PartnerRow[]) {
+  return { format: EXPORT_FORMAT, version: EXPORT_VERSION, partners: rows.map(exportEntry) }
+}
+
+const overrideColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
+
+/**
+ * The stored row of a checked version 2 entry. Its `limits` are left out: they are what tier and
+ * limit_overrides gave when it was exported (and may differ if a later build changes a tier's
+ * limits); the import sets those two.
+ */
+export function rowFromEntry (entry: PartnerEntry): PartnerRow {
+  return {
+    id: entry.id,
+    slug: entry.slug,
+    name: entry.name,
+    status: entry.status as PartnerRow['status'],
+    tier: entry.tier as PartnerRow['tier'],
+    environment: entry.environment as PartnerRow['environment'],
+    categories: entry.categories.join(','),
+    other_categories: entry.other_categories ? 1 : 0,
+    site_by_id: entry.site_by_id ? 1 : 0,
+    radius_cap_km: entry.radius_cap_km,
+    max_results: entry.max_results,
+    limit_minute: overrideColumn(entry.limit_overrides.minute),
+    limit_hour: overrideColumn(entry.limit_overrides.hour),
+    limit_day: overrideColumn(entry.limit_overrides.day),
+    token_sha256: entry.token_sha256,
+    created_at: entry.created_at,
+    updated_at: entry.updated_at
+  }
+}
+
+/**
+ * The rows of an export file's text, every one checked; `source` names the file in messages.
+ * Throws ExportFileError naming the partner and the field of the first problem.
+ */
+export function readExportDocument (text: string, source = 'the file'): { version: 1 | 2, rows: PartnerRow[] } {
+  let parsed: { format?: unknown, version?: unknown, partners?: unknown }
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new ExportFileError(`cannot read ${source}: ${(err as Error).message}`)
+  }
+  if (typeof parsed !== 'object' || parsed === null || parsed.format !== EXPORT_FORMAT || !Array.isArray(parsed.partners)) {
+    throw new ExportFileError(`${source} is not a partners export (format ${EXPORT_FORMAT})`)
+  }
+  const version = parsed.version
+  if (version !== 1 && version !== 2) {
+    throw new ExportFileError(`${source} is a partners export of version ${JSON.stringify(version ?? null)}, which this build cannot read (it reads versions ${EXPORT_VERSIONS.join(' and ')})`)
+  }
+  const rows = parsed.partners.map((value: unknown, index: number) => {
+    const problem = firstProblem(version === 1 ? PartnerRowSchema : PartnerEntrySchema, value)
+    if (problem !== undefined) throw new ExportFileError(`${partnerLabel(value, index)}: ${problem}`)
+    return version === 1 ? value as PartnerRow : rowFromEntry(value as PartnerEntry)
+  })
+  // a slug, id or token digest twice: the stores would keep one of them, or refuse half-way
+  for (const key of ['slug', 'id', 'token_sha256'] as const) {
+    const seen = new Map<string, string>()
+    for (const row of rows) {
+      const other = seen.get(row[key])
+      if (other !== undefined) {
+        throw new ExportFileError(key === 'slug'
+          ? `partner ${JSON.stringify(row.slug)} is in the file twice`
+          : `partner ${JSON.stringify(row.slug)}: its ${key} is also partner ${JSON.stringify(other)}'s`)
+      }
+      seen.set(row[key], row.slug)
+    }
+  }
+  return { version, rows }
+}
