@@ -4,7 +4,6 @@
 // with the go-live rule's verdict for sandbox partners (src/usage/go-live.ts). Both read the live
 // state, no token needed: control.db without STATE_URL (as fresh as the service's last save,
 // every COUNTER_SAVE_MS), Redis with it.
-import { Redis } from 'ioredis'
 import type { Config } from '../src/config.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
 import { loadCounters } from '../src/limits/counters.ts'
@@ -21,6 +20,7 @@ import { readSqliteHistory } from '../src/usage/history-sqlite.ts'
 import { usageReport, type UsageReportBody, type UsageSources } from '../src/usage/report.ts'
 import { TELEMETRY_FEED_SIZE, readSharedEvents, telemetryBlock } from '../src/usage/telemetry.ts'
 import { readSavedEvents } from '../src/usage/telemetry-store.ts'
+import { connectState } from './state-connection.ts'
 
 /** A failure of these commands: exit 2 for bad usage, 1 for a failed operation (admin.ts's classes). */
 export class UsageCommandError extends Error {
@@ -77,26 +77,8 @@ function localState (config: Config): UsageState {
   }
 }
 
-/** How long the CLI waits for Redis to connect, and for each command. */
-const REDIS_TIMEOUT_MS = 5_000
-
 async function sharedState (config: Config): Promise<UsageState> {
-  const redis = new Redis(config.stateUrl, {
-    lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: REDIS_TIMEOUT_MS, commandTimeout: REDIS_TIMEOUT_MS, retryStrategy: () => null
-  })
-  redis.on('error', () => {})
-  let timer: NodeJS.Timeout | undefined
-  try {
-    await Promise.race([
-      redis.connect(),
-      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS / 1000} s`)), REDIS_TIMEOUT_MS) })
-    ])
-  } catch (err) {
-    redis.disconnect()
-    throw new UsageCommandError(`cannot reach the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}): ${(err as Error).message}`, 1)
-  } finally {
-    clearTimeout(timer)
-  }
+  const redis = await connectState(config.stateUrl!, (message) => new UsageCommandError(message, 1))
   const partners = new RedisPartnerStore(redis)
   const limiter = new RateLimiter(new RedisStore(redis))
   return {

@@ -12,11 +12,11 @@ import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
 import { importSites } from '../src/sites/import.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { loadConfig, type Config } from '../src/config.ts'
-import { Redis } from 'ioredis'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { withoutCredentials } from '../src/http/redact.ts'
 import { SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { UsageCommandError, partnerUsage, partnersReport } from './admin-usage.ts'
+import { connectState } from './state-connection.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
@@ -120,7 +120,7 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
 async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
   let store: PartnerStore | RedisPartnerStore
   if (config.stateUrl) {
-    store = new RedisPartnerStore(await connectState(config.stateUrl))
+    store = new RedisPartnerStore(await connectState(config.stateUrl, (message) => new FailedError(message)))
   } else {
     store = new PartnerStore(controlPath(config.dataDir))
   }
@@ -341,40 +341,12 @@ async function reloadAll (config: Config): Promise<Result> {
   }
 }
 
-/** How long the CLI waits for Redis to connect, and for each command, before it gives up. */
-const REDIS_TIMEOUT_MS = 5_000
-
-/**
- * A connection to the shared state for one command: it fails, with the reason, when Redis is away
- * or does not answer (a Redis that hangs accepts connections and answers nothing).
- */
-async function connectState (url: string): Promise<Redis> {
-  const redis = new Redis(url, {
-    lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: REDIS_TIMEOUT_MS, commandTimeout: REDIS_TIMEOUT_MS, retryStrategy: () => null
-  })
-  redis.on('error', () => {})
-  let timer: NodeJS.Timeout | undefined
-  try {
-    // the ready check (INFO) is not bound by either timeout: the connection as a whole is
-    await Promise.race([
-      redis.connect(),
-      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS / 1000} s`)), REDIS_TIMEOUT_MS) })
-    ])
-  } catch (err) {
-    redis.disconnect()
-    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
-  } finally {
-    clearTimeout(timer)
-  }
-  return redis
-}
-
 /** A Redis command that failed or timed out, as the operator reads it. */
 const sharedStateFailed = (config: Config, err: unknown) =>
   new FailedError(`the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
 
 async function reloadShared (config: Config): Promise<Result> {
-  const redis = await connectState(config.stateUrl)
+  const redis = await connectState(config.stateUrl, (message) => new FailedError(message))
   try {
     return reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state')
   } catch (err) {

@@ -15,7 +15,8 @@ export interface RedisServer {
   resume (): void
 }
 
-const freePort = () => new Promise<number>((resolve, reject) => {
+/** A loopback port free at the time asked (closed again before it is returned). */
+export const freePort = () => new Promise<number>((resolve, reject) => {
   const server = createServer()
   server.listen(0, '127.0.0.1', () => {
     const { port } = server.address() as { port: number }

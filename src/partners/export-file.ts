@@ -4,7 +4,7 @@
 // stored, and is still read. Every entry is checked, and the file as a whole, before a row is
 // written anywhere. A field the version does not have is refused rather than dropped.
 import type { Static } from '@sinclair/typebox'
-import { fromRow, partnerView, type LimitOverride, type PartnerRow } from './store.ts'
+import { fromRow, overrideToColumn, partnerView, type PartnerRow } from './store.ts'
 import { PartnerEntrySchema, PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
 
 export const EXPORT_FORMAT = 'lsp-partners'
@@ -30,8 +30,6 @@ export function exportDocument (rows: PartnerRow[]) {
   return { format: EXPORT_FORMAT, version: EXPORT_VERSION, partners: rows.map(exportEntry) }
 }
 
-const overrideColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
-
 /**
  * The stored row of a checked version 2 entry. Its `limits` are left out: they are what tier and
  * limit_overrides gave when it was exported (and may differ if a later build changes a tier's
@@ -50,9 +48,9 @@ export function rowFromEntry (entry: PartnerEntry): PartnerRow {
     site_by_id: entry.site_by_id ? 1 : 0,
     radius_cap_km: entry.radius_cap_km,
     max_results: entry.max_results,
-    limit_minute: overrideColumn(entry.limit_overrides.minute),
-    limit_hour: overrideColumn(entry.limit_overrides.hour),
-    limit_day: overrideColumn(entry.limit_overrides.day),
+    limit_minute: overrideToColumn(entry.limit_overrides.minute),
+    limit_hour: overrideToColumn(entry.limit_overrides.hour),
+    limit_day: overrideToColumn(entry.limit_overrides.day),
     token_sha256: entry.token_sha256,
     created_at: entry.created_at,
     updated_at: entry.updated_at

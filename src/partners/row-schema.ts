@@ -35,14 +35,19 @@ const switchColumn = Type.Union([Type.Literal(0), Type.Literal(1)], { 'x-expecte
 const limitColumn = Type.Union([Type.Null(), Type.Literal('unlimited'), Type.String({ pattern: '^[1-9]\\d*$' })],
   { 'x-expected': 'null (the tier\'s limit), "unlimited", or a whole number from 1 written as text' })
 
-/** control.db's columns: a version 1 export's rows, and Redis's. */
-export const PartnerRowSchema = Type.Object({
+/** The fields both shapes begin with, in this order. */
+const identity = {
   id: common.id,
   slug: common.slug,
   name: common.name,
   status: common.status,
   tier: common.tier,
   environment: common.environment,
+}
+
+/** control.db's columns: a version 1 export's rows, and Redis's. */
+export const PartnerRowSchema = Type.Object({
+  ...identity,
   categories: Type.String({ pattern: '^(\\d+(,\\d+)*)?$', 'x-expected': 'category ids separated by commas, e.g. 4,7' }),
   other_categories: switchColumn,
   site_by_id: switchColumn,
@@ -64,12 +69,7 @@ const windows = <T extends TSchema>(schema: T) =>
 
 /** A version 2 entry: the fields of `partners show --json`, in its order, and the token digest. */
 export const PartnerEntrySchema = Type.Object({
-  id: common.id,
-  slug: common.slug,
-  name: common.name,
-  status: common.status,
-  tier: common.tier,
-  environment: common.environment,
+  ...identity,
   categories: Type.Array(Type.Integer({ minimum: 0, maximum: CATEGORY_MAX }), { 'x-expected': `a list of category ids (whole numbers up to ${CATEGORY_MAX}), e.g. [4, 7]` }),
   other_categories: Type.Boolean({ 'x-expected': 'true or false' }),
   site_by_id: Type.Boolean({ 'x-expected': 'true or false' }),

@@ -93,7 +93,7 @@ export interface PartnerRow {
 
 const overrideFromColumn = (value: string | null): LimitOverride =>
   value === null ? null : value === 'unlimited' ? 'unlimited' : Number(value)
-const overrideToColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
+export const overrideToColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
 
 export function fromRow (row: PartnerRow): Partner {
   return {

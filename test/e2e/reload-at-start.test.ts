@@ -2,20 +2,10 @@
 // (its modules loaded ahead, so that it asks at once): an instance that answers has reported
 // itself, in control.db and in the shared state, and is subscribed to reload requests.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { skippedWithoutRedis, startRedis } from '../redis.ts'
-
-const freePort = () => new Promise<number>((resolve, reject) => {
-  const server = createServer()
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number }
-    server.close(() => resolve(port))
-  })
-  server.on('error', reject)
-})
+import { freePort, skippedWithoutRedis, startRedis } from '../redis.ts'
 
 const environment = (env: Record<string, string>) => {
   const clean: Record<string, string> = {}

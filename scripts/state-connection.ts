@@ -1,0 +1,31 @@
+// The operator CLI's connection to the shared state (STATE_URL), for one command.
+import { Redis } from 'ioredis'
+import { withoutCredentials } from '../src/http/redact.ts'
+
+/** How long the CLI waits for Redis to connect, and for each command. */
+export const REDIS_TIMEOUT_MS = 5_000
+
+/**
+ * A connection to the shared state for one command: it fails with `fail(reason)` when Redis is
+ * away or does not answer (a Redis that hangs accepts connections and answers nothing).
+ */
+export async function connectState (url: string, fail: (message: string) => Error): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: REDIS_TIMEOUT_MS, commandTimeout: REDIS_TIMEOUT_MS, retryStrategy: () => null
+  })
+  redis.on('error', () => {})
+  let timer: NodeJS.Timeout | undefined
+  try {
+    // the ready check (INFO) is not bound by either timeout: the connection as a whole is
+    await Promise.race([
+      redis.connect(),
+      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS / 1000} s`)), REDIS_TIMEOUT_MS) })
+    ])
+  } catch (err) {
+    redis.disconnect()
+    throw fail(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
+  } finally {
+    clearTimeout(timer)
+  }
+  return redis
+}
