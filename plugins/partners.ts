@@ -2,6 +2,7 @@
 // control.db, or from Redis with STATE_URL.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
+import { outageReporter } from '../src/health/outage.ts'
 import { PartnerDirectory } from '../src/partners/directory.ts'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
@@ -22,20 +23,18 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
   if (app.redis) {
     directory = new PartnerDirectory(store, new RedisPartnerStore(app.redis))
     await directory.refreshShared()
-    let failing = false
+    const report = outageReporter(
+      (err) => app.log.error({ error: (err as Error).message }, 'partners could not be read from the shared state; serving the last known table'),
+      () => app.log.info('partners are read from the shared state again'))
     let inFlight = false // a slow Redis must not pile up refreshes
     timer = setInterval(() => {
       if (inFlight) return
       inFlight = true
       directory.refreshShared().finally(() => { inFlight = false }).then((outcome) => {
-        if (failing) app.log.info('partners are read from the shared state again')
-        failing = false
+        report()
         if (outcome === 'restored') app.log.warn({ partners: directory.size }, 'the shared state had lost the partners; put back from this instance\'s copy')
         else if (outcome === 'changed') app.log.info({ partners: directory.size }, 'partners reloaded')
-      }, (err: Error) => {
-        if (!failing) app.log.error({ error: err.message }, 'partners could not be read from the shared state; serving the last known table')
-        failing = true
-      })
+      }, report)
     }, options.refreshMs)
   } else {
     directory = new PartnerDirectory(store)

@@ -11,6 +11,7 @@ import { counterSaver, restoreCounters } from '../src/limits/counters.ts'
 import { FailoverStore } from '../src/limits/failover-store.ts'
 import { LocalStore, RateLimiter } from '../src/limits/limiter.ts'
 import { RedisStore } from '../src/limits/redis-store.ts'
+import { outageReporter } from '../src/health/outage.ts'
 import { HistoryCounter } from '../src/usage/history.ts'
 import { RedisHistory } from '../src/usage/history-redis.ts'
 import { SqliteHistory } from '../src/usage/history-sqlite.ts'
@@ -46,17 +47,10 @@ function sharedState (app: FastifyInstance, redis: Redis, options: UsageOptions,
   app.addHook('onClose', () => shared.close())
   const counter = new HistoryCounter()
   const history = new RedisHistory(redis, options.historyDays ?? 90, app.instance.id)
-  let failing = false
-  const flush = async () => {
-    try {
-      await history.flush(counter)
-      if (failing) app.log.info({}, 'usage history is added to the shared state (Redis) again')
-      failing = false
-    } catch (err) {
-      if (!failing) app.log.warn({ err }, 'usage history cannot be added to the shared state (Redis); counted in this process meanwhile')
-      failing = true
-    }
-  }
+  const report = outageReporter(
+    (err) => app.log.warn({ err }, 'usage history cannot be added to the shared state (Redis); counted in this process meanwhile'),
+    () => app.log.info({}, 'usage history is added to the shared state (Redis) again'))
+  const flush = () => history.flush(counter).then(() => report(), report)
   let flushing: Promise<void> | undefined
   // one flush at a time: a batch is never sent twice at once
   const save = () => {

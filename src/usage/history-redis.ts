@@ -4,7 +4,7 @@
 // before it adds anything: a batch sent again after a timeout (Redis may have run it) is added
 // once. Batches not known to be added are sent again, under their id, before anything newer.
 import type { Redis } from 'ioredis'
-import { DAY_MS, dateOf, deltaFields, type Deltas, type HistoryCounter, type HistoryStore } from './history.ts'
+import { DAY_MS, dateOf, deltaFields, type Deltas, type HistoryCounter } from './history.ts'
 
 // KEYS: day hash, minute hash, batch id. ARGV: the day hash's expiry, the minute hash's (unix ms),
 // the number of fields n, n field/value pairs, then minute/count pairs. Returns 1, or 0 when the
@@ -26,9 +26,14 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[2])
 return 1
 `
 
+// one hash tag per partner, as the limiter's keys
+const dayKey = (prefix: string, key: string, date: string) => `${prefix}uh:{${key}}:${date}`
+const minuteKey = (prefix: string, key: string, date: string) => `${prefix}um:{${key}}:${date}`
+
 interface Batch { id: string, key: string, day: number, args: (string | number)[] }
 
-export class RedisHistory implements HistoryStore {
+/** Adds a counter's deltas to Redis; throws when some batch could not be added (kept, sent first next time). */
+export class RedisHistory {
   private pending: Batch[] = []
   private seq = 0
 
@@ -36,10 +41,6 @@ export class RedisHistory implements HistoryStore {
   constructor (private readonly redis: Redis, private readonly keepDays: number, private readonly source: string, private readonly prefix = 'lsp:') {
     redis.defineCommand('lspHistoryAdd', { numberOfKeys: 3, lua: ADD })
   }
-
-  // one hash tag per partner, as the limiter's keys
-  dayKey (key: string, date: string) { return `${this.prefix}uh:{${key}}:${date}` }
-  private minuteKey (key: string, date: string) { return `${this.prefix}um:{${key}}:${date}` }
 
   async flush (counter: HistoryCounter) {
     // while batches wait, new counts stay in the counter (merged there, not piling up as batches)
@@ -50,7 +51,7 @@ export class RedisHistory implements HistoryStore {
       const date = dateOf(b.day)
       try {
         await (this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> })
-          .lspHistoryAdd(this.dayKey(b.key, date), this.minuteKey(b.key, date), `${this.prefix}ub:{${b.key}}:${b.id}`, ...b.args)
+          .lspHistoryAdd(dayKey(this.prefix, b.key, date), minuteKey(this.prefix, b.key, date), `${this.prefix}ub:{${b.key}}:${b.id}`, ...b.args)
       } catch (err) {
         failed.push(b)
         error = err
@@ -78,10 +79,6 @@ export class RedisHistory implements HistoryStore {
   get unsent () {
     return this.pending.length
   }
-
-  read (key: string, fromDate: string, toDate: string) {
-    return readRedisHistory(this.redis, key, fromDate, toDate, this.prefix)
-  }
 }
 
 /** A partner's stored days from Redis (the operator CLI). */
@@ -89,7 +86,7 @@ export async function readRedisHistory (redis: Redis, key: string, fromDate: str
   const dates: string[] = []
   for (let day = Math.floor(Date.parse(fromDate) / DAY_MS); dateOf(day) <= toDate; day++) dates.push(dateOf(day))
   const pipeline = redis.pipeline()
-  for (const date of dates) pipeline.hgetall(`${prefix}uh:{${key}}:${date}`)
+  for (const date of dates) pipeline.hgetall(dayKey(prefix, key, date))
   const results = (await pipeline.exec()) ?? []
   const out = new Map<string, Record<string, number>>()
   results.forEach(([err, hash], i) => {

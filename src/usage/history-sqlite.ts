@@ -3,7 +3,7 @@
 // minute of the last two days, from which the busiest minute is kept up to date (minute counts
 // only grow, so the maximum is exact whatever the order of the flushes).
 import type Database from 'better-sqlite3'
-import { DAY_MS, MINUTE_MS, busier, dateOf, deltaFields, firstKeptDay, type HistoryCounter, type HistoryStore } from './history.ts'
+import { DAY_MS, MINUTE_MS, busier, dateOf, deltaFields, firstKeptDay, type HistoryCounter } from './history.ts'
 
 const HISTORY_DDL = `
 CREATE TABLE IF NOT EXISTS usage_days (
@@ -15,11 +15,14 @@ CREATE TABLE IF NOT EXISTS usage_minutes (
 
 const PRUNE_EVERY_MS = 600_000
 
-export class SqliteHistory implements HistoryStore {
+/** Adds a counter's deltas to control.db; throws when it could not (the deltas go back to the counter). */
+export class SqliteHistory {
   private readonly add: Database.Statement
   private readonly addMinute: Database.Statement
   private readonly busiest: Database.Statement
   private readonly setField: Database.Statement
+  private readonly pruneDays: Database.Statement
+  private readonly pruneMinutes: Database.Statement
   private lastPrune = 0
 
   /** `keepDays`: days kept, today's among them (USAGE_HISTORY_DAYS). */
@@ -32,6 +35,8 @@ export class SqliteHistory implements HistoryStore {
     this.busiest = db.prepare("SELECT field, value FROM usage_days WHERE partner_id = ? AND day = ? AND field IN ('bm', 'bc')")
     this.setField = db.prepare('INSERT INTO usage_days (partner_id, day, field, value) VALUES (?, ?, ?, ?) ' +
       'ON CONFLICT (partner_id, day, field) DO UPDATE SET value = excluded.value')
+    this.pruneDays = db.prepare('DELETE FROM usage_days WHERE day < ?')
+    this.pruneMinutes = db.prepare('DELETE FROM usage_minutes WHERE minute < ?')
   }
 
   flush (counter: HistoryCounter, now: number) {
@@ -66,13 +71,9 @@ export class SqliteHistory implements HistoryStore {
 
   /** Drops days no longer kept, and minute counts before yesterday (a flush after midnight may still add to yesterday). */
   prune (now: number) {
-    this.db.prepare('DELETE FROM usage_days WHERE day < ?').run(dateOf(firstKeptDay(now, this.keepDays)))
-    this.db.prepare('DELETE FROM usage_minutes WHERE minute < ?').run((Math.floor(now / DAY_MS) - 1) * (DAY_MS / MINUTE_MS))
+    this.pruneDays.run(dateOf(firstKeptDay(now, this.keepDays)))
+    this.pruneMinutes.run((Math.floor(now / DAY_MS) - 1) * (DAY_MS / MINUTE_MS))
     this.lastPrune = now
-  }
-
-  read (key: string, fromDate: string, toDate: string) {
-    return readSqliteHistory(this.db, key, fromDate, toDate)
   }
 }
 

@@ -97,7 +97,10 @@ function fold (slot: Slot) {
   slot.minuteCount = 0
 }
 
-/** The fields a day is stored as, in both stores: requests, rows, s<status>, bm (busiest minute), bc (its count). */
+/**
+ * The fields a delta adds to a stored day, in both stores: requests, rows, s<status>. The stores
+ * keep bm (the busiest minute) and bc (its count) beside them.
+ */
 export function deltaFields (d: DayDelta): [string, number][] {
   const fields: [string, number][] = [['requests', d.requests], ['rows', d.rows]]
   for (const [status, n] of d.statuses) fields.push([`s${status}`, n])
@@ -105,7 +108,6 @@ export function deltaFields (d: DayDelta): [string, number][] {
 }
 
 export const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10)
-export const dayOf = (date: string) => Math.floor(Date.parse(`${date}T00:00:00Z`) / DAY_MS)
 
 /** A day of history as the CLI prints it. */
 export interface DayRecord {
@@ -160,13 +162,3 @@ export const busier = (total: number, minute: number, busiestCount: number, busi
 
 /** The first day kept when `keepDays` days are kept (today among them). */
 export const firstKeptDay = (now: number, keepDays: number) => Math.floor(now / DAY_MS) - keepDays + 1
-
-export interface HistoryStore {
-  /**
-   * Adds what `counter` counted since the last flush to the store; throws when it could not (what
-   * it could not add is kept, in the counter or the store, for the next flush: never added twice).
-   */
-  flush (counter: HistoryCounter, now: number): void | Promise<void>
-  /** The stored fields of a partner's days from `fromDate` to `toDate` (YYYY-MM-DD), by date. */
-  read (key: string, fromDate: string, toDate: string): Map<string, Record<string, number>> | Promise<Map<string, Record<string, number>>>
-}

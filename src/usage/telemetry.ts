@@ -5,6 +5,7 @@
 import type { Redis } from 'ioredis'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
 import type { HistorySink } from './history.ts'
+import { outageReporter } from '../health/outage.ts'
 
 export const TELEMETRY_FEED_SIZE = 200
 export const RECENT_EVENTS = 10
@@ -139,7 +140,7 @@ export class SharedTelemetry implements Telemetry {
   readonly size: number
   private readonly log?: TelemetryLog
   private readonly history?: HistorySink
-  private failing = false
+  private readonly written: (err?: unknown) => void
 
   constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}) {
     this.prefix = options.prefix ?? 'lsp:'
@@ -147,6 +148,9 @@ export class SharedTelemetry implements Telemetry {
     this.log = options.log
     this.history = options.history
     this.local = new TelemetryFeed(this.size)
+    this.written = outageReporter(
+      (err) => this.log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
+      () => this.log?.info({}, 'telemetry events are written to the shared state (Redis) again'))
   }
 
   record (key: string, event: TelemetryEvent) {
@@ -157,16 +161,6 @@ export class SharedTelemetry implements Telemetry {
       (results) => this.written(results?.find(([err]) => err)?.[0] ?? undefined),
       (err: Error) => this.written(err)
     )
-  }
-
-  private written (err: Error | undefined) {
-    if (err && !this.failing) {
-      this.failing = true
-      this.log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile')
-    } else if (!err && this.failing) {
-      this.failing = false
-      this.log?.info({}, 'telemetry events are written to the shared state (Redis) again')
-    }
   }
 
   async block (key: string, now: number): Promise<TelemetryBlock> {
