@@ -5,13 +5,12 @@
 // state, no token needed: control.db without STATE_URL (as fresh as the service's last save,
 // every COUNTER_SAVE_MS), Redis with it.
 import type { Config } from '../src/config.ts'
-import { withoutCredentials } from '../src/http/redact.ts'
 import { loadCounters } from '../src/limits/counters.ts'
 import { LocalStore, RateLimiter } from '../src/limits/limiter.ts'
 import { RedisStore } from '../src/limits/redis-store.ts'
 import { datasetFor } from '../src/partners/permissions.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
-import { PartnerStore, PartnerStoreError, controlPath, effectiveLimits, type Partner } from '../src/partners/store.ts'
+import { PartnerStore, controlPath, effectiveLimits, type Partner } from '../src/partners/store.ts'
 import type { Limits } from '../src/partners/tiers.ts'
 import { goLive, summarize, type GoLiveVerdict, type UsageSummary } from '../src/usage/go-live.ts'
 import { dateOf, firstKeptDay, lastDays, type DayRecord } from '../src/usage/history.ts'
@@ -21,28 +20,15 @@ import { usageReport, type UsageReportBody, type UsageSources } from '../src/usa
 import { TELEMETRY_FEED_SIZE, readSharedEvents, telemetryBlock } from '../src/usage/telemetry.ts'
 import { readSavedEvents } from '../src/usage/telemetry-store.ts'
 import { connectState } from './state-connection.ts'
+import { FailedError, UsageError, integer, storeFailure, type Options, type Result } from './cli-errors.ts'
 
-/** A failure of these commands: exit 2 for bad usage, 1 for a failed operation (admin.ts's classes). */
-export class UsageCommandError extends Error {
-  constructor (message: string, readonly exitCode: 1 | 2) {
-    super(message)
-    this.name = 'UsageCommandError'
-  }
-}
-
-export type Options = Record<string, string | boolean | undefined>
-export interface Result { text: string, json: unknown, exitCode?: number }
 export interface Context { config: Config, options: Options, args?: string[] }
 
 export const DEFAULT_DAYS = 7
 
 /** --days: a whole number from 1 to USAGE_HISTORY_DAYS (what is kept). */
 export function daysOption (value: string | boolean | undefined, keptDays: number): number {
-  if (value === undefined) return Math.min(DEFAULT_DAYS, keptDays)
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < 1 || Number(value) > keptDays) {
-    throw new UsageCommandError(`--days must be a whole number from 1 to ${keptDays} (USAGE_HISTORY_DAYS: the days kept)`, 2)
-  }
-  return Number(value)
+  return integer('days', value, 1, keptDays, ' (USAGE_HISTORY_DAYS: the days kept)') ?? Math.min(DEFAULT_DAYS, keptDays)
 }
 
 /** What the commands read, from control.db or from Redis. */
@@ -78,7 +64,7 @@ function localState (config: Config): UsageState {
 }
 
 async function sharedState (config: Config): Promise<UsageState> {
-  const redis = await connectState(config.stateUrl!, (message) => new UsageCommandError(message, 1))
+  const redis = await connectState(config.stateUrl!, (message) => new FailedError(message))
   const partners = new RedisPartnerStore(redis)
   const limiter = new RateLimiter(new RedisStore(redis))
   return {
@@ -100,10 +86,7 @@ async function withState<T> (config: Config, fn: (state: UsageState) => Promise<
   try {
     return await fn(state)
   } catch (err) {
-    if (err instanceof UsageCommandError) throw err
-    if (err instanceof PartnerStoreError) throw new UsageCommandError(err.message, err.reason === 'invalid' ? 2 : 1)
-    if (config.stateUrl) throw new UsageCommandError(`the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`, 1)
-    throw err
+    throw storeFailure(config, err)
   } finally {
     state.close()
   }
@@ -156,7 +139,7 @@ function usageText (report: UsageReportBody, history: DayRecord[], freshness: st
  */
 export async function partnerUsage ({ config, options, args = [] }: Context): Promise<Result> {
   const days = daysOption(options.days, config.usageHistoryDays)
-  if (args.length !== 1) throw new UsageCommandError('usage: partners usage SLUG [--days N]', 2)
+  if (args.length !== 1) throw new UsageError('usage: partners usage SLUG [--days N]')
   return withState(config, async (state) => {
     const partner = await state.partner(args[0])
     const report = await usageReport(state.sources(partner.id), { ...partner, limits: effectiveLimits(partner) }, {

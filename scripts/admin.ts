@@ -13,22 +13,18 @@ import { importSites } from '../src/sites/import.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
-import { withoutCredentials } from '../src/http/redact.ts'
 import { SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
-import { UsageCommandError, partnerUsage, partnersReport } from './admin-usage.ts'
+import { partnerUsage, partnersReport } from './admin-usage.ts'
+import { FailedError, UsageError, integer, sharedStateFailed, storeFailure, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
-  PartnerStore, PartnerStoreError, controlPath, partnerView, type LimitOverride, type PartnerChanges
+  PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
 import { exportDocument, readExportDocument } from '../src/partners/export-file.ts'
 
-export class UsageError extends Error {}
-class FailedError extends Error {}
-
-type Options = Record<string, string | boolean | undefined>
-interface Result { text: string, json: unknown, exitCode?: number }
+export { UsageError } from './cli-errors.ts'
 
 /** Where a command writes: a process's streams, or a test's collectors. */
 export interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
@@ -48,14 +44,6 @@ function oneOf<T extends string> (name: string, value: string | boolean | undefi
 function onOff (name: string, value: string | boolean | undefined): boolean | undefined {
   const v = oneOf(name, value, ['on', 'off'])
   return v === undefined ? undefined : v === 'on'
-}
-
-function integer (name: string, value: string | boolean | undefined, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}`)
-  }
-  return Number(value)
 }
 
 function limitOverride (name: string, value: string | boolean | undefined): LimitOverride | undefined {
@@ -127,9 +115,7 @@ async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPar
   try {
     return await fn(store)
   } catch (err) {
-    if (err instanceof PartnerStoreError) throw (err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message))
-    if (config.stateUrl && !(err instanceof UsageError) && !(err instanceof FailedError)) throw sharedStateFailed(config, err)
-    throw err
+    throw storeFailure(config, err)
   } finally {
     store.close()
   }
@@ -341,10 +327,6 @@ async function reloadAll (config: Config): Promise<Result> {
   }
 }
 
-/** A Redis command that failed or timed out, as the operator reads it. */
-const sharedStateFailed = (config: Config, err: unknown) =>
-  new FailedError(`the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
-
 async function reloadShared (config: Config): Promise<Result> {
   const redis = await connectState(config.stateUrl, (message) => new FailedError(message))
   try {
@@ -457,12 +439,6 @@ type Declare = (group: Command, name: string, description: string, body: Body) =
  * parses for it (--json and --help are added to every command). A new command is a body and a
  * few lines here.
  */
-/** The usage commands' failures as this CLI's: exit 2 for bad usage, 1 otherwise. */
-function usageCommandError (err: unknown): never {
-  if (err instanceof UsageCommandError) throw err.exitCode === 2 ? new UsageError(err.message) : new FailedError(err.message)
-  throw err
-}
-
 function declareCommands (program: Command, command: Declare) {
   const partners = program.command('partners').description('the partners: their tokens, tiers, limits and categories (control.db, or Redis when STATE_URL is set)')
   command(partners, 'create', 'create a partner and print its token (shown once)', partnersCreate)
@@ -491,11 +467,11 @@ function declareCommands (program: Command, command: Declare) {
   command(partners, 'rotate', 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
     .argument('SLUG', 'the partner\'s slug')
   command(partners, 'usage', "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, and its daily history, oldest first; " +
-    'from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set', (ctx) => partnerUsage(ctx).catch(usageCommandError))
+    'from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set', partnerUsage)
     .argument('SLUG', 'the partner\'s slug')
     .option('--days <N>', 'the days of history shown, 1 to USAGE_HISTORY_DAYS (default: 7)')
   command(partners, 'report', 'a line per partner over the last N days: requests a day, busiest minute, 429 and error shares, and for sandbox partners ' +
-    'the go-live verdict (the conditions that fail: docs/operations.md)', (ctx) => partnersReport(ctx).catch(usageCommandError))
+    'the go-live verdict (the conditions that fail: docs/operations.md)', partnersReport)
     .option('--days <N>', 'the days looked at, 1 to USAGE_HISTORY_DAYS (default: 7)')
   command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set', partnersExport)
     .option('--file <PATH>', 'write to this file (mode 600) instead of stdout')
