@@ -10,53 +10,19 @@
 //   BENCH_BASELINE=<git ref> also builds that commit and runs its service beside this one, the two
 //   alternating case by case (AB, then BA): a change's effect in one command (bench/ab-results.json).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
-import { cpus, tmpdir, totalmem } from 'node:os'
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
-import { generateDataset } from '../src/setup/data-dir.ts'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { writeDataset, datasetPath } from '../src/sites/dataset-file.ts'
-import { seededRandom } from '../src/sites/generator.ts'
+import { COMMIT, DATA, DISTINCT, ROOT, SERVICE_ENV, buildBaseline, freePort, log, median, prepareData, selectCases, serviceArgs, waitForHttp, type Case } from './bench-setup.ts'
 
-const ROOT = new URL('..', import.meta.url).pathname
-const DATA = join(ROOT, 'bench/data')
-/** A build's service command line as `npm start` runs it (its Node flags included), without `node`. */
-const serviceArgs = (root: string) => {
-  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
-  if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
-  return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(root, arg))
-}
 const SERVICE_ARGS = serviceArgs(ROOT)
 const BASELINE = process.env.BENCH_BASELINE
-const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
-const COMMIT = `${git('rev-parse', '--short', 'HEAD').stdout.trim()}${git('status', '--porcelain', '--untracked-files=no').stdout.trim() ? '+changes' : ''}`
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
-const DISTINCT = 10_000
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5)
-const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
-
-const log = (line: string) => process.stderr.write(`${line}\n`)
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
-function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-    server.on('error', reject)
-  })
-}
 
 /** CPU time a process has used (user + system), in µs, from /proc (clock ticks of 1/CLK_TCK s). */
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
@@ -71,94 +37,10 @@ function rssKb (pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
 }
 
-async function waitForHttp (url: string, child: ChildProcess, timeoutMs: number): Promise<number> {
-  const started = performance.now()
-  while (performance.now() - started < timeoutMs) {
-    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`)
-    try {
-      await fetch(url)
-      return performance.now()
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
-  throw new Error(`${url} did not answer within ${timeoutMs} ms`)
-}
-
-// 1. Data: 1M production sites (80% in Europe, all categories, category 10 rare at 1%), partners.
-const reuse = process.env.BENCH_REUSE === '1' && existsSync(datasetPath(DATA, 'production'))
-let started = performance.now()
-if (!reuse) {
-  rmSync(DATA, { recursive: true, force: true })
-  mkdirSync(DATA, { recursive: true })
-  log(`building ${SITES.toLocaleString('en')} production sites...`)
-  generateDataset(datasetPath(DATA, 'production'), {
-    count: SITES,
-    seed: 'bench',
-    prefix: 'prd',
-    europeShare: 0.8,
-    categoryWeights: [[2, 12], [3, 24], [4, 15], [5, 12], [6, 12], [7, 8], [8, 8], [9, 8], [10, 1]]
-  })
-  writeDataset(datasetPath(DATA, 'sandbox'), [], { source: 'empty', precision: 3 })
-} else {
-  rmSync(controlPath(DATA), { force: true })
-  rmSync(`${controlPath(DATA)}-wal`, { force: true })
-  rmSync(`${controlPath(DATA)}-shm`, { force: true })
-}
-const buildSeconds = (performance.now() - started) / 1000
-const store = new PartnerStore(controlPath(DATA))
-const partner = (slug: string, changes: Parameters<PartnerStore['update']>[1], tier: 'growth' | 'scale' = 'scale') => {
-  const { token } = store.create({ name: slug, slug, tier, environment: 'production' })
-  store.update(slug, changes)
-  return token
-}
-const tokens = {
-  wide: partner('wide', { categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED }),
-  rare: partner('rare', { categories: [10], otherCategories: true, limitOverrides: UNLIMITED }),
-  limited: partner('limited', { limitOverrides: { minute: 30, hour: 'unlimited', day: 'unlimited' } }, 'growth')
-}
-store.close()
-
-// 2. Query URLs: points near random sites (so most answers are full), and tag pages.
-const db = new Database(datasetPath(DATA, 'production'), { readonly: true })
-const random = seededRandom('bench-queries')
-const pointAt = db.prepare('SELECT latitude, longitude FROM sites WHERE rowid = ?')
-const points = Array.from({ length: DISTINCT }, () => {
-  const p = pointAt.get(1 + Math.floor(random() * SITES)) as { latitude: number, longitude: number }
-  const lat = Math.max(-89.9, Math.min(89.9, p.latitude + (random() - 0.5) * 0.1))
-  let lng = p.longitude + (random() - 0.5) * 0.1
-  if (lng > 180) lng -= 360
-  if (lng < -180) lng += 360
-  return { lat: lat.toFixed(4), lng: lng.toFixed(4) }
-})
-const tags = db.prepare('SELECT tag, count(*) AS n FROM site_tags GROUP BY tag').all() as { tag: string, n: number }[]
-db.close()
-const near = (path: string, extra: string) => points.map((p) => `/v1${path}?lat=${p.lat}&lng=${p.lng}${extra}`)
-const tagPages = tags.flatMap(({ tag, n }) => Array.from({ length: Math.ceil(n / 500) }, (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=500&page=${i + 1}`))
-for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requests differ
-  const j = Math.floor(random() * (i + 1));
-  [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
-}
-
-interface Case { name: string, paths: string[], token?: string, note: string, headers?: Record<string, string> }
-const ALL_CASES: Case[] = [
-  { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
-  { name: 'hello-world 19kB', paths: ['/big'], note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
-  { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
-  { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
-  { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
-  { name: '/sites/nearest', paths: near('/sites/nearest', ''), token: tokens.wide, note: 'default radius 25' },
-  { name: '/sites/by-tag', paths: tagPages, token: tokens.wide, note: `pages of 500, ${tagPages.length} distinct` },
-  { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries (19 kB answers)' },
-  { name: 'cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 nearest queries' },
-  { name: '/sites r=25 gzip', paths: near('/sites', '&radius=25'), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'as /sites r=25, compressed: every answer gzipped' },
-  { name: 'cached /sites gzip', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'the hot set, compressed once per answer' },
-  { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
-]
+// 1-2. Data: 1M production sites, three partners, each case's URLs (scripts/bench-setup.ts).
+const { cases: ALL_CASES, buildSeconds } = prepareData({ sites: SITES, reuse: process.env.BENCH_REUSE === '1' })
 const only = process.env.BENCH_CASES?.split(',')
-// a case's exact name selects that case alone; any other text, every case whose name holds it
-const selects = (o: string, name: string) => name === o || (!ALL_CASES.some((x) => x.name === o) && name.includes(o))
-const CASES = only ? ALL_CASES.filter((c) => c.name.startsWith('hello-world') || only.some((o) => selects(o, c.name))) : ALL_CASES
+const CASES = selectCases(ALL_CASES, only)
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
 // cycling URLs always miss while a hot set of 100 always hits) and the ceiling. The first boot on
@@ -173,7 +55,7 @@ const startService = async (args = SERVICE_ARGS, root = ROOT, dataDir = DATA, po
   const child = spawn(process.execPath, args, {
     cwd: root,
     // LOG_LEVEL info, as deployed: one access line per request (to /dev/null here)
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), METRICS_PORT: '0', NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
+    env: { ...process.env, ...SERVICE_ENV, DATA_DIR: dataDir, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit']
   })
   const ms = (await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)) - begun
@@ -189,33 +71,21 @@ const bootTwice = async (...args: Parameters<typeof startService>) => {
 
 // With BENCH_BASELINE: that commit, built in a worktree of its own, on a copy of the same files
 // (its index snapshot is its own: the format may differ).
-const baselineDir = BASELINE === undefined ? undefined : mkdtempSync(join(tmpdir(), 'lsp-bench-baseline-'))
-const removeBaseline = () => {
-  if (baselineDir === undefined) return
-  git('worktree', 'remove', '--force', baselineDir)
-  rmSync(baselineDir, { recursive: true, force: true })
-}
-process.on('exit', removeBaseline)
 let baseline: { child: ChildProcess, url: string, commit: string, bootMs: number } | undefined
-if (baselineDir !== undefined) {
-  const added = git('worktree', 'add', '--detach', baselineDir, BASELINE!)
-  if (added.status !== 0) throw new Error(`BENCH_BASELINE=${BASELINE}: ${added.stderr.trim()}`)
-  symlinkSync(join(ROOT, 'node_modules'), join(baselineDir, 'node_modules'))
-  log(`building the baseline ${BASELINE} (tsc)...`)
-  if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: baselineDir, stdio: 'inherit' }).status !== 0) throw new Error('baseline build failed')
+if (BASELINE !== undefined) {
+  const built = buildBaseline(BASELINE)
   const baselineData = join(DATA, 'baseline')
   rmSync(baselineData, { recursive: true, force: true })
   mkdirSync(baselineData)
   for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(baselineData, file))
   const port = await freePort()
-  const { second } = await bootTwice(serviceArgs(baselineDir), baselineDir, baselineData, port)
-  baseline = { child: second.child, url: `http://127.0.0.1:${port}`, commit: git('rev-parse', '--short', BASELINE!).stdout.trim(), bootMs: second.ms }
+  const { second } = await bootTwice(serviceArgs(built.dir), built.dir, baselineData, port)
+  baseline = { child: second.child, url: `http://127.0.0.1:${port}`, commit: built.commit, bootMs: second.ms }
   log(`baseline ${BASELINE} (${baseline.commit}) ready in ${Math.round(second.ms)} ms`)
 }
 
 const { first, second: { child: service, ms: bootMs } } = await bootTwice()
 log(`first boot (verify, index, write snapshot) in ${Math.round(first.ms)} ms`)
-started = performance.now()
 log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))
 const rssRestKb = rssKb(service.pid!)
@@ -334,7 +204,7 @@ if (process.env.BENCH_SHARED !== '0' && hasRedis) {
     const port = await freePort()
     const child = spawn(process.execPath, SERVICE_ARGS, {
       cwd: ROOT,
-      env: { ...process.env, DATA_DIR: DATA, PORT: String(port), METRICS_PORT: '0', STATE_URL: stateUrl, NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000' },
+      env: { ...process.env, ...SERVICE_ENV, DATA_DIR: DATA, PORT: String(port), STATE_URL: stateUrl },
       stdio: ['ignore', 'ignore', 'inherit']
     })
     await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)

@@ -1,0 +1,362 @@
+// npm run bench:instructions: the instructions each request costs, counted by valgrind's callgrind.
+// Time on this kind of machine moves by a factor of two within an hour and same-build A/B pairs
+// spread by ±15%, so a change of a few µs cannot be seen in req/s. Instructions executed (user
+// space: the kernel's TCP send is not counted) do not depend on what else the machine runs, and
+// are nearly the same on another x86-64 CPU: the bare route repeats within 0.5%, the service's
+// steady windows within a few per cent (docs/performance.md).
+//
+// Each process (this build's service, a baseline's with BENCH_BASELINE, and the bare Fastify route)
+// runs under `valgrind --tool=callgrind` with counting off. A case's requests go over a few
+// keep-alive connections, opened for the case: first BENCH_WARMUP_REQUESTS unmeasured (JIT, record
+// fragments made on first use), then one window left out and BENCH_WINDOWS counted, each the same
+// BENCH_REQUESTS requests (callgrind_control: zero, on, off, dump). A window counts the whole
+// process, the collector's and compiler's threads included; the figure is the median window, and
+// the median outside V8's compilers and collector ("steady"), whose turns depend on timing. Work
+// done per second rather than per request is inflated about 50-fold under valgrind, so the
+// service's timers run at their longest intervals. The baseline runs at the same time as the
+// current build: counts do not depend on the load.
+//   BENCH_BASELINE=<git ref>, BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench;
+//   BENCH_REQUESTS (1000), BENCH_WINDOWS (5), BENCH_WARMUP_REQUESTS (15000), BENCH_CONNECTIONS (4);
+//   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map).
+// Writes bench/instructions.json (bench/instructions-partial.json for a partial run).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { once } from 'node:events'
+import { cpus } from 'node:os'
+import { join } from 'node:path'
+import { COMMIT, DATA, ROOT, SERVICE_ENV, buildBaseline, freePort, log, median, prepareData, selectCases, serviceArgs, waitForHttp, type Case } from './bench-setup.ts'
+
+const BASELINE = process.env.BENCH_BASELINE
+const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
+const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
+const WARMUP = Number(process.env.BENCH_WARMUP_REQUESTS ?? 15000)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4)
+const PROFILE = process.env.BENCH_PROFILE === '1'
+/** Optimising compilations on the main thread, where they happen at the same request in every run (the helper thread gets its turns from valgrind's scheduler, at no fixed point). */
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--no-concurrent-recompilation').split(' ').filter(Boolean)
+/** V8's optimising compiler and deoptimiser: when it runs depends on valgrind's thread scheduling and on feedback. */
+const COMPILER_FUNCTION = /v8::internal::(compiler::|maglev::|baseline::|Pipeline|Compiler::|OptimizingCompileDispatcher|Deoptimizer|TurbofanCompilationJob|OptimizedCompilationInfo|AstTyper|CodeGenerator|interpreter::BytecodeGenerator|Parser|Zone::|ZoneList)/
+/** The collector's own functions in V8 (marking, scavenging, sweeping, compaction), for its share. */
+const GC_FUNCTION = /v8::internal::(\w+::)*(Heap|Marking|ConcurrentMarking|MarkCompact|Mark\w*Visitor|Scaveng|Sweeper|Evacuat|IncrementalMarking|MinorMarkCompact|MemoryAllocator|Page::|MemoryChunk|RememberedSet|SlotSet|TypedSlot)|heap::base::|cppgc::|v8::internal::BodyDescriptorBase::Iterate|MemoryChunkData/
+
+if (spawnSync('valgrind', ['--version']).status !== 0 || spawnSync('callgrind_control', ['--version']).status !== 0) {
+  log('valgrind (with callgrind_control) is not installed: apt-get install valgrind')
+  process.exit(1)
+}
+
+const { cases: ALL_CASES } = prepareData({ sites: SITES, reuse: process.env.BENCH_REUSE === '1' })
+const only = process.env.BENCH_CASES?.split(',')
+const CASES = selectCases(ALL_CASES, only)
+log('building (tsc)...')
+if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed')
+
+interface Counted { name: string, child: ChildProcess, url: string, outDir: string, dumps: number, connections: Connections }
+const children: ChildProcess[] = []
+process.on('exit', () => { for (const child of children) child.kill('SIGKILL') })
+
+/** A process under callgrind with counting off until asked; its dumps go to a directory of its own. */
+async function underCallgrind (name: string, args: string[], cwd: string, env: Record<string, string>): Promise<Counted> {
+  const port = await freePort()
+  const outDir = join(DATA, `callgrind-${name}`)
+  rmSync(outDir, { recursive: true, force: true })
+  mkdirSync(outDir, { recursive: true })
+  const child = spawn('valgrind', [
+    '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
+    process.execPath, ...NODE_FLAGS, ...(PROFILE ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []), ...args
+  ], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
+  children.push(child)
+  let stderr = ''
+  child.stderr!.on('data', (d) => { stderr = (stderr + d).slice(-4000) })
+  const url = `http://127.0.0.1:${port}`
+  try {
+    await waitForHttp(`${url}/`, child, 600_000)
+  } catch (error) {
+    log(stderr)
+    throw error
+  }
+  log(`${name} answering under callgrind`)
+  return { name, child, url, outDir, dumps: 0, connections: new Connections(url) }
+}
+
+/**
+ * Keep-alive connections to a target, opened for a case and used for its warm-up and its windows:
+ * new connections in a window make V8 deoptimise and reoptimise Node's socket code (new maps),
+ * which cost the next few windows up to 4 times their steady count. (Opened once for all cases,
+ * they would be closed by the service's keep-alive timeout while other cases run.)
+ */
+class Connections {
+  private readonly sockets: Socket[] = []
+  constructor (private readonly url: string) {}
+
+  async open () {
+    this.close()
+    const { hostname, port } = new URL(this.url)
+    for (let i = 0; i < CONNECTIONS; i++) {
+      const socket = connect(Number(port), hostname)
+      await once(socket, 'connect')
+      this.sockets.push(socket)
+    }
+  }
+
+  /** Sends paths[from, from + count) (cycling), one request at a time on each connection. */
+  replay (c: Case, from: number, count: number): Promise<Record<string, number>> {
+    const { host } = new URL(this.url)
+    const headers = { host, ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) }
+    const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+    const statuses: Record<string, number> = {}
+    let next = from
+    const end = from + count
+    const run = (socket: Socket) => new Promise<void>((resolve, reject) => {
+      let pending: Buffer = Buffer.alloc(0)
+      const finish = (error?: Error) => {
+        socket.off('data', onData)
+        socket.off('error', finish)
+        socket.off('close', onClose)
+        if (error) reject(error)
+        else resolve()
+      }
+      const onClose = () => finish(new Error('the connection closed'))
+      const send = () => {
+        if (next >= end) return finish()
+        socket.write(`GET ${c.paths[next++ % c.paths.length]} HTTP/1.1\r\n${head}\r\n`)
+      }
+      const onData = (data: Buffer) => {
+        pending = pending.length === 0 ? data : Buffer.concat([pending, data])
+        for (;;) {
+          const headEnd = pending.indexOf('\r\n\r\n')
+          if (headEnd < 0) return
+          const text = pending.subarray(0, headEnd).toString('latin1')
+          const length = /\r\ncontent-length: *(\d+)/i.exec(text)
+          if (length === null) return finish(new Error(`an answer without Content-Length: ${text.slice(0, 200)}`))
+          const total = headEnd + 4 + Number(length[1])
+          if (pending.length < total) return
+          const status = text.slice(9, 12)
+          statuses[status] = (statuses[status] ?? 0) + 1
+          pending = pending.subarray(total)
+          send()
+        }
+      }
+      socket.on('data', onData)
+      socket.on('error', finish)
+      socket.on('close', onClose)
+      send()
+    })
+    return Promise.all(this.sockets.map(run)).then(() => statuses)
+  }
+
+  close () { for (const socket of this.sockets.splice(0)) socket.destroy() }
+}
+
+const control = (target: Counted, ...args: string[]) => {
+  const done = spawnSync('callgrind_control', [...args, String(target.child.pid)], { encoding: 'utf8' })
+  if (done.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${done.stderr}`)
+}
+
+/** The newest dump, once callgrind has finished writing it. */
+async function nextDump (target: Counted): Promise<string> {
+  target.dumps += 1
+  const file = join(target.outDir, `callgrind.out.${target.dumps}`)
+  for (let i = 0; i < 600; i++) {
+    if (existsSync(file) && /^totals: \d+/m.test(readFileSync(file, 'latin1'))) return file
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`no callgrind dump at ${file}`)
+}
+
+interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, file: string }
+async function countWindow (target: Counted, c: Case, from: number): Promise<Window> {
+  control(target, '--zero')
+  control(target, '--instr=on')
+  const statuses = await target.connections.replay(c, from, REQUESTS)
+  control(target, '--instr=off')
+  control(target, '--dump')
+  const file = await nextDump(target)
+  const instructions = Number(/^totals: (\d+)/m.exec(readFileSync(file, 'latin1'))![1])
+  let gc = 0
+  let compiler = 0
+  for (const f of functions(file)) {
+    if (GC_FUNCTION.test(f.name)) gc += f.ir
+    else if (COMPILER_FUNCTION.test(f.name)) compiler += f.ir
+  }
+  return { instructions, gc, compiler, statuses, file }
+}
+
+/** Exclusive instructions per function of a dump (callgrind_annotate, every function). */
+function functions (file: string): { ir: number, name: string }[] {
+  const out = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=no', file], { encoding: 'utf8', maxBuffer: 1 << 28 }).stdout
+  const rows: { ir: number, name: string }[] = []
+  for (const line of out.split('\n')) {
+    const m = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line)
+    if (m && !m[2].includes('PROGRAM TOTALS')) rows.push({ ir: Number(m[1].replace(/,/g, '')), name: m[2] })
+  }
+  return rows
+}
+
+/** JIT code's names from the process's perf map (--perf-basic-prof): start, size and name per line. */
+function perfMap (pid: number): { start: number, end: number, name: string }[] {
+  const file = `/tmp/perf-${pid}.map`
+  if (!existsSync(file)) return []
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
+    const [start, size, ...name] = line.split(' ')
+    return { start: parseInt(start, 16), end: parseInt(start, 16) + parseInt(size, 16), name: name.join(' ') }
+  }).sort((a, b) => a.start - b.start)
+}
+
+const UNNAMED = 'JIT code (not in the perf map)'
+/** Who a function belongs to, for the profile's summary: JavaScript by package or service folder, native code by library. */
+function groupOf (label: string): string {
+  if (GC_FUNCTION.test(label)) return 'garbage collector'
+  if (COMPILER_FUNCTION.test(label)) return 'V8 compilers'
+  if (label.startsWith('JS:')) {
+    const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(label)
+    if (pkg) return `JS: ${pkg[1]}`
+    const own = /\/dist\/((?:src|plugins)\/[^/:]+)/.exec(label)
+    if (own) return `JS: service ${own[1].replace(/\.js$/, '')}`
+    if (/ node:/.test(label)) return 'JS: Node core (http, net, streams, events)'
+    return 'JS: other'
+  }
+  if (label.startsWith('RegExp:')) return 'regular expressions (V8 code)'
+  if (label === UNNAMED) return 'JIT code missing from the perf map'
+  if (/^Builtins_|v8::/.test(label)) return 'V8 builtins and runtime (ICs, strings, JSON, hashing)'
+  if (/sha\d*_block|EVP_|OPENSSL|CRYPTO_/i.test(label)) return 'OpenSSL (token digest, ETag)'
+  if (/sqlite3/i.test(label)) return 'SQLite'
+  if (/libc\.so|ld-linux/.test(label)) return 'libc (memcpy, malloc)'
+  if (/^(node::|uv_|llhttp|napi_)/.test(label)) return 'Node native (libuv, llhttp, bindings)'
+  return 'other native code'
+}
+
+/** Where a window's instructions went: functions by exclusive count (JIT code named from the perf map), and by owner. */
+function profileOf (target: Counted, file: string, requests: number) {
+  const map = perfMap(target.child.pid!)
+  const lookup = (address: number) => {
+    let lo = 0
+    let hi = map.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (map[mid].end <= address) lo = mid + 1
+      else if (map[mid].start > address) hi = mid - 1
+      else return map[mid].name
+    }
+    return undefined
+  }
+  const byName = new Map<string, number>()
+  const byGroup = new Map<string, number>()
+  const groupOfLabel = new Map<string, string>()
+  for (const { ir, name } of functions(file)) {
+    const jit = /^\?\?\?:0x([0-9a-f]+) \[\?\?\?\]$/.exec(name)
+    const label = jit ? (lookup(parseInt(jit[1], 16)) ?? UNNAMED) : name.replace(/^\?\?\?:/, '').replace(/\(.*\)( const)?( \[.*\])?$/, '').slice(0, 140)
+    byName.set(label, (byName.get(label) ?? 0) + ir)
+    const group = groupOf(jit ? label : name.replace(/^\?\?\?:/, ''))
+    byGroup.set(group, (byGroup.get(group) ?? 0) + ir)
+    groupOfLabel.set(label, group)
+  }
+  const perRequest = (entries: Map<string, number>, n: number) =>
+    [...entries].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, ir]) => ({ name, per_request: Math.round(ir / requests) }))
+  const functionsOf = (group: string) => new Map([...byName].filter(([label]) => groupOfLabel.get(label) === group))
+  return {
+    groups: perRequest(byGroup, 30).map((g) => ({ ...g, top: perRequest(functionsOf(g.name), 3) })),
+    functions: perRequest(byName, 40)
+  }
+}
+
+// The processes: the bare route, this build's service and, with BENCH_BASELINE, that commit's on a
+// copy of the same files (its index snapshot is its own: the format may differ). Each service
+// boots once normally first, so the one under callgrind reads an index snapshot.
+const bootOnce = async (args: string[], cwd: string, dataDir: string) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...SERVICE_ENV, DATA_DIR: dataDir, PORT: String(port) }, stdio: 'ignore' })
+  await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)
+  child.kill('SIGTERM')
+  await new Promise((resolve) => child.once('exit', resolve))
+}
+const builds: { label: string, commit: string, args: string[], cwd: string, dataDir: string }[] = [
+  { label: 'current', commit: COMMIT, args: serviceArgs(ROOT), cwd: ROOT, dataDir: DATA }
+]
+if (BASELINE !== undefined) {
+  const built = buildBaseline(BASELINE)
+  const dataDir = join(DATA, 'baseline')
+  rmSync(dataDir, { recursive: true, force: true })
+  mkdirSync(dataDir)
+  for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(dataDir, file))
+  builds.push({ label: 'baseline', commit: built.commit, args: serviceArgs(built.dir), cwd: built.dir, dataDir })
+}
+for (const b of builds) await bootOnce(b.args, b.cwd, b.dataDir)
+// Work done per second, not per request (partner refresh, counter saves), at its longest interval:
+// under valgrind a second holds about 50 times fewer requests than outside it.
+const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
+const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
+const hello = await underCallgrind('hello-world', [join(ROOT, 'dist/scripts/bench-hello.js')], ROOT, {})
+
+interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, rest_per_request: number, rest_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
+const rows: Row[] = []
+for (const c of CASES) {
+  const targets = c.name.startsWith('hello-world') ? [hello] : services
+  await Promise.all(targets.map(async (t) => {
+    await t.connections.open()
+    await t.connections.replay(c, 0, WARMUP)
+  }))
+  const windows = await Promise.all(targets.map(async (t) => {
+    // one more window than asked, the first left out: the first window after counting starts
+    // costs 1.3-2.3 times the others in the service (not in the bare route)
+    const list: Window[] = []
+    for (let w = 0; w <= WINDOWS; w++) list.push(await countWindow(t, c, WARMUP))
+    return list.slice(1)
+  }))
+  targets.forEach((t, i) => {
+    const list = windows[i]
+    const perRequest = list.map((w) => Math.round(w.instructions / REQUESTS))
+    const mid = median(perRequest)
+    const middle = list[perRequest.indexOf(perRequest.slice().sort((a, b) => a - b)[(perRequest.length - 1) >> 1])]
+    const row: Row = {
+      case: c.name,
+      build: t === hello ? 'bare route' : t.name,
+      commit: t === hello ? COMMIT : builds.find((b) => b.label === t.name)!.commit,
+      per_request: Math.round(mid),
+      windows: perRequest,
+      gc_per_request: Math.round(median(list.map((w) => w.gc / REQUESTS))),
+      compiler_per_request: Math.round(median(list.map((w) => w.compiler / REQUESTS))),
+      rest_per_request: Math.round(median(list.map((w) => (w.instructions - w.gc - w.compiler) / REQUESTS))),
+      rest_windows: list.map((w) => Math.round((w.instructions - w.gc - w.compiler) / REQUESTS)),
+      statuses: list[list.length - 1].statuses
+    }
+    if (PROFILE) row.profile = profileOf(t, middle.file, REQUESTS)
+    rows.push(row)
+    log(`${c.name.padEnd(20)} ${row.build.padEnd(10)} ${row.per_request.toLocaleString('en').padStart(10)} instructions/request  windows ${perRequest.map((n) => n.toLocaleString('en')).join(' ')}  collector ${row.gc_per_request.toLocaleString('en')}  compiler ${row.compiler_per_request.toLocaleString('en')}  rest ${row.rest_windows.map((n) => n.toLocaleString('en')).join(' ')}  ${JSON.stringify(row.statuses)}`)
+    if (row.profile) {
+      for (const p of row.profile.groups) log(`    ${p.per_request.toLocaleString('en').padStart(9)}  ${p.name}: ${p.top.map((f) => `${f.name.slice(0, 60)} ${f.per_request.toLocaleString('en')}`).join('; ')}`)
+      log('    top functions:')
+      for (const p of row.profile.functions.slice(0, 25)) log(`    ${p.per_request.toLocaleString('en').padStart(9)}  ${p.name}`)
+    }
+  })
+}
+for (const t of [...services, hello]) t.connections.close()
+for (const child of children) child.kill('SIGTERM')
+
+const bare = rows.find((r) => r.case === 'hello-world')?.per_request
+const fmt = (n: number) => n.toLocaleString('en')
+const table = [
+  `instructions per request (callgrind, user space; median of ${WINDOWS} windows of ${REQUESTS} requests after ${WARMUP} unmeasured);`,
+  '"steady": outside V8\'s compilers and the garbage collector, whose turns depend on timing',
+  `${'case'.padEnd(20)} ${'all'.padStart(9)} ${'x bare'.padStart(6)} ${'steady'.padStart(9)} ${'GC'.padStart(7)} ${'compiler'.padStart(8)}${BASELINE !== undefined ? `  ${'baseline all'.padStart(12)} ${'steady'.padStart(9)}  ${'all A/B'.padStart(7)} ${'steady A/B'.padStart(10)}` : ''}`,
+  ...rows.filter((r) => r.build !== 'baseline').map((r) => {
+    const b = rows.find((x) => x.case === r.case && x.build === 'baseline')
+    return `${r.case.padEnd(20)} ${fmt(r.per_request).padStart(9)} ${(bare ? (r.per_request / bare).toFixed(2) : '-').padStart(6)} ${fmt(r.rest_per_request).padStart(9)} ${fmt(r.gc_per_request).padStart(7)} ${fmt(r.compiler_per_request).padStart(8)}` +
+      (b ? `  ${fmt(b.per_request).padStart(12)} ${fmt(b.rest_per_request).padStart(9)}  ${(r.per_request / b.per_request).toFixed(3).padStart(7)} ${(r.rest_per_request / b.rest_per_request).toFixed(3).padStart(10)}` : '')
+  })
+]
+process.stdout.write(table.join('\n') + '\n')
+const full = !only && SITES === 1_000_000 && BASELINE === undefined
+const file = join(ROOT, full ? 'bench/instructions.json' : 'bench/instructions-partial.json')
+writeFileSync(file, JSON.stringify({
+  date: new Date().toISOString(),
+  command: 'npm run bench:instructions',
+  machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, valgrind: spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).stdout.trim() },
+  commit: COMMIT,
+  baseline: BASELINE === undefined ? undefined : `${BASELINE} (${builds[1].commit})`,
+  settings: { sites: SITES, requests_per_window: REQUESTS, windows: WINDOWS, warmup_requests: WARMUP, connections: CONNECTIONS },
+  rows
+}, null, 2) + '\n')
+log(`written to ${file}`)
+for (const dir of readdirSync(DATA).filter((d) => d.startsWith('callgrind-'))) rmSync(join(DATA, dir), { recursive: true, force: true })

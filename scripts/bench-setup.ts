@@ -1,0 +1,167 @@
+// What the two benchmarks share (scripts/bench.ts: time on a loaded service; scripts/bench-instructions.ts:
+// instructions counted under callgrind): the dataset and partners, the cases, the service's command
+// line, and a baseline commit built in a worktree of its own.
+import { spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { generateDataset } from '../src/setup/data-dir.ts'
+import { PartnerStore, controlPath } from '../src/partners/store.ts'
+import { writeDataset, datasetPath } from '../src/sites/dataset-file.ts'
+import { seededRandom } from '../src/sites/generator.ts'
+
+export const ROOT = new URL('..', import.meta.url).pathname
+export const DATA = join(ROOT, 'bench/data')
+export const log = (line: string) => process.stderr.write(`${line}\n`)
+export const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
+/** The checked-out commit, marked when tracked files differ from it. */
+export const COMMIT = `${git('rev-parse', '--short', 'HEAD').stdout.trim()}${git('status', '--porcelain', '--untracked-files=no').stdout.trim() ? '+changes' : ''}`
+/** Distinct URLs per miss case: ten times the service's cache (CACHE_MAX_ENTRIES 1000), so cycling them always misses. */
+export const DISTINCT = 10_000
+/** The service's environment in both benchmarks: as deployed (an access line per request, to /dev/null here). */
+export const SERVICE_ENV = { NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000', METRICS_PORT: '0' }
+
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/** A build's service command line as `npm start` runs it (its Node flags included), without `node`. */
+export const serviceArgs = (root: string) => {
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
+  if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
+  return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(root, arg))
+}
+
+export function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+    server.on('error', reject)
+  })
+}
+
+export async function waitForHttp (url: string, child: ChildProcess, timeoutMs: number): Promise<number> {
+  const started = performance.now()
+  while (performance.now() - started < timeoutMs) {
+    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`)
+    try {
+      await fetch(url)
+      return performance.now()
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`)
+}
+
+export interface Case { name: string, paths: string[], token?: string, note: string, headers?: Record<string, string> }
+
+const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
+
+/**
+ * The production dataset (built unless `reuse` and present: 80% near European towns, all
+ * categories, category 10 rare at 1%), three partners made afresh in control.db, and every case's
+ * URLs: points near random sites (so most answers are full) and tag pages.
+ */
+export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }): { cases: Case[], buildSeconds: number } {
+  const started = performance.now()
+  if (!reuse || !existsSync(datasetPath(DATA, 'production'))) {
+    rmSync(DATA, { recursive: true, force: true })
+    mkdirSync(DATA, { recursive: true })
+    log(`building ${sites.toLocaleString('en')} production sites...`)
+    generateDataset(datasetPath(DATA, 'production'), {
+      count: sites,
+      seed: 'bench',
+      prefix: 'prd',
+      europeShare: 0.8,
+      categoryWeights: [[2, 12], [3, 24], [4, 15], [5, 12], [6, 12], [7, 8], [8, 8], [9, 8], [10, 1]]
+    })
+    writeDataset(datasetPath(DATA, 'sandbox'), [], { source: 'empty', precision: 3 })
+  } else {
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${controlPath(DATA)}${suffix}`, { force: true })
+  }
+  const buildSeconds = (performance.now() - started) / 1000
+  const store = new PartnerStore(controlPath(DATA))
+  const partner = (slug: string, changes: Parameters<PartnerStore['update']>[1], tier: 'growth' | 'scale' = 'scale') => {
+    const { token } = store.create({ name: slug, slug, tier, environment: 'production' })
+    store.update(slug, changes)
+    return token
+  }
+  const tokens = {
+    wide: partner('wide', { categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED }),
+    rare: partner('rare', { categories: [10], otherCategories: true, limitOverrides: UNLIMITED }),
+    limited: partner('limited', { limitOverrides: { minute: 30, hour: 'unlimited', day: 'unlimited' } }, 'growth')
+  }
+  store.close()
+
+  const db = new Database(datasetPath(DATA, 'production'), { readonly: true })
+  const count = (db.prepare('SELECT count(*) AS n FROM sites').get() as { n: number }).n
+  const random = seededRandom('bench-queries')
+  const pointAt = db.prepare('SELECT latitude, longitude FROM sites WHERE rowid = ?')
+  const points = Array.from({ length: DISTINCT }, () => {
+    const p = pointAt.get(1 + Math.floor(random() * count)) as { latitude: number, longitude: number }
+    const lat = Math.max(-89.9, Math.min(89.9, p.latitude + (random() - 0.5) * 0.1))
+    let lng = p.longitude + (random() - 0.5) * 0.1
+    if (lng > 180) lng -= 360
+    if (lng < -180) lng += 360
+    return { lat: lat.toFixed(4), lng: lng.toFixed(4) }
+  })
+  const tags = db.prepare('SELECT tag, count(*) AS n FROM site_tags GROUP BY tag').all() as { tag: string, n: number }[]
+  db.close()
+  const near = (path: string, extra: string) => points.map((p) => `/v1${path}?lat=${p.lat}&lng=${p.lng}${extra}`)
+  const tagPages = tags.flatMap(({ tag, n }) => Array.from({ length: Math.ceil(n / 500) }, (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=500&page=${i + 1}`))
+  for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requests differ
+    const j = Math.floor(random() * (i + 1));
+    [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
+  }
+  const cases: Case[] = [
+    { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
+    { name: 'hello-world 19kB', paths: ['/big'], note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
+    { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
+    { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
+    { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
+    { name: '/sites/nearest', paths: near('/sites/nearest', ''), token: tokens.wide, note: 'default radius 25' },
+    { name: '/sites/by-tag', paths: tagPages, token: tokens.wide, note: `pages of 500, ${tagPages.length} distinct` },
+    { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries (19 kB answers)' },
+    { name: 'cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 nearest queries' },
+    { name: '/sites r=25 gzip', paths: near('/sites', '&radius=25'), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'as /sites r=25, compressed: every answer gzipped' },
+    { name: 'cached /sites gzip', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'the hot set, compressed once per answer' },
+    { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
+  ]
+  return { cases, buildSeconds }
+}
+
+/**
+ * The cases BENCH_CASES names (comma-separated; an exact name selects that case alone, any other
+ * text every case whose name holds it), with the ceilings always; all of them without it.
+ */
+export function selectCases (all: Case[], only: string[] | undefined): Case[] {
+  if (only === undefined) return all
+  const selects = (o: string, name: string) => name === o || (!all.some((x) => x.name === o) && name.includes(o))
+  return all.filter((c) => c.name.startsWith('hello-world') || only.some((o) => selects(o, c.name)))
+}
+
+/**
+ * Another commit, checked out and built (tsc) in a temporary worktree sharing this one's
+ * node_modules; removed when the process exits.
+ */
+export function buildBaseline (ref: string): { dir: string, commit: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'lsp-bench-baseline-'))
+  process.on('exit', () => {
+    git('worktree', 'remove', '--force', dir)
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const added = git('worktree', 'add', '--detach', dir, ref)
+  if (added.status !== 0) throw new Error(`BENCH_BASELINE=${ref}: ${added.stderr.trim()}`)
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  log(`building the baseline ${ref} (tsc)...`)
+  if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' }).status !== 0) throw new Error('baseline build failed')
+  return { dir, commit: git('rev-parse', '--short', ref).stdout.trim() }
+}
