@@ -1,9 +1,10 @@
 // npm run bench:instructions: the instructions each request costs, counted by valgrind's callgrind.
 // Time on this kind of machine moves by a factor of two within an hour and same-build A/B pairs
 // spread by ±15%, so a change of a few µs cannot be seen in req/s. Instructions executed (user
-// space: the kernel's TCP send is not counted) do not depend on what else the machine runs, and
-// are nearly the same on another x86-64 CPU: the bare route repeats within 0.5%, the service's
-// steady windows within a few per cent (docs/performance.md).
+// space: the kernel's TCP send is not counted) depend on the load only through work done per
+// second, and are nearly the same on another x86-64 CPU: the bare route repeats within 0.5%, the
+// service's steady windows within a few per cent, the same build against itself within about 2%
+// (docs/performance.md).
 //
 // Each process (this build's service, a baseline's with BENCH_BASELINE, and the bare Fastify route)
 // runs under `valgrind --tool=callgrind` with counting off. A case's requests go over a few
@@ -14,7 +15,7 @@
 // the median outside V8's compilers and collector ("steady"), whose turns depend on timing. Work
 // done per second rather than per request is inflated about 50-fold under valgrind, so the
 // service's timers run at their longest intervals. The baseline runs at the same time as the
-// current build: counts do not depend on the load.
+// current build, so both see the same load.
 //   BENCH_BASELINE=<git ref>, BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench;
 //   BENCH_REQUESTS (1000), BENCH_WINDOWS (5), BENCH_WARMUP_REQUESTS (15000), BENCH_CONNECTIONS (4);
 //   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map).
