@@ -36,7 +36,7 @@ export interface UsageOptions {
   clock?: () => number
   saveMs: number
   /** days of history kept (USAGE_HISTORY_DAYS) */
-  historyDays?: number
+  historyDays: number
 }
 
 /** How often each instance adds its history counts to Redis. */
@@ -46,10 +46,11 @@ function sharedState (app: FastifyInstance, redis: Redis, options: UsageOptions,
   const shared = new FailoverStore(redis, new RedisStore(redis), app.instance.id, app.log, { clock })
   app.addHook('onClose', () => shared.close())
   const counter = new HistoryCounter()
-  const history = new RedisHistory(redis, options.historyDays ?? 90, app.instance.id)
+  const history = new RedisHistory(redis, options.historyDays, app.instance.id)
   const report = outageReporter(
     (err) => app.log.warn({ err }, 'usage history cannot be added to the shared state (Redis); counted in this process meanwhile'),
     () => app.log.info({}, 'usage history is added to the shared state (Redis) again'))
+  // never rejects: a failure is reported (once per outage) and its counts kept for the next flush
   const flush = () => history.flush(counter).then(() => report(), report)
   let flushing: Promise<void> | undefined
   // one flush at a time: a batch is never sent twice at once
@@ -69,7 +70,7 @@ function sharedState (app: FastifyInstance, redis: Redis, options: UsageOptions,
   })
   const telemetry = new SharedTelemetry(redis, { log: app.log, history: counter })
   // Redis keeps the windows and telemetry: only the history is added
-  return { limiter: new RateLimiter(shared, clock), telemetry, save: () => { save().catch(() => {}) }, shared }
+  return { limiter: new RateLimiter(shared, clock), telemetry, save, shared }
 }
 
 function localState (app: FastifyInstance, options: UsageOptions, clock: () => number) {
@@ -78,7 +79,7 @@ function localState (app: FastifyInstance, options: UsageOptions, clock: () => n
   const telemetry = new TelemetryFeed(undefined, { history: counter })
   const db = app.partners.store.db
   app.log.info({ partners: restoreCounters(db, store, clock()), feeds: restoreTelemetry(db, telemetry) }, 'rate-limit counters and telemetry restored')
-  const history = new SqliteHistory(db, options.historyDays ?? 90)
+  const history = new SqliteHistory(db, options.historyDays)
   const saveCounters = counterSaver(db, store, clock)
   const saveTelemetry = telemetrySaver(db, telemetry)
   const save = () => {

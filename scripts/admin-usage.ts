@@ -20,14 +20,14 @@ import { usageReport, type UsageReportBody, type UsageSources } from '../src/usa
 import { TELEMETRY_FEED_SIZE, readSharedEvents, telemetryBlock } from '../src/usage/telemetry.ts'
 import { readSavedEvents } from '../src/usage/telemetry-store.ts'
 import { connectState } from './state-connection.ts'
-import { FailedError, UsageError, integer, storeFailure, type Options, type Result } from './cli-errors.ts'
+import { integer, storeFailure, type Options, type Result } from './cli-errors.ts'
 
-export interface Context { config: Config, options: Options, args?: string[] }
+interface Context { config: Config, options: Options, args: string[] }
 
-export const DEFAULT_DAYS = 7
+const DEFAULT_DAYS = 7
 
 /** --days: a whole number from 1 to USAGE_HISTORY_DAYS (what is kept). */
-export function daysOption (value: string | boolean | undefined, keptDays: number): number {
+function daysOption (value: string | boolean | undefined, keptDays: number): number {
   return integer('days', value, 1, keptDays, ' (USAGE_HISTORY_DAYS: the days kept)') ?? Math.min(DEFAULT_DAYS, keptDays)
 }
 
@@ -64,7 +64,7 @@ function localState (config: Config): UsageState {
 }
 
 async function sharedState (config: Config): Promise<UsageState> {
-  const redis = await connectState(config.stateUrl!, (message) => new FailedError(message))
+  const redis = await connectState(config.stateUrl)
   const partners = new RedisPartnerStore(redis)
   const limiter = new RateLimiter(new RedisStore(redis))
   return {
@@ -137,9 +137,8 @@ function usageText (report: UsageReportBody, history: DayRecord[], freshness: st
  * gives (its environment without demo=; no `client`, which is the caller's address), and
  * `history`: the last N days (7 by default), oldest first.
  */
-export async function partnerUsage ({ config, options, args = [] }: Context): Promise<Result> {
+export async function partnerUsage ({ config, options, args }: Context): Promise<Result> {
   const days = daysOption(options.days, config.usageHistoryDays)
-  if (args.length !== 1) throw new UsageError('usage: partners usage SLUG [--days N]')
   return withState(config, async (state) => {
     const partner = await state.partner(args[0])
     const report = await usageReport(state.sources(partner.id), { ...partner, limits: effectiveLimits(partner) }, {
@@ -151,7 +150,7 @@ export async function partnerUsage ({ config, options, args = [] }: Context): Pr
   })
 }
 
-export interface ReportLine extends Omit<UsageSummary, 'refused' | 'errors'> {
+interface ReportLine extends Omit<UsageSummary, 'refused' | 'errors'> {
   slug: string
   status: string
   tier: string

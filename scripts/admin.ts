@@ -24,8 +24,6 @@ import {
 } from '../src/partners/store.ts'
 import { exportDocument, readExportDocument } from '../src/partners/export-file.ts'
 
-export { UsageError } from './cli-errors.ts'
-
 /** Where a command writes: a process's streams, or a test's collectors. */
 export interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
 
@@ -58,7 +56,7 @@ function limitOverride (name: string, value: string | boolean | undefined): Limi
   return Number(value)
 }
 
-export function parseCategories (value: string | boolean | undefined): number[] | undefined {
+function parseCategories (value: string | boolean | undefined): number[] | undefined {
   if (value === undefined) return undefined
   if (typeof value !== 'string' || !/^\d+(,\d+)*$/.test(value)) throw new UsageError('--categories must be a comma-separated list of category ids, e.g. 4,7')
   const list = value.split(',').map(Number)
@@ -69,8 +67,7 @@ export function parseCategories (value: string | boolean | undefined): number[] 
 
 /** --dataset, --file and --format (from the file's ending unless given) of import and export. */
 function fileOptions (options: Options) {
-  const dataset = oneOf('dataset', options.dataset, DATASETS)
-  if (!dataset) throw new UsageError('--dataset is required')
+  const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
   const file = options.file
   if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
   const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
@@ -78,11 +75,8 @@ function fileOptions (options: Options) {
   return { dataset, file, format }
 }
 
-function name (value: string | boolean | undefined, required: boolean): string | undefined {
-  if (value === undefined) {
-    if (required) throw new UsageError('--name is required')
-    return undefined
-  }
+function name (value: string | boolean | undefined): string | undefined {
+  if (value === undefined) return undefined
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200) throw new UsageError('--name must be 1 to 200 characters')
   return value.trim()
 }
@@ -108,7 +102,7 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
 async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
   let store: PartnerStore | RedisPartnerStore
   if (config.stateUrl) {
-    store = new RedisPartnerStore(await connectState(config.stateUrl, (message) => new FailedError(message)))
+    store = new RedisPartnerStore(await connectState(config.stateUrl))
   } else {
     store = new PartnerStore(controlPath(config.dataDir))
   }
@@ -140,7 +134,7 @@ async function partnersCreate ({ config, options }: Context): Promise<Result> {
     throw new UsageError(`--slug must be ${SLUG_RULE}`)
   }
   const input = {
-    name: name(options.name, true)!,
+    name: name(options.name)!, // a mandatory option
     slug: slug as string | undefined,
     tier: oneOf('tier', options.tier, TIERS),
     environment: oneOf('environment', options.environment, ENVIRONMENTS),
@@ -177,7 +171,7 @@ async function partnersUpdate ({ config, options, args }: Context): Promise<Resu
     if (v !== undefined) limitOverrides[w] = v
   }
   const changes: PartnerChanges = {
-    name: name(options.name, false),
+    name: name(options.name),
     tier: oneOf('tier', options.tier, TIERS),
     environment: oneOf('environment', options.environment, ENVIRONMENTS),
     status: oneOf('status', options.status, STATUSES),
@@ -226,8 +220,7 @@ async function partnersImport ({ config, options }: Context): Promise<Result> {
 }
 
 async function datasetsGenerate ({ config, options }: Context): Promise<Result> {
-  const dataset = oneOf('dataset', options.dataset, DATASETS)
-  if (!dataset) throw new UsageError('--dataset is required')
+  const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
   const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
   // the default seed follows the dataset: production never gets a copy of the sandbox's sites
   const seed = typeof options.seed === 'string' ? options.seed : dataset === 'sandbox' ? config.sandboxSeed : 'production'
@@ -328,7 +321,7 @@ async function reloadAll (config: Config): Promise<Result> {
 }
 
 async function reloadShared (config: Config): Promise<Result> {
-  const redis = await connectState(config.stateUrl, (message) => new FailedError(message))
+  const redis = await connectState(config.stateUrl)
   try {
     return reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state')
   } catch (err) {

@@ -21,12 +21,13 @@
 //   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map).
 // Writes bench/instructions.json (bench/instructions-partial.json for a partial run).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { COMMIT, DATA, ROOT, SERVICE_ENV, buildBaseline, freePort, log, median, prepareData, selectCases, serviceArgs, waitForHttp, type Case } from './bench-setup.ts'
+import { AnswerFramer, requestBytes } from './bench-http.ts'
+import { COMMIT, DATA, ROOT, SERVICE_ENV, buildBaseline, currentBuild, freePort, log, median, prepareData, selectCases, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const BASELINE = process.env.BENCH_BASELINE
 const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
@@ -53,14 +54,14 @@ const CASES = selectCases(ALL_CASES, only)
 log('building (tsc)...')
 if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed')
 
-interface Counted { name: string, child: ChildProcess, url: string, outDir: string, dumps: number, connections: Connections }
+interface Counted { name: string, commit: string, child: ChildProcess, url: string, outDir: string, dumps: number, connections: Connections }
 const children: ChildProcess[] = []
 process.on('exit', () => { for (const child of children) child.kill('SIGKILL') })
 
 /** A process under callgrind with counting off until asked; its dumps go to a directory of its own. */
-async function underCallgrind (name: string, args: string[], cwd: string, env: Record<string, string>): Promise<Counted> {
+async function underCallgrind (name: string, commit: string, args: string[], cwd: string, env: Record<string, string>): Promise<Counted> {
   const port = await freePort()
-  const outDir = join(DATA, `callgrind-${name}`)
+  const outDir = join(DATA, `callgrind-${name.replace(/\W+/g, '-')}`)
   rmSync(outDir, { recursive: true, force: true })
   mkdirSync(outDir, { recursive: true })
   const child = spawn('valgrind', [
@@ -78,7 +79,7 @@ async function underCallgrind (name: string, args: string[], cwd: string, env: R
     throw error
   }
   log(`${name} answering under callgrind`)
-  return { name, child, url, outDir, dumps: 0, connections: new Connections(url) }
+  return { name, commit, child, url, outDir, dumps: 0, connections: new Connections(url) }
 }
 
 /**
@@ -103,14 +104,11 @@ class Connections {
 
   /** Sends paths[from, from + count) (cycling), one request at a time on each connection. */
   replay (c: Case, from: number, count: number): Promise<Record<string, number>> {
-    const { host } = new URL(this.url)
-    const headers = { host, ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) }
-    const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+    const requests = requestBytes(this.url, c.paths, { ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })
     const statuses: Record<string, number> = {}
     let next = from
     const end = from + count
     const run = (socket: Socket) => new Promise<void>((resolve, reject) => {
-      let pending: Buffer = Buffer.alloc(0)
       const finish = (error?: Error) => {
         socket.off('data', onData)
         socket.off('error', finish)
@@ -120,23 +118,18 @@ class Connections {
       }
       const onClose = () => finish(new Error('the connection closed'))
       const send = () => {
-        if (next >= end) return finish()
-        socket.write(`GET ${c.paths[next++ % c.paths.length]} HTTP/1.1\r\n${head}\r\n`)
+        if (next >= end) finish()
+        else socket.write(requests[next++ % requests.length])
       }
+      const framer = new AnswerFramer((status) => {
+        statuses[status] = (statuses[status] ?? 0) + 1
+        send()
+      })
       const onData = (data: Buffer) => {
-        pending = pending.length === 0 ? data : Buffer.concat([pending, data])
-        for (;;) {
-          const headEnd = pending.indexOf('\r\n\r\n')
-          if (headEnd < 0) return
-          const text = pending.subarray(0, headEnd).toString('latin1')
-          const length = /\r\ncontent-length: *(\d+)/i.exec(text)
-          if (length === null) return finish(new Error(`an answer without Content-Length: ${text.slice(0, 200)}`))
-          const total = headEnd + 4 + Number(length[1])
-          if (pending.length < total) return
-          const status = text.slice(9, 12)
-          statuses[status] = (statuses[status] ?? 0) + 1
-          pending = pending.subarray(total)
-          send()
+        try {
+          framer.push(data)
+        } catch (error) {
+          finish(error as Error)
         }
       }
       socket.on('data', onData)
@@ -155,39 +148,41 @@ const control = (target: Counted, ...args: string[]) => {
   if (done.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${done.stderr}`)
 }
 
-/** The newest dump, once callgrind has finished writing it. */
-async function nextDump (target: Counted): Promise<string> {
+/** The next dump's file and its total, once callgrind has finished writing it. */
+async function nextDump (target: Counted): Promise<{ file: string, total: number }> {
   target.dumps += 1
   const file = join(target.outDir, `callgrind.out.${target.dumps}`)
   for (let i = 0; i < 600; i++) {
-    if (existsSync(file) && /^totals: \d+/m.test(readFileSync(file, 'latin1'))) return file
+    const total = existsSync(file) ? /^totals: (\d+)/m.exec(readFileSync(file, 'latin1')) : null
+    if (total) return { file, total: Number(total[1]) }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`no callgrind dump at ${file}`)
 }
 
-interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, file: string }
+interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, functions: FunctionCount[] }
 async function countWindow (target: Counted, c: Case, from: number): Promise<Window> {
   control(target, '--zero')
   control(target, '--instr=on')
   const statuses = await target.connections.replay(c, from, REQUESTS)
   control(target, '--instr=off')
   control(target, '--dump')
-  const file = await nextDump(target)
-  const instructions = Number(/^totals: (\d+)/m.exec(readFileSync(file, 'latin1'))![1])
+  const { file, total } = await nextDump(target)
+  const counts = functions(file)
   let gc = 0
   let compiler = 0
-  for (const f of functions(file)) {
+  for (const f of counts) {
     if (GC_FUNCTION.test(f.name)) gc += f.ir
     else if (COMPILER_FUNCTION.test(f.name)) compiler += f.ir
   }
-  return { instructions, gc, compiler, statuses, file }
+  return { instructions: total, gc, compiler, statuses, functions: counts }
 }
 
+interface FunctionCount { ir: number, name: string }
 /** Exclusive instructions per function of a dump (callgrind_annotate, every function). */
-function functions (file: string): { ir: number, name: string }[] {
+function functions (file: string): FunctionCount[] {
   const out = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=no', file], { encoding: 'utf8', maxBuffer: 1 << 28 }).stdout
-  const rows: { ir: number, name: string }[] = []
+  const rows: FunctionCount[] = []
   for (const line of out.split('\n')) {
     const m = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line)
     if (m && !m[2].includes('PROGRAM TOTALS')) rows.push({ ir: Number(m[1].replace(/,/g, '')), name: m[2] })
@@ -229,7 +224,7 @@ function groupOf (label: string): string {
 }
 
 /** Where a window's instructions went: functions by exclusive count (JIT code named from the perf map), and by owner. */
-function profileOf (target: Counted, file: string, requests: number) {
+function profileOf (target: Counted, counts: FunctionCount[], requests: number) {
   const map = perfMap(target.child.pid!)
   const lookup = (address: number) => {
     let lo = 0
@@ -245,7 +240,7 @@ function profileOf (target: Counted, file: string, requests: number) {
   const byName = new Map<string, number>()
   const byGroup = new Map<string, number>()
   const groupOfLabel = new Map<string, string>()
-  for (const { ir, name } of functions(file)) {
+  for (const { ir, name } of counts) {
     const jit = /^\?\?\?:0x([0-9a-f]+) \[\?\?\?\]$/.exec(name)
     const label = jit ? (lookup(parseInt(jit[1], 16)) ?? UNNAMED) : name.replace(/^\?\?\?:/, '').replace(/\(.*\)( const)?( \[.*\])?$/, '').slice(0, 140)
     byName.set(label, (byName.get(label) ?? 0) + ir)
@@ -262,35 +257,18 @@ function profileOf (target: Counted, file: string, requests: number) {
   }
 }
 
-// The processes: the bare route, this build's service and, with BENCH_BASELINE, that commit's on a
-// copy of the same files (its index snapshot is its own: the format may differ). Each service
-// boots once normally first, so the one under callgrind reads an index snapshot.
-const bootOnce = async (args: string[], cwd: string, dataDir: string) => {
-  const port = await freePort()
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...SERVICE_ENV, DATA_DIR: dataDir, PORT: String(port) }, stdio: 'ignore' })
-  await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)
-  child.kill('SIGTERM')
-  await new Promise((resolve) => child.once('exit', resolve))
-}
-const builds: { label: string, commit: string, args: string[], cwd: string, dataDir: string }[] = [
-  { label: 'current', commit: COMMIT, args: serviceArgs(ROOT), cwd: ROOT, dataDir: DATA }
-]
-if (BASELINE !== undefined) {
-  const built = buildBaseline(BASELINE)
-  const dataDir = join(DATA, 'baseline')
-  rmSync(dataDir, { recursive: true, force: true })
-  mkdirSync(dataDir)
-  for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(dataDir, file))
-  builds.push({ label: 'baseline', commit: built.commit, args: serviceArgs(built.dir), cwd: built.dir, dataDir })
-}
-for (const b of builds) await bootOnce(b.args, b.cwd, b.dataDir)
+// The processes: the bare route, this build's service and, with BENCH_BASELINE, that commit's.
+// Each service boots once normally first, so the one under callgrind reads an index snapshot.
+const builds: Build[] = [currentBuild(), ...(BASELINE === undefined ? [] : [buildBaseline(BASELINE)])]
+for (const b of builds) await stop((await startService(b, await freePort())).child)
 // Work done per second, not per request (partner refresh, counter saves), at its longest interval:
 // under valgrind a second holds about 50 times fewer requests than outside it.
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
-const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
-const hello = await underCallgrind('hello-world', [join(ROOT, 'dist/scripts/bench-hello.js')], ROOT, {})
+const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
+const hello = await underCallgrind('bare route', COMMIT, [join(ROOT, 'dist/scripts/bench-hello.js')], ROOT, {})
 
-interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, rest_per_request: number, rest_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
+const fmt = (n: number) => n.toLocaleString('en')
+interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, steady_per_request: number, steady_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
 const rows: Row[] = []
 for (const c of CASES) {
   const targets = c.name.startsWith('hello-world') ? [hello] : services
@@ -307,28 +285,30 @@ for (const c of CASES) {
   }))
   targets.forEach((t, i) => {
     const list = windows[i]
-    const perRequest = list.map((w) => Math.round(w.instructions / REQUESTS))
-    const mid = median(perRequest)
-    const middle = list[perRequest.indexOf(perRequest.slice().sort((a, b) => a - b)[(perRequest.length - 1) >> 1])]
+    const perRequest = (count: (w: Window) => number) => list.map((w) => Math.round(count(w) / REQUESTS))
+    const all = perRequest((w) => w.instructions)
+    const steady = perRequest((w) => w.instructions - w.gc - w.compiler)
     const row: Row = {
       case: c.name,
-      build: t === hello ? 'bare route' : t.name,
-      commit: t === hello ? COMMIT : builds.find((b) => b.label === t.name)!.commit,
-      per_request: Math.round(mid),
-      windows: perRequest,
-      gc_per_request: Math.round(median(list.map((w) => w.gc / REQUESTS))),
-      compiler_per_request: Math.round(median(list.map((w) => w.compiler / REQUESTS))),
-      rest_per_request: Math.round(median(list.map((w) => (w.instructions - w.gc - w.compiler) / REQUESTS))),
-      rest_windows: list.map((w) => Math.round((w.instructions - w.gc - w.compiler) / REQUESTS)),
+      build: t.name,
+      commit: t.commit,
+      per_request: Math.round(median(all)),
+      windows: all,
+      gc_per_request: Math.round(median(perRequest((w) => w.gc))),
+      compiler_per_request: Math.round(median(perRequest((w) => w.compiler))),
+      steady_per_request: Math.round(median(steady)),
+      steady_windows: steady,
       statuses: list[list.length - 1].statuses
     }
-    if (PROFILE) row.profile = profileOf(t, middle.file, REQUESTS)
+    // the profile of the window with the median count
+    const middle = [...list].sort((a, b) => a.instructions - b.instructions)[(list.length - 1) >> 1]
+    if (PROFILE) row.profile = profileOf(t, middle.functions, REQUESTS)
     rows.push(row)
-    log(`${c.name.padEnd(20)} ${row.build.padEnd(10)} ${row.per_request.toLocaleString('en').padStart(10)} instructions/request  windows ${perRequest.map((n) => n.toLocaleString('en')).join(' ')}  collector ${row.gc_per_request.toLocaleString('en')}  compiler ${row.compiler_per_request.toLocaleString('en')}  rest ${row.rest_windows.map((n) => n.toLocaleString('en')).join(' ')}  ${JSON.stringify(row.statuses)}`)
+    log(`${c.name.padEnd(20)} ${row.build.padEnd(10)} ${fmt(row.per_request).padStart(10)} instructions/request  windows ${all.map(fmt).join(' ')}  collector ${fmt(row.gc_per_request)}  compiler ${fmt(row.compiler_per_request)}  steady ${row.steady_windows.map(fmt).join(' ')}  ${JSON.stringify(row.statuses)}`)
     if (row.profile) {
-      for (const p of row.profile.groups) log(`    ${p.per_request.toLocaleString('en').padStart(9)}  ${p.name}: ${p.top.map((f) => `${f.name.slice(0, 60)} ${f.per_request.toLocaleString('en')}`).join('; ')}`)
+      for (const p of row.profile.groups) log(`    ${fmt(p.per_request).padStart(9)}  ${p.name}: ${p.top.map((f) => `${f.name.slice(0, 60)} ${fmt(f.per_request)}`).join('; ')}`)
       log('    top functions:')
-      for (const p of row.profile.functions.slice(0, 25)) log(`    ${p.per_request.toLocaleString('en').padStart(9)}  ${p.name}`)
+      for (const p of row.profile.functions.slice(0, 25)) log(`    ${fmt(p.per_request).padStart(9)}  ${p.name}`)
     }
   })
 }
@@ -336,15 +316,14 @@ for (const t of [...services, hello]) t.connections.close()
 for (const child of children) child.kill('SIGTERM')
 
 const bare = rows.find((r) => r.case === 'hello-world')?.per_request
-const fmt = (n: number) => n.toLocaleString('en')
 const table = [
   `instructions per request (callgrind, user space; median of ${WINDOWS} windows of ${REQUESTS} requests after ${WARMUP} unmeasured);`,
   '"steady": outside V8\'s compilers and the garbage collector, whose turns depend on timing',
   `${'case'.padEnd(20)} ${'all'.padStart(9)} ${'x bare'.padStart(6)} ${'steady'.padStart(9)} ${'GC'.padStart(7)} ${'compiler'.padStart(8)}${BASELINE !== undefined ? `  ${'baseline all'.padStart(12)} ${'steady'.padStart(9)}  ${'all A/B'.padStart(7)} ${'steady A/B'.padStart(10)}` : ''}`,
   ...rows.filter((r) => r.build !== 'baseline').map((r) => {
     const b = rows.find((x) => x.case === r.case && x.build === 'baseline')
-    return `${r.case.padEnd(20)} ${fmt(r.per_request).padStart(9)} ${(bare ? (r.per_request / bare).toFixed(2) : '-').padStart(6)} ${fmt(r.rest_per_request).padStart(9)} ${fmt(r.gc_per_request).padStart(7)} ${fmt(r.compiler_per_request).padStart(8)}` +
-      (b ? `  ${fmt(b.per_request).padStart(12)} ${fmt(b.rest_per_request).padStart(9)}  ${(r.per_request / b.per_request).toFixed(3).padStart(7)} ${(r.rest_per_request / b.rest_per_request).toFixed(3).padStart(10)}` : '')
+    return `${r.case.padEnd(20)} ${fmt(r.per_request).padStart(9)} ${(bare ? (r.per_request / bare).toFixed(2) : '-').padStart(6)} ${fmt(r.steady_per_request).padStart(9)} ${fmt(r.gc_per_request).padStart(7)} ${fmt(r.compiler_per_request).padStart(8)}` +
+      (b ? `  ${fmt(b.per_request).padStart(12)} ${fmt(b.steady_per_request).padStart(9)}  ${(r.per_request / b.per_request).toFixed(3).padStart(7)} ${(r.steady_per_request / b.steady_per_request).toFixed(3).padStart(10)}` : '')
   })
 ]
 process.stdout.write(table.join('\n') + '\n')

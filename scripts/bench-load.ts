@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import autocannon from 'autocannon'
+import { AnswerFramer, requestBytes } from './bench-http.ts'
 
 interface Job { base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string>, rate?: number }
 const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job
@@ -55,8 +56,7 @@ async function fixedRate (rate: number) {
   const total = Math.round((rate * (LEAD_IN_MS + job.seconds * 1000)) / 1000)
   const latencies = new Float64Array(total)
   const statusCodes: Record<string, { count: number }> = {}
-  const headerLines = Object.entries({ host: `${hostname}:${port}`, ...job.headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('')
-  const requestBytes = job.paths.map((path) => Buffer.from(`GET ${path} HTTP/1.1\r\n${headerLines}\r\n`, 'latin1'))
+  const requests = requestBytes(job.base, job.paths, job.headers)
   const firstMeasured = Math.round((rate * LEAD_IN_MS) / 1000)
   let counted = 0
   let answered = 0
@@ -70,14 +70,13 @@ async function fixedRate (rate: number) {
   const free: Conn[] = []
   const waiting: number[] = [] // due requests with no free connection yet
 
-  interface Conn { socket: Socket, busy: number, pending: Buffer, need: number, status: number }
+  interface Conn { socket: Socket, busy: number }
   const send = (conn: Conn, i: number) => {
     conn.busy = i
-    conn.socket.write(requestBytes[i % requestBytes.length])
+    conn.socket.write(requests[i % requests.length])
   }
-  const finish = (conn: Conn) => {
+  const finish = (conn: Conn, code: number) => {
     const i = conn.busy
-    const code = conn.status
     if (i >= firstMeasured) latencies[counted++] = performance.now() - dueAt(i)
     statusCodes[code] = { count: (statusCodes[code]?.count ?? 0) + 1 }
     if (code < 200 || code > 299) non2xx++
@@ -87,29 +86,11 @@ async function fixedRate (rate: number) {
     if (next !== undefined) send(conn, next)
     else free.push(conn)
   }
-  const onData = (conn: Conn, chunk: Buffer) => {
-    let data = conn.pending.length > 0 ? Buffer.concat([conn.pending, chunk]) : chunk
-    for (;;) {
-      if (conn.need < 0) { // in the headers
-        const end = data.indexOf('\r\n\r\n')
-        if (end < 0) break
-        const head = data.toString('latin1', 0, end)
-        conn.status = Number(head.slice(9, 12))
-        const length = /\r\ncontent-length: *(\d+)/i.exec(head)
-        conn.need = length ? Number(length[1]) : 0
-        data = data.subarray(end + 4)
-      }
-      if (data.length < conn.need) break
-      data = data.subarray(conn.need)
-      conn.need = -1
-      finish(conn)
-    }
-    conn.pending = data.length > 0 ? Buffer.from(data) : EMPTY
-  }
   const conns = await Promise.all(Array.from({ length: job.connections }, () => new Promise<Conn>((resolve) => {
     const socket = connect({ host: hostname, port: Number(port), noDelay: true })
-    const conn: Conn = { socket, busy: -1, pending: EMPTY, need: -1, status: 0 }
-    socket.on('data', (chunk) => onData(conn, chunk))
+    const conn: Conn = { socket, busy: -1 }
+    const framer = new AnswerFramer((code) => finish(conn, code))
+    socket.on('data', (chunk: Buffer) => framer.push(chunk))
     socket.on('error', () => {
       if (conn.busy >= 0) errors++
       conn.busy = -1
@@ -152,7 +133,6 @@ async function fixedRate (rate: number) {
     statusCodes
   }
 }
-const EMPTY = Buffer.alloc(0)
 
 const cpuBefore = process.cpuUsage()
 const figures = job.rate ? await fixedRate(job.rate) : await fullSpeed()

@@ -1,8 +1,8 @@
 // What the two benchmarks share (scripts/bench.ts: time on a loaded service; scripts/bench-instructions.ts:
 // instructions counted under callgrind): the dataset and partners, the cases, the service's command
 // line, and a baseline commit built in a worktree of its own.
-import { spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -30,7 +30,7 @@ export const median = (values: number[]) => {
 }
 
 /** A build's service command line as `npm start` runs it (its Node flags included), without `node`. */
-export const serviceArgs = (root: string) => {
+const serviceArgs = (root: string) => {
   const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
   if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
   return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(root, arg))
@@ -148,11 +148,17 @@ export function selectCases (all: Case[], only: string[] | undefined): Case[] {
   return all.filter((c) => c.name.startsWith('hello-world') || only.some((o) => selects(o, c.name)))
 }
 
+/** A build to measure: its service's command line as `npm start` runs it, its directory and its DATA_DIR. */
+export interface Build { label: string, commit: string, args: string[], cwd: string, dataDir: string }
+
+export const currentBuild = (): Build => ({ label: 'current', commit: COMMIT, args: serviceArgs(ROOT), cwd: ROOT, dataDir: DATA })
+
 /**
  * Another commit, checked out and built (tsc) in a temporary worktree sharing this one's
- * node_modules; removed when the process exits.
+ * node_modules (removed when the process exits), on a copy of the dataset and control files in
+ * bench/data/baseline: its index snapshot is its own, since the format may differ.
  */
-export function buildBaseline (ref: string): { dir: string, commit: string } {
+export function buildBaseline (ref: string): Build {
   const dir = mkdtempSync(join(tmpdir(), 'lsp-bench-baseline-'))
   process.on('exit', () => {
     git('worktree', 'remove', '--force', dir)
@@ -163,5 +169,29 @@ export function buildBaseline (ref: string): { dir: string, commit: string } {
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
   log(`building the baseline ${ref} (tsc)...`)
   if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' }).status !== 0) throw new Error('baseline build failed')
-  return { dir, commit: git('rev-parse', '--short', ref).stdout.trim() }
+  const dataDir = join(DATA, 'baseline')
+  rmSync(dataDir, { recursive: true, force: true })
+  mkdirSync(dataDir)
+  for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(dataDir, file))
+  return { label: 'baseline', commit: git('rev-parse', '--short', ref).stdout.trim(), args: serviceArgs(dir), cwd: dir, dataDir }
+}
+
+/** Starts a build's service (SERVICE_ENV and `env` added); resolves once it answers, with the time that took. */
+export async function startService (build: Build, port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess, ms: number }> {
+  const begun = performance.now()
+  const child = spawn(process.execPath, build.args, {
+    cwd: build.cwd,
+    env: { ...process.env, ...SERVICE_ENV, ...env, DATA_DIR: build.dataDir, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit']
+  })
+  const ms = (await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)) - begun
+  return { child, ms }
+}
+
+/** Stops a process and waits for it to exit. */
+export async function stop (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await exited
 }

@@ -10,13 +10,12 @@
 //   BENCH_BASELINE=<git ref> also builds that commit and runs its service beside this one, the two
 //   alternating case by case (AB, then BA): a change's effect in one command (bench/ab-results.json).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { COMMIT, DATA, DISTINCT, ROOT, SERVICE_ENV, buildBaseline, freePort, log, median, prepareData, selectCases, serviceArgs, waitForHttp, type Case } from './bench-setup.ts'
+import { COMMIT, DATA, DISTINCT, ROOT, buildBaseline, currentBuild, freePort, log, median, prepareData, selectCases, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
-const SERVICE_ARGS = serviceArgs(ROOT)
 const BASELINE = process.env.BENCH_BASELINE
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -50,41 +49,24 @@ if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).st
 const servicePort = await freePort()
 const helloPort = await freePort()
 const serviceUrl = `http://127.0.0.1:${servicePort}`
-const startService = async (args = SERVICE_ARGS, root = ROOT, dataDir = DATA, port = servicePort) => {
-  const begun = performance.now()
-  const child = spawn(process.execPath, args, {
-    cwd: root,
-    // LOG_LEVEL info, as deployed: one access line per request (to /dev/null here)
-    env: { ...process.env, ...SERVICE_ENV, DATA_DIR: dataDir, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit']
-  })
-  const ms = (await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)) - begun
-  return { child, ms }
-}
 /** Two boots: the first verifies the file and writes its index snapshot; the second is measured. */
-const bootTwice = async (...args: Parameters<typeof startService>) => {
-  const first = await startService(...args)
-  first.child.kill('SIGTERM')
-  await new Promise((resolve) => first.child.once('exit', resolve))
-  return { first, second: await startService(...args) }
+const bootTwice = async (build: Build, port: number) => {
+  const first = await startService(build, port)
+  await stop(first.child)
+  return { first, second: await startService(build, port) }
 }
 
-// With BENCH_BASELINE: that commit, built in a worktree of its own, on a copy of the same files
-// (its index snapshot is its own: the format may differ).
+// With BENCH_BASELINE: that commit, built in a worktree of its own, on a copy of the same files.
 let baseline: { child: ChildProcess, url: string, commit: string, bootMs: number } | undefined
 if (BASELINE !== undefined) {
   const built = buildBaseline(BASELINE)
-  const baselineData = join(DATA, 'baseline')
-  rmSync(baselineData, { recursive: true, force: true })
-  mkdirSync(baselineData)
-  for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(baselineData, file))
   const port = await freePort()
-  const { second } = await bootTwice(serviceArgs(built.dir), built.dir, baselineData, port)
+  const { second } = await bootTwice(built, port)
   baseline = { child: second.child, url: `http://127.0.0.1:${port}`, commit: built.commit, bootMs: second.ms }
   log(`baseline ${BASELINE} (${baseline.commit}) ready in ${Math.round(second.ms)} ms`)
 }
 
-const { first, second: { child: service, ms: bootMs } } = await bootTwice()
+const { first, second: { child: service, ms: bootMs } } = await bootTwice(currentBuild(), servicePort)
 log(`first boot (verify, index, write snapshot) in ${Math.round(first.ms)} ms`)
 log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))
@@ -202,12 +184,7 @@ if (process.env.BENCH_SHARED !== '0' && hasRedis) {
   client.disconnect()
   const instances = await Promise.all([0, 1].map(async () => {
     const port = await freePort()
-    const child = spawn(process.execPath, SERVICE_ARGS, {
-      cwd: ROOT,
-      env: { ...process.env, ...SERVICE_ENV, DATA_DIR: DATA, PORT: String(port), STATE_URL: stateUrl },
-      stdio: ['ignore', 'ignore', 'inherit']
-    })
-    await waitForHttp(`http://127.0.0.1:${port}/`, child, 120_000)
+    const { child } = await startService(currentBuild(), port, { STATE_URL: stateUrl })
     return { child, url: `http://127.0.0.1:${port}` }
   }))
   await new Promise((resolve) => setTimeout(resolve, 2000)) // heartbeats: each sees the other
@@ -223,8 +200,7 @@ if (process.env.BENCH_SHARED !== '0' && hasRedis) {
       log(`round ${round} ${c.name.padEnd(15)} 2 instances + Redis ${Math.round(run.rps).toString().padStart(7)} req/s  p99 ${run.p99} ms  ${JSON.stringify(statusCodes)}`)
     }
   }
-  for (const inst of instances) inst.child.kill('SIGTERM')
-  await Promise.all(instances.map((inst) => new Promise((resolve) => inst.child.once('exit', resolve))))
+  await Promise.all(instances.map((inst) => stop(inst.child)))
   redis.kill('SIGTERM')
   const ceilingNow = median(runs.get('hello-world')!.map((r) => r.rps))
   for (const c of sharedCases) {

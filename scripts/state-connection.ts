@@ -1,15 +1,16 @@
 // The operator CLI's connection to the shared state (STATE_URL), for one command.
 import { Redis } from 'ioredis'
 import { withoutCredentials } from '../src/http/redact.ts'
+import { FailedError } from './cli-errors.ts'
 
 /** How long the CLI waits for Redis to connect, and for each command. */
-export const REDIS_TIMEOUT_MS = 5_000
+const REDIS_TIMEOUT_MS = 5_000
 
 /**
- * A connection to the shared state for one command: it fails with `fail(reason)` when Redis is
- * away or does not answer (a Redis that hangs accepts connections and answers nothing).
+ * A connection to the shared state for one command: a FailedError (exit 1) when Redis is away
+ * or does not answer (a Redis that hangs accepts connections and answers nothing).
  */
-export async function connectState (url: string, fail: (message: string) => Error): Promise<Redis> {
+export async function connectState (url: string): Promise<Redis> {
   const redis = new Redis(url, {
     lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: REDIS_TIMEOUT_MS, commandTimeout: REDIS_TIMEOUT_MS, retryStrategy: () => null
   })
@@ -23,7 +24,7 @@ export async function connectState (url: string, fail: (message: string) => Erro
     ])
   } catch (err) {
     redis.disconnect()
-    throw fail(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
+    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
   } finally {
     clearTimeout(timer)
   }

@@ -1,7 +1,7 @@
 // Entry point: configuration, first-boot files, the app, listen; SIGHUP reloads the datasets,
 // SIGTERM/SIGINT, an uncaught exception or an unhandled rejection close gracefully (src/http/shutdown.ts).
 import { buildApp } from './app.ts'
-import { issueDemoToken, prepareDataDir } from './setup/data-dir.ts'
+import { createDemoPartner, prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { connectionCaps, limitConnections, openFileLimit } from './http/connections.ts'
 import { startMetricsServer } from './metrics/server.ts'
@@ -47,16 +47,16 @@ async function main () {
   // Only now: a start that failed before listening has shown no token, and the next one shows it.
   let demoToken: string | undefined
   try {
-    demoToken = issueDemoToken(app.partners.store, config)
+    demoToken = createDemoPartner(app.partners.store, config)
   } catch (err) {
-    app.log.error({ error: (err as Error).message }, 'the demo partner\'s token could not be issued now; the next start shows it')
+    app.log.error({ error: (err as Error).message }, 'the demo partner could not be created now; the next start creates it')
   }
   if (demoToken) {
     // served from the first request, not from the directory's next look at control.db
     app.controlDb.attempt('partners', () => app.partners.refresh(true))
     process.stdout.write([
       '',
-      `Demo partner ${prepared.demoCreated ? 'created ' : ''}(slug "demo"). Its token is shown this once; keep it:`,
+      'Demo partner created (slug "demo"). Its token is shown this once; keep it:',
       `  ${demoToken}`,
       'First request:',
       `  curl '${address}${config.apiPrefix}/sites?lat=51.507&lng=-0.128&api_key=${demoToken}'`,

@@ -1,5 +1,5 @@
 // The operator CLI's smaller promises, through its main() in this process: category names kept in
-// the dataset file, group help, a new DATA_DIR made, the default seed following the dataset.
+// the dataset file, a new DATA_DIR made, the default seed following the dataset.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -25,13 +25,8 @@ t.test('datasets generate/import --category-name: names of categories 8 and abov
   }
 })
 
-t.test('rough edges: group help, a new DATA_DIR, the default seed follows the dataset', async (t) => {
-  for (const group of ['partners', 'datasets']) {
-    const r = await run(group, '--help')
-    t.equal(r.status, 0, `${group} --help`)
-    t.match(r.stdout, new RegExp(`^usage: npm run admin -- ${group} <command>`))
-    t.match(r.stdout, group === 'partners' ? /partners create --name NAME[\s\S]*partners update SLUG[\s\S]*PARTNER_REFRESH_MS/ : /datasets import --dataset[\s\S]*datasets reload/)
-  }
+// group help is cli.test.ts's ('--help: generated for the program, each group and each command')
+t.test('rough edges: a new DATA_DIR, the default seed follows the dataset', async (t) => {
   const fresh = join(dir, 'not', 'there', 'yet')
   const listed = await admin(['partners', 'list', '--json'], { DATA_DIR: fresh })
   t.equal(listed.status, 0, listed.stderr)

@@ -12,7 +12,7 @@ const WRITERS: ReadonlySet<ControlJob> = new Set(['heartbeat', 'counters', 'relo
 const CONSEQUENCE: Record<ControlJob, string> = {
   partners: 'partner changes are not picked up; the last known partners keep working',
   heartbeat: '`datasets reload` cannot see this instance; SIGHUP still reloads',
-  counters: 'rate-limit counters are kept in memory and saved once control.db takes writes again',
+  counters: 'rate-limit counters, the telemetry feeds and the usage history are kept in memory and saved once control.db takes writes again',
   'reload-requests': '`datasets reload` requests are not answered; SIGHUP still reloads'
 }
 

@@ -61,9 +61,11 @@ export const PartnerRowSchema = Type.Object({
   updated_at: common.updated_at
 }, { additionalProperties: false })
 
-const override = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('unlimited'), Type.Null()],
+// at most 2^53 - 1: larger numbers are not exact, and 1e21 and above would be written '1e+21'
+const wholeFrom1 = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+const override = Type.Union([wholeFrom1, Type.Literal('unlimited'), Type.Null()],
   { 'x-expected': 'a whole number from 1, "unlimited", or null (the tier\'s limit)' })
-const limit = Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('unlimited')], { 'x-expected': 'a whole number from 1 or "unlimited"' })
+const limit = Type.Union([wholeFrom1, Type.Literal('unlimited')], { 'x-expected': 'a whole number from 1 or "unlimited"' })
 const windows = <T extends TSchema>(schema: T) =>
   Type.Object({ minute: schema, hour: schema, day: schema }, { additionalProperties: false, 'x-expected': 'an object of minute, hour and day' })
 

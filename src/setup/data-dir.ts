@@ -6,14 +6,11 @@ import type { Config } from '../config.ts'
 import { DATASETS, datasetPath, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
 import { generateSites, type GenerateOptions } from '../sites/generator.ts'
 import { PartnerStore, controlPath } from '../partners/store.ts'
-import { tokenDigest } from '../partners/tokens.ts'
 
 export const DEMO_SLUG = 'demo'
 
 export interface Prepared {
   created: string[]
-  /** The demo partner was created now; its token comes from issueDemoToken once the service listens. */
-  demoCreated?: true
 }
 
 /** A DATA_DIR the service cannot start on; the message says what to do. */
@@ -36,12 +33,6 @@ export const generateDataset = (path: string, options: GenerateOptions & { categ
 const BOOTS_SCHEMA = 'CREATE TABLE IF NOT EXISTS data_dir (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
 const firstBootAt = (db: Database.Database) =>
   db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get() as string | undefined
-
-/**
- * The demo partner whose token no one has seen yet, by the digest it was created with: a start
- * that fails before it listens (a port taken) leaves it there, and the next start shows a token.
- */
-const DEMO_UNSHOWN = 'demo_token_unshown'
 
 // with STATE_URL the partners live in Redis, made with the CLI: no demo partner in control.db
 const wantsDemo = (config: Config) => config.nodeEnv !== 'production' && !config.stateUrl
@@ -77,14 +68,6 @@ export function prepareDataDir (config: Config): Prepared {
       created.push(production)
     }
     if (since === undefined) store.db.prepare("INSERT INTO data_dir (key, value) VALUES ('first_boot_at', ?)").run(new Date().toISOString())
-    if (wantsDemo(config) && store.count() === 0) {
-      // its token is never shown: issueDemoToken replaces it once the service listens
-      store.db.transaction(() => {
-        const { token } = store.create({ name: 'Demo', slug: DEMO_SLUG })
-        store.db.prepare('INSERT OR REPLACE INTO data_dir (key, value) VALUES (?, ?)').run(DEMO_UNSHOWN, tokenDigest(token))
-      })()
-      return { created, demoCreated: true }
-    }
     return { created }
   } finally {
     store.close()
@@ -92,19 +75,13 @@ export function prepareDataDir (config: Config): Prepared {
 }
 
 /**
- * The demo partner's token, issued now if no one has seen one (called once the service listens,
- * on its own control.db connection: the token is printed right after the listening line). The token
- * made with the partner was never shown, so it is replaced, and this one is printed. Undefined when
- * there is none to show, or when the operator rotated it meanwhile (they hold one).
+ * The demo partner, created when there is no partner at all, and its token (undefined when none
+ * was created). Called once the service listens, on its control.db connection, so the token is
+ * printed right after the listening line: a start that fails before that (a port taken) creates
+ * none, and the next start does.
  */
-export function issueDemoToken (store: PartnerStore, config: Config): string | undefined {
+export function createDemoPartner (store: PartnerStore, config: Config): string | undefined {
   if (!wantsDemo(config)) return undefined
-  store.db.exec(BOOTS_SCHEMA)
-  return store.db.transaction(() => {
-    const unshown = store.db.prepare('SELECT value FROM data_dir WHERE key = ?').pluck().get(DEMO_UNSHOWN) as string | undefined
-    if (unshown === undefined) return undefined
-    store.db.prepare('DELETE FROM data_dir WHERE key = ?').run(DEMO_UNSHOWN)
-    const current = store.db.prepare('SELECT token_sha256 FROM partners WHERE slug = ?').pluck().get(DEMO_SLUG)
-    return current === unshown ? store.rotate(DEMO_SLUG).token : undefined
-  }).immediate()
+  // immediate: a CLI creating a partner at the same moment waits, or goes first and there is no demo
+  return store.db.transaction(() => store.count() === 0 ? store.create({ name: 'Demo', slug: DEMO_SLUG }).token : undefined).immediate()
 }

@@ -1,21 +1,25 @@
 // The daily history in Redis (STATE_URL), which every instance adds its deltas to: per partner
 // and day a hash of the day's fields and a hash of requests per minute, from which a script keeps
-// the busiest minute exact. Each batch (a partner's day) carries an id that the script records
-// before it adds anything: a batch sent again after a timeout (Redis may have run it) is added
-// once. Batches not known to be added are sent again, under their id, before anything newer.
+// the busiest minute exact. Each batch (a partner's day) carries this instance's id and a number
+// that only grows; the script keeps, per partner and day, the last number added from each
+// instance, and adds nothing for a number not above it: a batch sent again after a timeout (Redis
+// may have run it) is added once. That holds because batches not known to be added are sent
+// again, under their number, before anything newer is made.
 import type { Redis } from 'ioredis'
 import { DAY_MS, dateOf, deltaFields, type Deltas, type HistoryCounter } from './history.ts'
 
-// KEYS: day hash, minute hash, batch id. ARGV: the day hash's expiry, the minute hash's (unix ms),
-// the number of fields n, n field/value pairs, then minute/count pairs. Returns 1, or 0 when the
-// batch had been added before.
+// KEYS: day hash, minute hash, batches-added hash. ARGV: the day hash's expiry, the minute hash's
+// (unix ms), the instance, the batch number, the number of fields n, n field/value pairs, then
+// minute/count pairs. Returns 1, or 0 when the batch had been added before.
 const ADD = `
-if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ${DAY_MS}) then return 0 end
-local n = tonumber(ARGV[3])
-for i = 0, n - 1 do redis.call('HINCRBY', KEYS[1], ARGV[4 + i * 2], ARGV[5 + i * 2]) end
+if tonumber(ARGV[4]) <= tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0') then return 0 end
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ${DAY_MS})
+local n = tonumber(ARGV[5])
+for i = 0, n - 1 do redis.call('HINCRBY', KEYS[1], ARGV[6 + i * 2], ARGV[7 + i * 2]) end
 local bc = tonumber(redis.call('HGET', KEYS[1], 'bc') or '0')
 local bm = tonumber(redis.call('HGET', KEYS[1], 'bm') or '0')
-for i = 4 + n * 2, #ARGV, 2 do
+for i = 6 + n * 2, #ARGV, 2 do
   local m = tonumber(ARGV[i])
   local total = redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
   if total > bc or (total == bc and m < bm) then bc = total; bm = m end
@@ -29,15 +33,16 @@ return 1
 // one hash tag per partner, as the limiter's keys
 const dayKey = (prefix: string, key: string, date: string) => `${prefix}uh:{${key}}:${date}`
 const minuteKey = (prefix: string, key: string, date: string) => `${prefix}um:{${key}}:${date}`
+const addedKey = (prefix: string, key: string, date: string) => `${prefix}ub:{${key}}:${date}`
 
-interface Batch { id: string, key: string, day: number, args: (string | number)[] }
+interface Batch { key: string, day: number, args: (string | number)[] }
 
 /** Adds a counter's deltas to Redis; throws when some batch could not be added (kept, sent first next time). */
 export class RedisHistory {
   private pending: Batch[] = []
   private seq = 0
 
-  /** `source`: this instance's id, which makes its batch ids unique across instances. */
+  /** `source`: this instance's id (new at every start), under which its batch numbers are kept. */
   constructor (private readonly redis: Redis, private readonly keepDays: number, private readonly source: string, private readonly prefix = 'lsp:') {
     redis.defineCommand('lspHistoryAdd', { numberOfKeys: 3, lua: ADD })
   }
@@ -51,7 +56,7 @@ export class RedisHistory {
       const date = dateOf(b.day)
       try {
         await (this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> })
-          .lspHistoryAdd(dayKey(this.prefix, b.key, date), minuteKey(this.prefix, b.key, date), `${this.prefix}ub:{${b.key}}:${b.id}`, ...b.args)
+          .lspHistoryAdd(dayKey(this.prefix, b.key, date), minuteKey(this.prefix, b.key, date), addedKey(this.prefix, b.key, date), ...b.args)
       } catch (err) {
         failed.push(b)
         error = err
@@ -66,10 +71,10 @@ export class RedisHistory {
     for (const [key, days] of deltas) {
       for (const [day, delta] of days) {
         const fields = deltaFields(delta)
-        const args: (string | number)[] = [(day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, fields.length]
+        const args: (string | number)[] = [(day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
         for (const [field, n] of fields) args.push(field, n)
         for (const [m, n] of delta.minutes) args.push(m, n)
-        out.push({ id: `${this.source}:${++this.seq}`, key, day, args })
+        out.push({ key, day, args })
       }
     }
     return out

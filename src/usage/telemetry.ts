@@ -139,15 +139,14 @@ export class SharedTelemetry implements Telemetry {
   private readonly prefix: string
   readonly size: number
   private readonly log?: TelemetryLog
-  private readonly history?: HistorySink
   private readonly written: (err?: unknown) => void
 
   constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}) {
     this.prefix = options.prefix ?? 'lsp:'
     this.size = options.size ?? TELEMETRY_FEED_SIZE
     this.log = options.log
-    this.history = options.history
-    this.local = new TelemetryFeed(this.size)
+    // the in-process feed passes each event on to the history
+    this.local = new TelemetryFeed(this.size, { history: options.history })
     this.written = outageReporter(
       (err) => this.log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
       () => this.log?.info({}, 'telemetry events are written to the shared state (Redis) again'))
@@ -155,7 +154,6 @@ export class SharedTelemetry implements Telemetry {
 
   record (key: string, event: TelemetryEvent) {
     this.local.record(key, event)
-    this.history?.record(key, event)
     const k = sharedFeedKey(key, this.prefix)
     this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().then(
       (results) => this.written(results?.find(([err]) => err)?.[0] ?? undefined),

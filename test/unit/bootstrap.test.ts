@@ -25,7 +25,6 @@ t.test('the first boot creates every file; a later one creates nothing', async (
   const config = testConfig(dir, { SANDBOX_SITE_COUNT: '50' })
   const first = prepareDataDir(config)
   t.same(first.created, [controlPath(dir), datasetPath(dir, 'sandbox'), datasetPath(dir, 'production')])
-  t.equal(first.demoCreated, true, 'a demo partner outside production')
   t.match(firstBootAt(dir), /^\d{4}-\d\d-\d\dT/)
   const again = prepareDataDir(config)
   t.same(again, { created: [] })
@@ -64,7 +63,7 @@ t.test('partners created or a dataset imported with the CLI before the first boo
   writeDataset(production, [site('p-1', 4, 1, 1)], { source: 'import', precision: 3 })
   const modified = statSync(production).mtimeMs
   const prepared = prepareDataDir(testConfig(dir, { SANDBOX_SITE_COUNT: '50' }))
-  t.same(prepared, { created: [datasetPath(dir, 'sandbox')] }, 'the missing sandbox is generated; no demo partner beside the CLI\'s')
+  t.same(prepared, { created: [datasetPath(dir, 'sandbox')] }, 'the missing sandbox is generated')
   t.equal(statSync(production).mtimeMs, modified, 'the imported production.db is kept')
   t.match(firstBootAt(dir), /^\d{4}-/)
 })

@@ -6,14 +6,19 @@
 import t, { type Test } from 'tap'
 import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
+import { once } from 'node:events'
 import { join } from 'node:path'
-import { HistoryCounter, dayRecord, lastDays, type DayRecord } from '../../src/usage/history.ts'
+import { HistoryCounter, dateOf, dayRecord, lastDays, type DayRecord } from '../../src/usage/history.ts'
 import { SqliteHistory, readSqliteHistory } from '../../src/usage/history-sqlite.ts'
 import { RedisHistory, readRedisHistory } from '../../src/usage/history-redis.ts'
 import { tmpDataDir } from '../helper.ts'
 import { redisMissing, startRedis } from '../redis.ts'
 
-const DAY = Date.UTC(2026, 10, 23)
+// today (UTC): Redis expires the days at absolute times, which must be ahead of the clock
+const DAY = Math.floor(Date.now() / 86_400_000) * 86_400_000
+const D0 = dateOf(DAY / 86_400_000)
+const D1 = dateOf(DAY / 86_400_000 - 1)
+const D2 = dateOf(DAY / 86_400_000 - 2)
 const at = (h: number, m: number, s = 0) => DAY + ((h * 60 + m) * 60 + s) * 1000
 const ev = (timestamp: number, status = 200, rows = 0) => ({ timestamp, status, rows })
 
@@ -31,14 +36,14 @@ function traffic (counter: HistoryCounter) {
 }
 
 const expectedDay: DayRecord = {
-  date: '2026-11-23',
+  date: D0,
   requests: 7,
   accepted: 5,
   refused: 2,
   client_errors: { 400: 1, 404: 1 },
   server_errors: { 503: 1 },
   rows: 12,
-  busiest_minute: { minute: '2026-11-23T10:01Z', requests: 4 }
+  busiest_minute: { minute: `${D0}T10:01Z`, requests: 4 }
 }
 
 t.test('the counter: deltas per partner and day, statuses from 400, requests per minute', async (t) => {
@@ -63,12 +68,12 @@ t.test('the counter: deltas per partner and day, statuses from 400, requests per
 })
 
 t.test('a day as printed, and the last N days oldest first', async (t) => {
-  t.same(dayRecord('2026-11-23', { requests: 7, rows: 12, s400: 1, s404: 1, s429: 2, s503: 1, bm: Math.floor(at(10, 1) / 60_000), bc: 4 }), expectedDay)
-  t.same(dayRecord('2026-11-22', {}), {
-    date: '2026-11-22', requests: 0, accepted: 0, refused: 0, client_errors: {}, server_errors: {}, rows: 0, busiest_minute: null
+  t.same(dayRecord(D0, { requests: 7, rows: 12, s400: 1, s404: 1, s429: 2, s503: 1, bm: Math.floor(at(10, 1) / 60_000), bc: 4 }), expectedDay)
+  t.same(dayRecord(D1, {}), {
+    date: D1, requests: 0, accepted: 0, refused: 0, client_errors: {}, server_errors: {}, rows: 0, busiest_minute: null
   })
-  const days = lastDays(new Map([['2026-11-21', { requests: 2 }]]), at(15, 0), 3)
-  t.same(days.map((d) => [d.date, d.requests]), [['2026-11-21', 2], ['2026-11-22', 0], ['2026-11-23', 0]])
+  const days = lastDays(new Map([[D2, { requests: 2 }]]), at(15, 0), 3)
+  t.same(days.map((d) => [d.date, d.requests]), [[D2, 2], [D1, 0], [D0, 0]])
 })
 
 const sqlite = (t: Test) => {
@@ -89,19 +94,19 @@ t.test('control.db: two instances\' deltas add up, the busiest minute exact in a
   b.record('p', ev(at(10, 0, 2), 400))
   b.record('p', ev(at(10, 0, 59), 200, 7))
   history.flush(b, at(10, 2))
-  t.same(dayRecord('2026-11-23', readSqliteHistory(db, 'p', '2026-11-23', '2026-11-23').get('2026-11-23')!).busiest_minute,
-    { minute: '2026-11-23T10:00Z', requests: 3 }, '10:00 is busiest so far')
+  t.same(dayRecord(D0, readSqliteHistory(db, 'p', D0, D0).get(D0)!).busiest_minute,
+    { minute: `${D0}T10:00Z`, requests: 3 }, '10:00 is busiest so far')
   b.record('p', ev(at(10, 1, 1), 429))
   b.record('p', ev(at(10, 1, 2), 429))
   history.flush(b, at(10, 2))
-  t.same(dayRecord('2026-11-23', readSqliteHistory(db, 'p', '2026-11-23', '2026-11-23').get('2026-11-23')!).busiest_minute,
-    { minute: '2026-11-23T10:00Z', requests: 3 }, 'a tie of 3: the earlier minute')
+  t.same(dayRecord(D0, readSqliteHistory(db, 'p', D0, D0).get(D0)!).busiest_minute,
+    { minute: `${D0}T10:00Z`, requests: 3 }, 'a tie of 3: the earlier minute')
   a.record('p', ev(at(10, 1, 3), 503))
   a.record('p', ev(DAY - 1000, 304))
   history.flush(a, at(10, 2))
-  const stored = readSqliteHistory(db, 'p', '2026-11-22', '2026-11-23')
-  t.same(dayRecord('2026-11-23', stored.get('2026-11-23')!), expectedDay)
-  t.same(dayRecord('2026-11-22', stored.get('2026-11-22')!).requests, 1)
+  const stored = readSqliteHistory(db, 'p', D1, D0)
+  t.same(dayRecord(D0, stored.get(D0)!), expectedDay)
+  t.same(dayRecord(D1, stored.get(D1)!).requests, 1)
 })
 
 t.test('control.db: a failed flush keeps its deltas for the next, adding nothing twice', async (t) => {
@@ -114,12 +119,12 @@ t.test('control.db: a failed flush keeps its deltas for the next, adding nothing
   // a write that fails half-way: the transaction is rolled back
   db.exec("CREATE TRIGGER fail BEFORE INSERT ON usage_minutes WHEN NEW.partner_id = 'q' BEGIN SELECT RAISE(ABORT, 'disk full'); END")
   t.throws(() => history.flush(counter, at(10, 3)), /disk full/)
-  t.same(readSqliteHistory(db, 'p', '2026-11-23', '2026-11-23').get('2026-11-23')!.requests, 7, 'nothing of the failed flush is stored')
+  t.same(readSqliteHistory(db, 'p', D0, D0).get(D0)!.requests, 7, 'nothing of the failed flush is stored')
   db.exec('DROP TRIGGER fail')
   history.flush(counter, at(10, 4))
-  const day = dayRecord('2026-11-23', readSqliteHistory(db, 'p', '2026-11-23', '2026-11-23').get('2026-11-23')!)
-  t.same([day.requests, day.refused, day.rows, day.busiest_minute], [14, 4, 24, { minute: '2026-11-23T10:01Z', requests: 8 }], 'then all of it, once')
-  t.equal(readSqliteHistory(db, 'q', '2026-11-23', '2026-11-23').get('2026-11-23')!.requests, 2)
+  const day = dayRecord(D0, readSqliteHistory(db, 'p', D0, D0).get(D0)!)
+  t.same([day.requests, day.refused, day.rows, day.busiest_minute], [14, 4, 24, { minute: `${D0}T10:01Z`, requests: 8 }], 'then all of it, once')
+  t.equal(readSqliteHistory(db, 'q', D0, D0).get(D0)!.requests, 2)
 })
 
 t.test('control.db: days older than the days kept are removed', async (t) => {
@@ -128,7 +133,7 @@ t.test('control.db: days older than the days kept are removed', async (t) => {
   const counter = new HistoryCounter()
   for (let d = 0; d < 5; d++) counter.record('p', ev(DAY - d * 86_400_000 + 1000))
   history.flush(counter, DAY + 1000)
-  t.same([...readSqliteHistory(db, 'p', '2026-01-01', '2026-12-31').keys()].sort(), ['2026-11-21', '2026-11-22', '2026-11-23'], 'today and the two days before')
+  t.same([...readSqliteHistory(db, 'p', '0000-01-01', '9999-12-31').keys()].sort(), [D2, D1, D0], 'today and the two days before')
   t.same(db.prepare('SELECT min(minute) FROM usage_minutes').pluck().get(), Math.floor((DAY - 86_400_000 + 1000) / 60_000), 'minute counts from yesterday on')
 })
 
@@ -142,7 +147,7 @@ t.test('Redis: two instances add up; a batch run after its sender gave up is add
     return c
   }
   const [ra, rb] = [connect(), connect()]
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await Promise.all([ra, rb].map((c) => once(c, 'ready')))
   const a = { counter: new HistoryCounter(), history: new RedisHistory(ra, 90, 'instance-a', 'test:') }
   const b = { counter: new HistoryCounter(), history: new RedisHistory(rb, 90, 'instance-b', 'test:') }
   a.counter.record('p', ev(at(10, 0, 1), 200, 5))
@@ -164,9 +169,9 @@ t.test('Redis: two instances add up; a batch run after its sender gave up is add
   await a.history.flush(a.counter) // sends the kept batch again: Redis has it already
   t.equal(a.history.unsent, 0)
   await a.history.flush(a.counter) // then what came since
-  const stored = await readRedisHistory(ra, 'p', '2026-11-22', '2026-11-23', 'test:')
-  t.same(dayRecord('2026-11-23', stored.get('2026-11-23')!), { ...expectedDay, requests: 8, accepted: 6 }, 'every count once (and one more request at 10:05)')
-  t.equal(stored.get('2026-11-22')!.requests, 1)
-  const ttl = await ra.pttl('test:uh:{p}:2026-11-23')
-  t.ok(Math.abs(ttl - (DAY + 90 * 86_400_000 - Date.now())) < 10_000, 'the day expires when it is no longer kept')
+  const stored = await readRedisHistory(ra, 'p', D1, D0, 'test:')
+  t.same(dayRecord(D0, stored.get(D0)!), { ...expectedDay, requests: 8, accepted: 6 }, 'every count once (and one more request at 10:05)')
+  t.equal(stored.get(D1)!.requests, 1)
+  t.equal(await ra.call('PEXPIRETIME', `test:uh:{p}:${D0}`), DAY + 90 * 86_400_000, 'the day expires when it is no longer kept')
+  t.same(await ra.hgetall(`test:ub:{p}:${D0}`), { 'instance-a': '3', 'instance-b': '1' }, 'the last batch added from each instance')
 })
