@@ -18,7 +18,10 @@
 // current build, so both see the same load.
 //   BENCH_BASELINE=<git ref>, BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench;
 //   BENCH_REQUESTS (1000), BENCH_WINDOWS (5), BENCH_WARMUP_REQUESTS (15000), BENCH_CONNECTIONS (4);
-//   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map).
+//   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map);
+//   BENCH_KEEP_DUMPS=1 keeps callgrind's dumps (bench/data/callgrind-*); BENCH_VALGRIND_ARGS adds
+//   callgrind options (say --separate-callers4='*Runtime_DefineKeyedOwnPropertyInLiteral*' to see who
+//   reaches a runtime function through V8's CEntry trampoline).
 // Writes bench/instructions.json (bench/instructions-partial.json for a partial run).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -36,6 +39,8 @@ const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
 const WARMUP = Number(process.env.BENCH_WARMUP_REQUESTS ?? 15000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4)
 const PROFILE = process.env.BENCH_PROFILE === '1'
+const KEEP_DUMPS = process.env.BENCH_KEEP_DUMPS === '1'
+const VALGRIND_ARGS = (process.env.BENCH_VALGRIND_ARGS ?? '').split(' ').filter(Boolean)
 /** Optimising compilations on the main thread, where they happen at the same request in every run (the helper thread gets its turns from valgrind's scheduler, at no fixed point). */
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--no-concurrent-recompilation').split(' ').filter(Boolean)
 /** V8's optimising compiler and deoptimiser: when it runs depends on valgrind's thread scheduling and on feedback. */
@@ -65,7 +70,7 @@ async function underCallgrind (name: string, commit: string, args: string[], cwd
   rmSync(outDir, { recursive: true, force: true })
   mkdirSync(outDir, { recursive: true })
   const child = spawn('valgrind', [
-    '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
+    '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`, ...VALGRIND_ARGS,
     process.execPath, ...NODE_FLAGS, ...(PROFILE ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []), ...args
   ], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
   children.push(child)
@@ -78,7 +83,7 @@ async function underCallgrind (name: string, commit: string, args: string[], cwd
     log(stderr)
     throw error
   }
-  log(`${name} answering under callgrind`)
+  log(`${name} answering under callgrind (pid ${child.pid})`)
   return { name, commit, child, url, outDir, dumps: 0, connections: new Connections(url) }
 }
 
@@ -190,14 +195,23 @@ function functions (file: string): FunctionCount[] {
   return rows
 }
 
-/** JIT code's names from the process's perf map (--perf-basic-prof): start, size and name per line. */
-function perfMap (pid: number): { start: number, end: number, name: string }[] {
+/**
+ * JIT code's names from the process's perf map (--perf-basic-prof), in the order written. Code space
+ * is used again after a collection, so an address may be covered by several entries: the last is the
+ * code that ran (the first, taken before, named a hit's code after functions long gone).
+ */
+function perfMap (pid: number): (address: number) => string | undefined {
   const file = `/tmp/perf-${pid}.map`
-  if (!existsSync(file)) return []
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
-    const [start, size, ...name] = line.split(' ')
-    return { start: parseInt(start, 16), end: parseInt(start, 16) + parseInt(size, 16), name: name.join(' ') }
-  }).sort((a, b) => a.start - b.start)
+  const entries = existsSync(file)
+    ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
+      const [start, size, ...name] = line.split(' ')
+      return { start: parseInt(start, 16), end: parseInt(start, 16) + parseInt(size, 16), name: name.join(' ') }
+    })
+    : []
+  return (address) => {
+    for (let i = entries.length - 1; i >= 0; i--) if (entries[i].start <= address && address < entries[i].end) return entries[i].name
+    return undefined
+  }
 }
 
 const UNNAMED = 'JIT code (not in the perf map)'
@@ -225,18 +239,7 @@ function groupOf (label: string): string {
 
 /** Where a window's instructions went: functions by exclusive count (JIT code named from the perf map), and by owner. */
 function profileOf (target: Counted, counts: FunctionCount[], requests: number) {
-  const map = perfMap(target.child.pid!)
-  const lookup = (address: number) => {
-    let lo = 0
-    let hi = map.length - 1
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1
-      if (map[mid].end <= address) lo = mid + 1
-      else if (map[mid].start > address) hi = mid - 1
-      else return map[mid].name
-    }
-    return undefined
-  }
+  const lookup = perfMap(target.child.pid!)
   const byName = new Map<string, number>()
   const byGroup = new Map<string, number>()
   const groupOfLabel = new Map<string, string>()
@@ -339,4 +342,5 @@ writeFileSync(file, JSON.stringify({
   rows
 }, null, 2) + '\n')
 log(`written to ${file}`)
-for (const dir of readdirSync(DATA).filter((d) => d.startsWith('callgrind-'))) rmSync(join(DATA, dir), { recursive: true, force: true })
+if (KEEP_DUMPS) log(`callgrind's dumps kept in ${DATA}/callgrind-*`)
+else for (const dir of readdirSync(DATA).filter((d) => d.startsWith('callgrind-'))) rmSync(join(DATA, dir), { recursive: true, force: true })

@@ -7,6 +7,7 @@ import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { accessWriter } from './http/access-log.ts'
+import { lazyChildLogger } from './http/lazy-logger.ts'
 import { clientErrorHandler } from './http/connections.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
@@ -104,6 +105,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     routerOptions: { ignoreTrailingSlash: true },
     // one access line per request (below) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
+    // each request's logger is made when it first logs, which most never do
+    childLoggerFactory: lazyChildLogger,
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')

@@ -5,6 +5,7 @@
 // loggerOptions (src/app.ts), whose format is known; any other logger gets logger.info.
 import pino from 'pino'
 import type { FastifyBaseLogger } from 'fastify'
+import { jsonString } from './json-text.ts'
 
 const { streamSym, chindingsSym, timeSym, messageKeySym, needsMetadataGsym, mixinSym } = pino.symbols
 const INFO = 30
@@ -63,9 +64,9 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
   }
   const write: WriteLine = (reqId, method, url, ip, status, ms, partner, cache) => {
     if (logger.levelVal > INFO) return
-    pending += `{"level":30${timeOf()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},` +
-      `"url":${JSON.stringify(url)},"ip":${JSON.stringify(ip)},"status":${status},"ms":${ms}` +
-      `${partner === undefined ? '' : `,"partner":${JSON.stringify(partner)}`}${cache === undefined ? '' : `,"cache":${JSON.stringify(cache)}`},"msg":"request"}\n`
+    pending += `{"level":30${timeOf()}${bindings},"reqId":${jsonString(reqId)},"method":${jsonString(method)},` +
+      `"url":${jsonString(url)},"ip":${jsonString(ip)},"status":${status},"ms":${ms}` +
+      `${partner === undefined ? '' : `,"partner":${jsonString(partner)}`}${cache === undefined ? '' : `,"cache":${jsonString(cache)}`},"msg":"request"}\n`
     if (pending.length >= MAX_PENDING) flush()
     else if (!scheduled) {
       scheduled = true

@@ -229,12 +229,24 @@ export function tightestWindow (windows: WindowState[]): WindowState | undefined
   return tightest
 }
 
+/** The RateLimit-Policy field of these windows; '' when none is limited. */
+export function ratelimitPolicy (windows: WindowSpec[]): string {
+  return windows.filter((w) => w.limit !== null).map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ')
+}
+
+const policyOf = new WeakMap<WindowSpec[], string>()
+/** ratelimitPolicy of a partner's windows (windowSpecs' array), made once: it changes only with the limits. */
+export function specsPolicy (specs: WindowSpec[]): string {
+  let policy = policyOf.get(specs)
+  if (policy === undefined) policyOf.set(specs, policy = ratelimitPolicy(specs))
+  return policy
+}
+
 /** IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. */
-export function rateLimitHeaders (windows: WindowState[], now: number): Record<string, string> {
-  const limited = windows.filter((w) => w.limit !== null)
+export function rateLimitHeaders (windows: WindowState[], now: number, policy = ratelimitPolicy(windows)): Record<string, string> {
   const headers: Record<string, string> = {}
-  if (limited.length === 0) return headers
-  headers['ratelimit-policy'] = limited.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ')
+  if (policy === '') return headers
+  headers['ratelimit-policy'] = policy
   const t = tightestWindow(windows)!
   const resetSeconds = seconds(t.resetsInMs!)
   headers.ratelimit = `"${t.name}";r=${t.remaining};t=${resetSeconds}`
