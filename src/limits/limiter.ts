@@ -61,13 +61,9 @@ export interface AsyncLimiterStore {
 export const MAX_LOG_ENTRIES = 1_000_000
 const DAY_MS = 86_400_000
 
-const specsOf = new WeakMap<Limits, WindowSpec[]>()
-
-/** The windows of a partner's limits; made once per limits object (a partner profile's), not per request. */
+/** The windows of a partner's limits (the partner routes take them from its profile, made at load). */
 export function windowSpecs (limits: Limits): WindowSpec[] {
-  let specs = specsOf.get(limits)
-  if (!specs) specsOf.set(limits, specs = WINDOWS.map((name) => ({ name, seconds: WINDOW_SECONDS[name], limit: limits[name] })))
-  return specs
+  return WINDOWS.map((name) => ({ name, seconds: WINDOW_SECONDS[name], limit: limits[name] }))
 }
 
 /**
@@ -229,17 +225,9 @@ export function tightestWindow (windows: WindowState[]): WindowState | undefined
   return tightest
 }
 
-/** The RateLimit-Policy field of these windows; '' when none is limited. */
+/** The RateLimit-Policy field of these windows; '' when none is limited (made once per partner profile). */
 export function ratelimitPolicy (windows: WindowSpec[]): string {
   return windows.filter((w) => w.limit !== null).map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ')
-}
-
-const policyOf = new WeakMap<WindowSpec[], string>()
-/** ratelimitPolicy of a partner's windows (windowSpecs' array), made once: it changes only with the limits. */
-export function specsPolicy (specs: WindowSpec[]): string {
-  let policy = policyOf.get(specs)
-  if (policy === undefined) policyOf.set(specs, policy = ratelimitPolicy(specs))
-  return policy
 }
 
 /** IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. */

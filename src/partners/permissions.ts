@@ -3,6 +3,7 @@
 import type { DatasetName } from '../sites/dataset-file.ts'
 import { effectiveLimits, type Partner } from './store.ts'
 import type { Limits } from './tiers.ts'
+import { ratelimitPolicy, windowSpecs, type WindowSpec } from '../limits/limiter.ts'
 
 export type Endpoint = 'sites' | 'nearest' | 'by-tag' | 'site' | 'usage' | 'categories' | 'tags'
 
@@ -11,6 +12,10 @@ export interface PartnerProfile extends Partner {
   /** Categories it is served, ascending: its allow-list less 1, and less 8+ unless other_categories. */
   allowedCategories: readonly number[]
   limits: Limits
+  /** its limits as the limiter's windows */
+  windows: WindowSpec[]
+  /** the RateLimit-Policy field of its windows ('' when none is limited) */
+  ratelimitPolicy: string
   /** Everything about the partner that shapes a result; part of the response cache key. */
   fingerprint: string
 }
@@ -25,10 +30,14 @@ export function allowedCategories (partner: Pick<Partner, 'categories' | 'otherC
 
 export function profileOf (partner: Partner): PartnerProfile {
   const allowed = Object.freeze(allowedCategories(partner))
+  const limits = effectiveLimits(partner)
+  const windows = windowSpecs(limits)
   return {
     ...partner,
     allowedCategories: allowed,
-    limits: effectiveLimits(partner),
+    limits,
+    windows,
+    ratelimitPolicy: ratelimitPolicy(windows),
     fingerprint: `${allowed.join(',')}|${partner.radiusCapKm}|${partner.maxResults}`
   }
 }

@@ -8,7 +8,7 @@
 //   onSend      the cache's store and its ETag/304; then the usage record (rows, telemetry)
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ApiError } from '../errors.ts'
-import { rateLimitHeaders, retryAfterSeconds, specsPolicy, windowSpecs, type HitResult, type WindowSpec } from '../limits/limiter.ts'
+import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
@@ -104,8 +104,8 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
   // The limiter's store is in-process (answers at once) or shared (always a promise): the hook
   // and the rows' record are chosen here, once, for that kind.
   const counts = limiter.store
-  const admit = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number, specs: WindowSpec[]) => {
-    reply.headers(rateLimitHeaders(result.windows, now, specsPolicy(specs)))
+  const admit = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number) => {
+    reply.headers(rateLimitHeaders(result.windows, now, request.partner.ratelimitPolicy))
     if (!result.allowed) {
       const retryAfter = retryAfterSeconds(result.retryAfterMs!)
       metrics.rateLimited(request.partner.tier)
@@ -118,13 +118,11 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
   const limit: onRequestHookHandler = counts.synchronous
     ? (request, reply, done) => {
         const now = limiter.clock()
-        const specs = windowSpecs(request.partner.limits)
-        admit(request, reply, done, counts.hit(request.partner.id, specs, now), now, specs)
+        admit(request, reply, done, counts.hit(request.partner.id, request.partner.windows, now), now)
       }
     : (request, reply, done) => {
         const now = limiter.clock()
-        const specs = windowSpecs(request.partner.limits)
-        counts.hit(request.partner.id, specs, now).then((result) => admit(request, reply, done, result, now, specs), done)
+        counts.hit(request.partner.id, request.partner.windows, now).then((result) => admit(request, reply, done, result, now), done)
       }
   const setRows: (partnerId: string, seq: number, rows: number) => void = counts.synchronous
     ? (partnerId, seq, rows) => counts.setRows(partnerId, seq, rows)
