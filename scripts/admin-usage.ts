@@ -20,7 +20,7 @@ import { usageReport, type UsageReportBody, type UsageSources } from '../src/usa
 import { TELEMETRY_FEED_SIZE, readSharedEvents, telemetryBlock } from '../src/usage/telemetry.ts'
 import { readSavedEvents } from '../src/usage/telemetry-store.ts'
 import { connectState } from './state-connection.ts'
-import { integer, storeFailure, type Options, type Result } from './cli-errors.ts'
+import { integer, withOpened, type Options, type Result } from './cli-errors.ts'
 
 interface Context { config: Config, options: Options, args: string[] }
 
@@ -81,15 +81,8 @@ async function sharedState (config: Config): Promise<UsageState> {
   }
 }
 
-async function withState<T> (config: Config, fn: (state: UsageState) => Promise<T>): Promise<T> {
-  const state = config.stateUrl ? await sharedState(config) : localState(config)
-  try {
-    return await fn(state)
-  } catch (err) {
-    throw storeFailure(config, err)
-  } finally {
-    state.close()
-  }
+function withState<T> (config: Config, fn: (state: UsageState) => Promise<T>): Promise<T> {
+  return withOpened(config, () => config.stateUrl ? sharedState(config) : localState(config), fn)
 }
 
 const shown = (v: number | string | null) => v === null ? 'unlimited' : String(v)

@@ -15,10 +15,10 @@ import { loadConfig, type Config } from '../src/config.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { partnerUsage, partnersReport } from './admin-usage.ts'
-import { FailedError, UsageError, integer, sharedStateFailed, storeFailure, type Options, type Result } from './cli-errors.ts'
+import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
-import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
+import { CATEGORY_MAX, ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
   PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
@@ -50,8 +50,8 @@ function limitOverride (name: string, value: string | boolean | undefined): Limi
   if (value === 'tier') return null
   // 0 is refused: a window that admits nothing could never tell the partner an honest Retry-After;
   // `--status suspended` is how a partner is stopped.
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1_000_000_000) {
-    throw new UsageError(`--${name} must be a whole number from 1, 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended`)
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_LIMIT) {
+    throw new UsageError(`--${name} must be a whole number from 1 to ${MAX_LIMIT}, 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended`)
   }
   return Number(value)
 }
@@ -61,7 +61,7 @@ function parseCategories (value: string | boolean | undefined): number[] | undef
   if (typeof value !== 'string' || !/^\d+(,\d+)*$/.test(value)) throw new UsageError('--categories must be a comma-separated list of category ids, e.g. 4,7')
   const list = value.split(',').map(Number)
   if (list.includes(1)) throw new UsageError('--categories: category 1 is reserved and never served')
-  if (list.some((c) => c < 2 || c > 2147483647)) throw new UsageError('--categories: category ids start at 2')
+  if (list.some((c) => c < 2 || c > CATEGORY_MAX)) throw new UsageError('--categories: category ids start at 2')
   return [...new Set(list)].sort((a, b) => a - b)
 }
 
@@ -99,20 +99,8 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
 }
 
 /** The partners: in Redis when STATE_URL is set (every instance everywhere reads them there), else in control.db. */
-async function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
-  let store: PartnerStore | RedisPartnerStore
-  if (config.stateUrl) {
-    store = new RedisPartnerStore(await connectState(config.stateUrl))
-  } else {
-    store = new PartnerStore(controlPath(config.dataDir))
-  }
-  try {
-    return await fn(store)
-  } catch (err) {
-    throw storeFailure(config, err)
-  } finally {
-    store.close()
-  }
+function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
+  return withOpened(config, async () => config.stateUrl ? new RedisPartnerStore(await connectState(config.stateUrl)) : new PartnerStore(controlPath(config.dataDir)), fn)
 }
 
 function partnerText (view: ReturnType<typeof partnerView>): string {
@@ -322,13 +310,8 @@ async function reloadAll (config: Config): Promise<Result> {
 
 async function reloadShared (config: Config): Promise<Result> {
   const redis = await connectState(config.stateUrl)
-  try {
-    return reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state')
-  } catch (err) {
-    throw sharedStateFailed(config, err)
-  } finally {
-    redis.disconnect()
-  }
+  return withOpened(config, () => ({ close: () => redis.disconnect() }), async () =>
+    reloadReport(await requestSharedReload(redis, { timeoutMs: 120_000 }), 'in the shared state'))
 }
 
 /** A one-line progress bar on stderr, for terminals only. */

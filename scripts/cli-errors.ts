@@ -20,7 +20,7 @@ export function integer (name: string, value: string | boolean | undefined, min:
 }
 
 /** A Redis command that failed or timed out, as the operator reads it. */
-export const sharedStateFailed = (config: Config, err: unknown) =>
+const sharedStateFailed = (config: Config, err: unknown) =>
   new FailedError(`the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
 
 /** An error met while working on the partners' store, as the CLI reports it. */
@@ -28,4 +28,16 @@ export function storeFailure (config: Config, err: unknown): unknown {
   if (err instanceof PartnerStoreError) return err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message)
   if (config.stateUrl && !(err instanceof UsageError) && !(err instanceof FailedError)) return sharedStateFailed(config, err)
   return err
+}
+
+/** Runs a command's work on what `open` gave (a store, a connection), reporting its errors as storeFailure does, and closes it. */
+export async function withOpened<S extends { close (): unknown }, T> (config: Config, open: () => S | Promise<S>, fn: (opened: S) => T | Promise<T>): Promise<T> {
+  const opened = await open()
+  try {
+    return await fn(opened)
+  } catch (err) {
+    throw storeFailure(config, err)
+  } finally {
+    opened.close()
+  }
 }

@@ -96,7 +96,7 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'update', 'heli', '--categories', '1,4'], 2, /^error: --categories: category 1 is reserved/],
     [['partners', 'update', 'heli', '--categories', '4;7'], 2, /^error: --categories must be a comma-separated list/],
     [['partners', 'update', 'heli', '--limit-hour=-5'], 2, /^error: --limit-hour must be a whole number from 1/],
-    [['partners', 'update', 'heli', '--limit-minute', '0'], 2, /^error: --limit-minute must be a whole number from 1, 'unlimited', or 'tier' \(the tier's limit\); to stop a partner, use --status suspended$/],
+    [['partners', 'update', 'heli', '--limit-minute', '0'], 2, /^error: --limit-minute must be a whole number from 1 to 1000000000, 'unlimited', or 'tier' \(the tier's limit\); to stop a partner, use --status suspended$/],
     [['partners', 'update', 'heli', '--radius-cap', '0'], 2, /^error: --radius-cap must be a number of km greater than 0/],
     [['partners', 'update', 'heli', '--max-results', 'lots'], 2, /^error: --max-results must be a whole number from 1 to 10000$/],
     [['partners', 'update', 'heli', '--site-by-id', 'yes'], 2, /^error: --site-by-id must be one of on, off$/],

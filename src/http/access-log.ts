@@ -6,6 +6,7 @@
 import pino from 'pino'
 import type { FastifyBaseLogger } from 'fastify'
 import { jsonString } from './json-text.ts'
+import { outageReporter } from '../health/outage.ts'
 
 const { streamSym, chindingsSym, timeSym, messageKeySym, needsMetadataGsym, mixinSym } = pino.symbols
 const INFO = 30
@@ -46,20 +47,19 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
   // when it closes and when the process exits.
   let pending = ''
   let scheduled = false
-  let failing = false
+  // A destination that fails (a full disk, a closed file) must not take the service down from
+  // a timer callback: the lines are dropped, and a warning (on stderr) says so once per outage.
+  const report = outageReporter((err) => process.emitWarning(`access log lines dropped: ${(err as Error).message}`, 'AccessLogWarning'), () => {})
   const flush = () => {
     scheduled = false
     if (pending === '') return
     const lines = pending
     pending = ''
-    // A destination that fails (a full disk, a closed file) must not take the service down from
-    // a timer callback: the lines are dropped, and a warning (on stderr) says so once per outage.
     try {
       stream.write!(lines)
-      failing = false
+      report()
     } catch (err) {
-      if (!failing) process.emitWarning(`access log lines dropped: ${(err as Error).message}`, 'AccessLogWarning')
-      failing = true
+      report(err)
     }
   }
   const write: WriteLine = (reqId, method, url, ip, status, ms, partner, cache) => {

@@ -5,14 +5,14 @@
 // written anywhere. A field the version does not have is refused rather than dropped.
 import type { Static } from '@sinclair/typebox'
 import { fromRow, overrideToColumn, partnerView, type PartnerRow } from './store.ts'
-import { PartnerEntrySchema, PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
+import { PartnerEntrySchema, firstProblem, partnerLabel, rowProblem } from './row-schema.ts'
 
 export const EXPORT_FORMAT = 'lsp-partners'
 export const EXPORT_VERSION = 2
 /** The versions this build reads. */
-export const EXPORT_VERSIONS = [1, 2] as const
+const EXPORT_VERSIONS = [1, 2] as const
 
-export type PartnerEntry = Static<typeof PartnerEntrySchema>
+type PartnerEntry = Static<typeof PartnerEntrySchema>
 
 /** A file that is not a partners export this build can import; the message says why. */
 export class ExportFileError extends Error {
@@ -23,7 +23,7 @@ export class ExportFileError extends Error {
 }
 
 /** One partner of a version 2 file: its `show --json` object, and its token digest. */
-export const exportEntry = (row: PartnerRow): PartnerEntry => ({ ...partnerView(fromRow(row)), token_sha256: row.token_sha256 })
+const exportEntry = (row: PartnerRow): PartnerEntry => ({ ...partnerView(fromRow(row)), token_sha256: row.token_sha256 })
 
 /** The document `partners export` writes, partners in the order given (by slug, as both stores list them). */
 export function exportDocument (rows: PartnerRow[]) {
@@ -35,7 +35,7 @@ export function exportDocument (rows: PartnerRow[]) {
  * limit_overrides gave when it was exported (and may differ if a later build changes a tier's
  * limits); the import sets those two.
  */
-export function rowFromEntry (entry: PartnerEntry): PartnerRow {
+function rowFromEntry (entry: PartnerEntry): PartnerRow {
   return {
     id: entry.id,
     slug: entry.slug,
@@ -76,7 +76,7 @@ export function readExportDocument (text: string, source = 'the file'): { versio
     throw new ExportFileError(`${source} is a partners export of version ${JSON.stringify(version ?? null)}, which this build cannot read (it reads versions ${EXPORT_VERSIONS.join(' and ')})`)
   }
   const rows = parsed.partners.map((value: unknown, index: number) => {
-    const problem = firstProblem(version === 1 ? PartnerRowSchema : PartnerEntrySchema, value)
+    const problem = version === 1 ? rowProblem(value) : firstProblem(PartnerEntrySchema, value)
     if (problem !== undefined) throw new ExportFileError(`${partnerLabel(value, index)}: ${problem}`)
     return version === 1 ? value as PartnerRow : rowFromEntry(value as PartnerEntry)
   })

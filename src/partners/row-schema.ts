@@ -2,28 +2,30 @@
 // operator reads when a value breaks it (`x-expected`). Two shapes share the fields: a control.db
 // row (export version 1, and the rows kept in Redis) and an export entry of version 2, which is
 // `partners show --json` plus the token digest.
-import { Type, type TObject, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 import { Errors, ValueErrorType } from '@sinclair/typebox/errors'
 import { SLUG_PATTERN, SLUG_RULE } from '../schemas/common.ts'
-import { ENVIRONMENTS, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
+import { CATEGORY_MAX, ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
 
 const oneOf = (values: readonly string[]) =>
   Type.Union(values.map((v) => Type.Literal(v)), { 'x-expected': `one of ${values.join(', ')}` })
 
 // Category 0 and 1 are accepted, as the first builds' CLI did: the service never serves them.
-const CATEGORY_MAX = 2147483647
-
 /** As toISOString writes it, as every build has written these two. */
 const time = Type.String({ pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z$', 'x-expected': 'a UTC time such as 2026-01-31T12:00:00.000Z' })
 
-/** The fields both shapes write alike. */
-const common = {
+/** The fields both shapes begin with, in this order. */
+const identity = {
   id: Type.String({ pattern: '^ptn_[0-9a-f]{12}$', 'x-expected': 'ptn_ and 12 hex digits' }),
   slug: Type.String({ pattern: SLUG_PATTERN, 'x-expected': SLUG_RULE }),
   name: Type.String({ minLength: 1, maxLength: 200, 'x-expected': '1 to 200 characters' }),
   status: oneOf(STATUSES),
   tier: oneOf(TIERS),
-  environment: oneOf(ENVIRONMENTS),
+  environment: oneOf(ENVIRONMENTS)
+}
+
+/** The other fields both shapes write alike. */
+const common = {
   radius_cap_km: Type.Number({ exclusiveMinimum: 0, 'x-expected': 'a number of km greater than 0' }),
   max_results: Type.Integer({ minimum: 1, maximum: MAX_RESULTS_CEILING, 'x-expected': `a whole number from 1 to ${MAX_RESULTS_CEILING}` }),
   token_sha256: Type.String({ pattern: '^[0-9a-f]{64}$', 'x-expected': '64 hex digits (the SHA-256 of the token)' }),
@@ -33,22 +35,12 @@ const common = {
 
 const switchColumn = Type.Union([Type.Literal(0), Type.Literal(1)], { 'x-expected': '0 or 1' })
 const limitColumn = Type.Union([Type.Null(), Type.Literal('unlimited'), Type.String({ pattern: '^[1-9]\\d*$' })],
-  { 'x-expected': 'null (the tier\'s limit), "unlimited", or a whole number from 1 written as text' })
-
-/** The fields both shapes begin with, in this order. */
-const identity = {
-  id: common.id,
-  slug: common.slug,
-  name: common.name,
-  status: common.status,
-  tier: common.tier,
-  environment: common.environment,
-}
+  { 'x-expected': `null (the tier's limit), "unlimited", or a whole number from 1 to ${MAX_LIMIT} written as text` })
 
 /** control.db's columns: a version 1 export's rows, and Redis's. */
 export const PartnerRowSchema = Type.Object({
   ...identity,
-  categories: Type.String({ pattern: '^(\\d+(,\\d+)*)?$', 'x-expected': 'category ids separated by commas, e.g. 4,7' }),
+  categories: Type.String({ pattern: '^(\\d+(,\\d+)*)?$', 'x-expected': `category ids up to ${CATEGORY_MAX} separated by commas, e.g. 4,7` }),
   other_categories: switchColumn,
   site_by_id: switchColumn,
   radius_cap_km: common.radius_cap_km,
@@ -61,11 +53,10 @@ export const PartnerRowSchema = Type.Object({
   updated_at: common.updated_at
 }, { additionalProperties: false })
 
-// at most 2^53 - 1: larger numbers are not exact, and 1e21 and above would be written '1e+21'
-const wholeFrom1 = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+const wholeFrom1 = Type.Integer({ minimum: 1, maximum: MAX_LIMIT })
 const override = Type.Union([wholeFrom1, Type.Literal('unlimited'), Type.Null()],
-  { 'x-expected': 'a whole number from 1, "unlimited", or null (the tier\'s limit)' })
-const limit = Type.Union([wholeFrom1, Type.Literal('unlimited')], { 'x-expected': 'a whole number from 1 or "unlimited"' })
+  { 'x-expected': `a whole number from 1 to ${MAX_LIMIT}, "unlimited", or null (the tier's limit)` })
+const limit = Type.Union([wholeFrom1, Type.Literal('unlimited')], { 'x-expected': `a whole number from 1 to ${MAX_LIMIT} or "unlimited"` })
 const windows = <T extends TSchema>(schema: T) =>
   Type.Object({ minute: schema, hour: schema, day: schema }, { additionalProperties: false, 'x-expected': 'an object of minute, hour and day' })
 
@@ -84,6 +75,24 @@ export const PartnerEntrySchema = Type.Object({
   updated_at: common.updated_at,
   token_sha256: common.token_sha256
 }, { additionalProperties: false })
+
+const LIMIT_COLUMNS = ['limit_minute', 'limit_hour', 'limit_day'] as const
+
+/**
+ * What is wrong with a control.db row (a version 1 export's, or Redis's): its schema, then the
+ * bounds its text columns hold numbers to, which a pattern cannot state. Without them, a row an
+ * export writes could be one its import refuses (a limit of 1e21 is written 1e+21 in version 2).
+ */
+export function rowProblem (value: unknown): string | undefined {
+  const problem = firstProblem(PartnerRowSchema, value)
+  if (problem !== undefined) return problem
+  const row = value as Static<typeof PartnerRowSchema>
+  if (row.categories !== '' && row.categories.split(',').some((id) => Number(id) > CATEGORY_MAX)) {
+    return `categories must be ${PartnerRowSchema.properties.categories['x-expected']}`
+  }
+  const over = LIMIT_COLUMNS.find((column) => /^\d+$/.test(row[column] ?? '') && Number(row[column]) > MAX_LIMIT)
+  return over === undefined ? undefined : `${over} must be ${limitColumn['x-expected']}`
+}
 
 /** The schema at a JSON pointer's segments, through object properties and array items. */
 function schemaAt (root: TSchema, segments: string[]): TSchema | undefined {

@@ -5,11 +5,11 @@ import { mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
-  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, TIER_LIMITS, WINDOWS,
+  DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, MAX_LIMIT, TIER_LIMITS, WINDOWS,
   type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
 } from './tiers.ts'
 import { newToken, tokenDigest } from './tokens.ts'
-import { PartnerRowSchema, firstProblem, partnerLabel } from './row-schema.ts'
+import { partnerLabel, rowProblem } from './row-schema.ts'
 
 export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
 
@@ -156,10 +156,12 @@ export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: str
   return { row, token }
 }
 
-/** The row after `changes`; a limit must be a whole number from 1 (or unlimited, or the tier's). */
+/** The row after `changes`; a limit must be a whole number from 1 to MAX_LIMIT (or unlimited, or the tier's). */
 export function changedRow (current: PartnerRow, changes: PartnerChanges): PartnerRow {
   for (const [window, value] of Object.entries(changes.limitOverrides ?? {})) {
-    if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1)) throw new PartnerStoreError('invalid', `the ${window} limit must be a whole number from 1 or unlimited`)
+    if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT)) {
+      throw new PartnerStoreError('invalid', `the ${window} limit must be a whole number from 1 to ${MAX_LIMIT} or unlimited`)
+    }
   }
   const partner = fromRow(current)
   const next: Partner = { ...partner, ...changes, limitOverrides: { ...partner.limitOverrides, ...changes.limitOverrides } }
@@ -221,7 +223,7 @@ export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
  * naming the partner (`index`: its place in the file, for one without a slug) and the field.
  */
 export function checkedRow (value: unknown, index?: number): PartnerRow {
-  const problem = firstProblem(PartnerRowSchema, value)
+  const problem = rowProblem(value)
   if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(value, index)}: ${problem}`)
   return value as PartnerRow
 }

@@ -7,7 +7,7 @@ import { DATASETS, datasetPath, writeDataset, type DatasetName } from '../sites/
 import { generateSites, type GenerateOptions } from '../sites/generator.ts'
 import { PartnerStore, controlPath } from '../partners/store.ts'
 
-export const DEMO_SLUG = 'demo'
+const DEMO_SLUG = 'demo'
 
 export interface Prepared {
   created: string[]

@@ -8,7 +8,7 @@ import type { HistorySink } from './history.ts'
 import { outageReporter } from '../health/outage.ts'
 
 export const TELEMETRY_FEED_SIZE = 200
-export const RECENT_EVENTS = 10
+const RECENT_EVENTS = 10
 
 export type TelemetryBlock = ReturnType<typeof telemetryBlock>
 
@@ -124,7 +124,7 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
   }
 }
 
-export interface TelemetryLog {
+interface TelemetryLog {
   warn (obj: object, msg: string): void
   info (obj: object, msg: string): void
 }
@@ -138,25 +138,24 @@ export class SharedTelemetry implements Telemetry {
   readonly local: TelemetryFeed
   private readonly prefix: string
   readonly size: number
-  private readonly log?: TelemetryLog
   private readonly written: (err?: unknown) => void
 
   constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}) {
     this.prefix = options.prefix ?? 'lsp:'
     this.size = options.size ?? TELEMETRY_FEED_SIZE
-    this.log = options.log
+    const { log } = options
     // the in-process feed passes each event on to the history
     this.local = new TelemetryFeed(this.size, { history: options.history })
     this.written = outageReporter(
-      (err) => this.log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
-      () => this.log?.info({}, 'telemetry events are written to the shared state (Redis) again'))
+      (err) => log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
+      () => log?.info({}, 'telemetry events are written to the shared state (Redis) again'))
   }
 
   record (key: string, event: TelemetryEvent) {
     this.local.record(key, event)
     const k = sharedFeedKey(key, this.prefix)
     this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().then(
-      (results) => this.written(results?.find(([err]) => err)?.[0] ?? undefined),
+      (results) => this.written(results?.find(([err]) => err)?.[0]),
       (err: Error) => this.written(err)
     )
   }

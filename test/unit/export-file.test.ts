@@ -80,12 +80,12 @@ test('version 2 entries: exact messages naming the partner and the field', async
     [(e) => { e.categories = '4,7' }, 'categories must be a list of category ids (whole numbers up to 2147483647), e.g. [4, 7]'],
     [(e) => { e.categories = [4, 'x'] }, 'categories must be a list of category ids (whole numbers up to 2147483647), e.g. [4, 7]'],
     [(e) => { e.other_categories = 1 }, 'other_categories must be true or false'],
-    [(e) => { e.limit_overrides = { minute: 0, hour: null, day: null } }, 'limit_overrides.minute must be a whole number from 1, "unlimited", or null (the tier\'s limit)'],
-    [(e) => { e.limit_overrides = { minute: 1e21, hour: null, day: null } }, 'limit_overrides.minute must be a whole number from 1, "unlimited", or null (the tier\'s limit)'],
+    [(e) => { e.limit_overrides = { minute: 0, hour: null, day: null } }, 'limit_overrides.minute must be a whole number from 1 to 1000000000, "unlimited", or null (the tier\'s limit)'],
+    [(e) => { e.limit_overrides = { minute: 1e21, hour: null, day: null } }, 'limit_overrides.minute must be a whole number from 1 to 1000000000, "unlimited", or null (the tier\'s limit)'],
     [(e) => { e.limit_overrides = { minute: null, hour: null } }, 'limit_overrides.day is missing'],
     [(e) => { e.limit_overrides = { minute: null, hour: null, day: null, week: 5 } }, 'unknown field limit_overrides.week; the fields are minute, hour, day'],
     [(e) => { e.limit_overrides = 'tier' }, 'limit_overrides must be an object of minute, hour and day'],
-    [(e) => { e.limits = { minute: 'tier', hour: 1, day: 1 } }, 'limits.minute must be a whole number from 1 or "unlimited"'],
+    [(e) => { e.limits = { minute: 'tier', hour: 1, day: 1 } }, 'limits.minute must be a whole number from 1 to 1000000000 or "unlimited"'],
     [(e) => { delete e.token_sha256 }, 'token_sha256 is missing'],
     [(e) => { e.token = 'lsp_x' }, 'unknown field token; the fields are id, slug, name, status, tier, environment, categories, other_categories, ' +
       'site_by_id, radius_cap_km, max_results, limits, limit_overrides, created_at, updated_at, token_sha256']
@@ -103,7 +103,7 @@ test('limits are what tier and limit_overrides gave: not what an import sets', a
 test('version 1 rows are checked as before, and a field a row does not have is refused', async (t) => {
   const with1 = (change: Record<string, unknown>) => JSON.stringify({ format: 'lsp-partners', version: 1, partners: [v1Rows[0], { ...v1Rows[1], ...change }] })
   t.equal(failure(with1({ max_results: 10001 })), 'ExportFileError: partner "demo": max_results must be a whole number from 1 to 10000')
-  t.equal(failure(with1({ categories: [4, 7] })), 'ExportFileError: partner "demo": categories must be category ids separated by commas, e.g. 4,7')
+  t.equal(failure(with1({ categories: [4, 7] })), 'ExportFileError: partner "demo": categories must be category ids up to 2147483647 separated by commas, e.g. 4,7')
   t.match(failure(with1({ limits: {} })), /^ExportFileError: partner "demo": unknown field limits; the fields are id, slug, /)
   t.equal(failure(JSON.stringify({ format: 'lsp-partners', version: 1, partners: [v1Rows[0], 'demo'] })), 'ExportFileError: partner #2: not an object')
 })
@@ -114,4 +114,19 @@ test('a slug, id or token digest twice in one file is refused before anything is
   t.equal(failure(twice({ ...b, slug: 'acme' })), 'ExportFileError: partner "acme" is in the file twice')
   t.equal(failure(twice({ ...b, id: a.id })), 'ExportFileError: partner "bravo": its id is also partner "acme"\'s')
   t.equal(failure(twice({ ...b, token_sha256: a.token_sha256 })), 'ExportFileError: partner "bravo": its token_sha256 is also partner "acme"\'s')
+})
+
+test('what a version 1 file or Redis holds at the bounds exports and imports again; beyond them it is refused', async (t) => {
+  const [row] = rows()
+  const at = { ...row, categories: '4,2147483647', limit_minute: '1000000000', limit_hour: 'unlimited', limit_day: null }
+  const v1 = (r: PartnerRow) => JSON.stringify({ format: 'lsp-partners', version: 1, partners: [r] })
+  const read = readExportDocument(v1(at)).rows
+  t.same(read, [at])
+  t.same(readExportDocument(JSON.stringify(exportDocument(read))).rows, [at], 'its version 2 export reads back the same')
+  const limitRule = 'must be null (the tier\'s limit), "unlimited", or a whole number from 1 to 1000000000 written as text'
+  t.equal(failure(v1({ ...at, limit_minute: '1000000001' })), `ExportFileError: partner "acme": limit_minute ${limitRule}`)
+  t.equal(failure(v1({ ...at, limit_day: '1' + '0'.repeat(21) })), `ExportFileError: partner "acme": limit_day ${limitRule}`)
+  t.equal(failure(v1({ ...at, categories: '4,2147483648' })), 'ExportFileError: partner "acme": categories must be category ids up to 2147483647 separated by commas, e.g. 4,7')
+  t.equal(failure(v1({ ...at, categories: '4,' + '9'.repeat(400) })), 'ExportFileError: partner "acme": categories must be category ids up to 2147483647 separated by commas, e.g. 4,7')
+  t.throws(() => changedRow(row, { limitOverrides: { day: 1_000_000_001 } }), { message: 'the day limit must be a whole number from 1 to 1000000000 or unlimited' })
 })

@@ -162,7 +162,7 @@ t.test('Redis: two instances add up; a batch run after its sender gave up is add
   a.counter.record('p', ev(at(10, 1, 2), 429))
   server.pause()
   await t.rejects(a.history.flush(a.counter), /timed? ?out/i)
-  t.equal(a.history.unsent, 1, 'the batch is kept, with its id')
+  t.equal(a.history.unsent, 1, 'the batch is kept, with its number')
   server.resume()
   await new Promise((resolve) => setTimeout(resolve, 300))
   a.counter.record('p', ev(at(10, 5), 200, 0))
