@@ -18,11 +18,12 @@
 // current build, so both see the same load.
 //   BENCH_BASELINE=<git ref>, BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench;
 //   BENCH_REQUESTS (1000), BENCH_WINDOWS (5), BENCH_WARMUP_REQUESTS (15000), BENCH_CONNECTIONS (4);
+//   BENCH_NODE_FLAGS replaces the services' Node flags under valgrind (--no-concurrent-recompilation);
 //   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map);
 //   BENCH_KEEP_DUMPS=1 keeps callgrind's dumps (bench/data/callgrind-*); BENCH_VALGRIND_ARGS adds
 //   callgrind options (say --separate-callers4='*Runtime_DefineKeyedOwnPropertyInLiteral*' to see who
 //   reaches a runtime function through V8's CEntry trampoline).
-// Writes bench/instructions.json (bench/instructions-partial.json for a partial run).
+// Writes bench/instructions.json with every setting at its default (bench/instructions-partial.json else).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
@@ -30,10 +31,8 @@ import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { AnswerFramer, requestBytes } from './bench-http.ts'
-import { COMMIT, DATA, ROOT, SERVICE_ENV, buildBaseline, currentBuild, freePort, log, median, prepareData, selectCases, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, SERVICE_ENV, SITES, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
-const BASELINE = process.env.BENCH_BASELINE
-const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
 const WARMUP = Number(process.env.BENCH_WARMUP_REQUESTS ?? 15000)
@@ -53,11 +52,7 @@ if (spawnSync('valgrind', ['--version']).status !== 0 || spawnSync('callgrind_co
   process.exit(1)
 }
 
-const { cases: ALL_CASES } = prepareData({ sites: SITES, reuse: process.env.BENCH_REUSE === '1' })
-const only = process.env.BENCH_CASES?.split(',')
-const CASES = selectCases(ALL_CASES, only)
-log('building (tsc)...')
-if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed')
+const { cases: CASES } = setUp()
 
 interface Counted { name: string, commit: string, child: ChildProcess, url: string, outDir: string, dumps: number, connections: Connections }
 const children: ChildProcess[] = []
@@ -109,7 +104,7 @@ class Connections {
 
   /** Sends paths[from, from + count) (cycling), one request at a time on each connection. */
   replay (c: Case, from: number, count: number): Promise<Record<string, number>> {
-    const requests = requestBytes(this.url, c.paths, { ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })
+    const requests = requestBytes(this.url, c.paths, caseHeaders(c))
     const statuses: Record<string, number> = {}
     let next = from
     const end = from + count
@@ -268,13 +263,13 @@ for (const b of builds) await stop((await startService(b, await freePort())).chi
 // under valgrind a second holds about 50 times fewer requests than outside it.
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
 const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
-const hello = await underCallgrind('bare route', COMMIT, [join(ROOT, 'dist/scripts/bench-hello.js')], ROOT, {})
+const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, {})
 
 const fmt = (n: number) => n.toLocaleString('en')
 interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, steady_per_request: number, steady_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
 const rows: Row[] = []
 for (const c of CASES) {
-  const targets = c.name.startsWith('hello-world') ? [hello] : services
+  const targets = isCeiling(c) ? [hello] : services
   await Promise.all(targets.map(async (t) => {
     await t.connections.open()
     await t.connections.replay(c, 0, WARMUP)
@@ -330,7 +325,9 @@ const table = [
   })
 ]
 process.stdout.write(table.join('\n') + '\n')
-const full = !only && SITES === 1_000_000 && BASELINE === undefined
+// Only a run with every setting at its default is the record; a partial look goes beside it.
+const full = !ONLY && SITES === 1_000_000 && BASELINE === undefined && REQUESTS === 1000 && WINDOWS === 5 && WARMUP === 15000 &&
+  CONNECTIONS === 4 && process.env.BENCH_NODE_FLAGS === undefined && VALGRIND_ARGS.length === 0
 const file = join(ROOT, full ? 'bench/instructions.json' : 'bench/instructions-partial.json')
 writeFileSync(file, JSON.stringify({
   date: new Date().toISOString(),
@@ -342,5 +339,8 @@ writeFileSync(file, JSON.stringify({
   rows
 }, null, 2) + '\n')
 log(`written to ${file}`)
-if (KEEP_DUMPS) log(`callgrind's dumps kept in ${DATA}/callgrind-*`)
-else for (const dir of readdirSync(DATA).filter((d) => d.startsWith('callgrind-'))) rmSync(join(DATA, dir), { recursive: true, force: true })
+if (KEEP_DUMPS) log(`callgrind's dumps kept in ${DATA}/callgrind-* (JIT code's names in /tmp/perf-<pid>.map)`)
+else {
+  for (const dir of readdirSync(DATA).filter((d) => d.startsWith('callgrind-'))) rmSync(join(DATA, dir), { recursive: true, force: true })
+  for (const child of children) rmSync(`/tmp/perf-${child.pid}.map`, { force: true })
+}

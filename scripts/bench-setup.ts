@@ -15,13 +15,21 @@ import { seededRandom } from '../src/sites/generator.ts'
 export const ROOT = new URL('..', import.meta.url).pathname
 export const DATA = join(ROOT, 'bench/data')
 export const log = (line: string) => process.stderr.write(`${line}\n`)
-export const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
+const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
 /** The checked-out commit, marked when tracked files differ from it. */
 export const COMMIT = `${git('rev-parse', '--short', 'HEAD').stdout.trim()}${git('status', '--porcelain', '--untracked-files=no').stdout.trim() ? '+changes' : ''}`
 /** Distinct URLs per miss case: ten times the service's cache (CACHE_MAX_ENTRIES 1000), so cycling them always misses. */
 export const DISTINCT = 10_000
 /** The service's environment in both benchmarks: as deployed (an access line per request, to /dev/null here). */
 export const SERVICE_ENV = { NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000', METRICS_PORT: '0' }
+
+// The knobs both benchmarks read (each script's header says what they do).
+export const BASELINE = process.env.BENCH_BASELINE
+export const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
+/** BENCH_CASES, split: undefined runs every case */
+export const ONLY = process.env.BENCH_CASES?.split(',')
+/** The bare route's process (the ceiling), as built. */
+export const HELLO_SCRIPT = join(ROOT, 'dist/scripts/bench-hello.js')
 
 export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -72,7 +80,7 @@ const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } a
  */
 export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }): { cases: Case[], buildSeconds: number } {
   const started = performance.now()
-  if (!reuse || !existsSync(datasetPath(DATA, 'production'))) {
+  if (!reuse || !existsSync(datasetPath(DATA, 'production')) || siteCount() !== sites) {
     rmSync(DATA, { recursive: true, force: true })
     mkdirSync(DATA, { recursive: true })
     log(`building ${sites.toLocaleString('en')} production sites...`)
@@ -102,11 +110,10 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
   store.close()
 
   const db = new Database(datasetPath(DATA, 'production'), { readonly: true })
-  const count = (db.prepare('SELECT count(*) AS n FROM sites').get() as { n: number }).n
   const random = seededRandom('bench-queries')
   const pointAt = db.prepare('SELECT latitude, longitude FROM sites WHERE rowid = ?')
   const points = Array.from({ length: DISTINCT }, () => {
-    const p = pointAt.get(1 + Math.floor(random() * count)) as { latitude: number, longitude: number }
+    const p = pointAt.get(1 + Math.floor(random() * sites)) as { latitude: number, longitude: number }
     const lat = Math.max(-89.9, Math.min(89.9, p.latitude + (random() - 0.5) * 0.1))
     let lng = p.longitude + (random() - 0.5) * 0.1
     if (lng > 180) lng -= 360
@@ -138,6 +145,33 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
   return { cases, buildSeconds }
 }
 
+/** Sites in the production dataset kept from an earlier run (BENCH_REUSE): reused only at the size asked. */
+function siteCount (): number {
+  const db = new Database(datasetPath(DATA, 'production'), { readonly: true })
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM sites').get() as { n: number }).n
+  } finally {
+    db.close()
+  }
+}
+
+/**
+ * The data (BENCH_SITES sites, kept from the last run with BENCH_REUSE=1 when of that size), the
+ * cases BENCH_CASES selects, and this checkout built (tsc) as `npm start` runs it.
+ */
+export function setUp (): { cases: Case[], buildSeconds: number } {
+  const { cases, buildSeconds } = prepareData({ sites: SITES, reuse: process.env.BENCH_REUSE === '1' })
+  log('building (tsc)...')
+  if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed')
+  return { cases: selectCases(cases, ONLY), buildSeconds }
+}
+
+/** The bare route's cases (the ceilings), answered by HELLO_SCRIPT's process. */
+export const isCeiling = (c: Case) => c.name.startsWith('hello-world')
+
+/** A case's request headers: its own, and its partner's token. */
+export const caseHeaders = (c: Case): Record<string, string> => ({ ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })
+
 /**
  * The cases BENCH_CASES names (comma-separated; an exact name selects that case alone, any other
  * text every case whose name holds it), with the ceilings always; all of them without it.
@@ -145,7 +179,7 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
 export function selectCases (all: Case[], only: string[] | undefined): Case[] {
   if (only === undefined) return all
   const selects = (o: string, name: string) => name === o || (!all.some((x) => x.name === o) && name.includes(o))
-  return all.filter((c) => c.name.startsWith('hello-world') || only.some((o) => selects(o, c.name)))
+  return all.filter((c) => isCeiling(c) || only.some((o) => selects(o, c.name)))
 }
 
 /** A build to measure: its service's command line as `npm start` runs it, its directory and its DATA_DIR. */

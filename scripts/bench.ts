@@ -14,12 +14,10 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { COMMIT, DATA, DISTINCT, ROOT, buildBaseline, currentBuild, freePort, log, median, prepareData, selectCases, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, HELLO_SCRIPT, ONLY, ROOT, SITES, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
-const BASELINE = process.env.BENCH_BASELINE
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5)
 
@@ -36,16 +34,12 @@ function rssKb (pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
 }
 
-// 1-2. Data: 1M production sites, three partners, each case's URLs (scripts/bench-setup.ts).
-const { cases: ALL_CASES, buildSeconds } = prepareData({ sites: SITES, reuse: process.env.BENCH_REUSE === '1' })
-const only = process.env.BENCH_CASES?.split(',')
-const CASES = selectCases(ALL_CASES, only)
+// 1-2. Data: 1M production sites, three partners, each case's URLs; this checkout built (scripts/bench-setup.ts).
+const { cases: CASES, buildSeconds } = setUp()
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
 // cycling URLs always miss while a hot set of 100 always hits) and the ceiling. The first boot on
 // a new dataset file verifies it and writes its index snapshot; the second boot is measured.
-log('building (tsc)...')
-if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed')
 const servicePort = await freePort()
 const helloPort = await freePort()
 const serviceUrl = `http://127.0.0.1:${servicePort}`
@@ -71,7 +65,7 @@ log(`first boot (verify, index, write snapshot) in ${Math.round(first.ms)} ms`)
 log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))
 const rssRestKb = rssKb(service.pid!)
-const hello = spawn(process.execPath, [join(ROOT, 'dist/scripts/bench-hello.js')], {
+const hello = spawn(process.execPath, [HELLO_SCRIPT], {
   cwd: ROOT, env: { ...process.env, PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
 })
 await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
@@ -89,7 +83,7 @@ interface Run {
 const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.total)) * 10) / 10
 /** Where a case is answered: the bare process for the ceilings, the service for the rest. */
 interface Target { base: string, pid?: number }
-const targetOf = (c: Case): Target => c.name.startsWith('hello-world') ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
+const targetOf = (c: Case): Target => isCeiling(c) ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
 function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, overallRate?: number): Promise<Run> {
   const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
@@ -97,7 +91,7 @@ function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNE
     paths: c.paths,
     connections,
     seconds,
-    headers: c.token || c.headers ? { ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) } : undefined,
+    headers: c.token || c.headers ? caseHeaders(c) : undefined,
     rate: overallRate
   }))
   // the target's CPU (when its pid is known) from the generator's start to its end: a few hundred
@@ -129,11 +123,11 @@ const logRun = (round: number, name: string, run: Run) =>
   log(`round ${round} ${name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
     `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
 if (baseline !== undefined && WARMUP > 0) {
-  for (const c of CASES) if (!c.name.startsWith('hello-world')) await load(c, { base: baseline.url, pid: baseline.child.pid }, CONNECTIONS, 'job.json', WARMUP)
+  for (const c of CASES) if (!isCeiling(c)) await load(c, { base: baseline.url, pid: baseline.child.pid }, CONNECTIONS, 'job.json', WARMUP)
 }
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
-    if (baseline === undefined || c.name.startsWith('hello-world')) {
+    if (baseline === undefined || isCeiling(c)) {
       const run = await load(c)
       runs.get(c.name)!.push(run)
       logRun(round, c.name, run)
@@ -270,7 +264,7 @@ const results = {
   shared_state_2_instances: sharedRows
 }
 // Only a full run with the standard settings is the record; a partial look goes beside it.
-const full = !only && BASELINE === undefined && SECONDS === 10 && ROUNDS === 3 && SITES === 1_000_000 && CONNECTIONS === 50 && process.env.BENCH_NO_IMPORT !== '1'
+const full = !ONLY && BASELINE === undefined && SECONDS === 10 && ROUNDS === 3 && SITES === 1_000_000 && CONNECTIONS === 50 && process.env.BENCH_NO_IMPORT !== '1'
 mkdirSync(join(ROOT, 'bench'), { recursive: true })
 const resultsFile = join(ROOT, full ? 'bench/results.json' : 'bench/results-partial.json')
 writeFileSync(resultsFile, JSON.stringify(results, null, 2) + '\n')
@@ -296,7 +290,7 @@ process.stdout.write(table.join('\n') + '\n')
 
 if (baseline !== undefined) {
   // Each round's pair of runs side by side: the ratio of the pair, then the median of the pairs.
-  const ab = CASES.filter((c) => !c.name.startsWith('hello-world')).map((c) => {
+  const ab = CASES.filter((c) => !isCeiling(c)).map((c) => {
     const a = baselineRuns.get(c.name)!
     const b = runs.get(c.name)!
     const cpuA = a.map((r) => perRequest(r.serverCpuUs!, r))
