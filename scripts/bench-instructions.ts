@@ -18,6 +18,8 @@
 // current build, so both see the same load.
 //   BENCH_BASELINE=<git ref>, BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench;
 //   BENCH_REQUESTS (1000), BENCH_WINDOWS (5), BENCH_WARMUP_REQUESTS (15000), BENCH_CONNECTIONS (4);
+//   BENCH_IDLE_SECONDS (0): the processes sit idle this long after they answer, before the first case
+//   (a service after a quiet spell: Node's nextTick, src/http/tick-shape.ts);
 //   BENCH_NODE_FLAGS replaces the services' Node flags under valgrind (--no-concurrent-recompilation);
 //   BENCH_PROFILE=1 also names where the instructions go (JIT code through --perf-basic-prof's map);
 //   BENCH_KEEP_DUMPS=1 keeps callgrind's dumps (bench/data/callgrind-*); BENCH_VALGRIND_ARGS adds
@@ -37,6 +39,7 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
 const WARMUP = Number(process.env.BENCH_WARMUP_REQUESTS ?? 15000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4)
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 0)
 const PROFILE = process.env.BENCH_PROFILE === '1'
 const KEEP_DUMPS = process.env.BENCH_KEEP_DUMPS === '1'
 const VALGRIND_ARGS = (process.env.BENCH_VALGRIND_ARGS ?? '').split(' ').filter(Boolean)
@@ -264,6 +267,10 @@ for (const b of builds) await stop((await startService(b, await freePort())).chi
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
 const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
 const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, {})
+if (IDLE_SECONDS > 0) {
+  log(`idle for ${IDLE_SECONDS} s...`)
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
+}
 
 const fmt = (n: number) => n.toLocaleString('en')
 interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, steady_per_request: number, steady_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
@@ -327,7 +334,7 @@ const table = [
 process.stdout.write(table.join('\n') + '\n')
 // Only a run with every setting at its default is the record; a partial look goes beside it.
 const full = !ONLY && SITES === 1_000_000 && BASELINE === undefined && REQUESTS === 1000 && WINDOWS === 5 && WARMUP === 15000 &&
-  CONNECTIONS === 4 && process.env.BENCH_NODE_FLAGS === undefined && VALGRIND_ARGS.length === 0
+  CONNECTIONS === 4 && IDLE_SECONDS === 0 && process.env.BENCH_NODE_FLAGS === undefined && VALGRIND_ARGS.length === 0
 const file = join(ROOT, full ? 'bench/instructions.json' : 'bench/instructions-partial.json')
 writeFileSync(file, JSON.stringify({
   date: new Date().toISOString(),

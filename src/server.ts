@@ -6,8 +6,10 @@ import { ConfigError, loadConfig, type Config } from './config.ts'
 import { connectionCaps, limitConnections, openFileLimit } from './http/connections.ts'
 import { startMetricsServer } from './metrics/server.ts'
 import { closeOnSignals } from './http/shutdown.ts'
+import { holdTickShape } from './http/tick-shape.ts'
 
 async function main () {
+  holdTickShape() // before any quiet spell: see src/http/tick-shape.ts
   let config: Config
   try {
     config = loadConfig()
