@@ -342,7 +342,7 @@ writeFileSync(file, JSON.stringify({
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, valgrind: spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).stdout.trim() },
   commit: COMMIT,
   baseline: BASELINE === undefined ? undefined : `${BASELINE} (${builds[1].commit})`,
-  settings: { sites: SITES, requests_per_window: REQUESTS, windows: WINDOWS, warmup_requests: WARMUP, connections: CONNECTIONS },
+  settings: { sites: SITES, requests_per_window: REQUESTS, windows: WINDOWS, warmup_requests: WARMUP, connections: CONNECTIONS, idle_seconds: IDLE_SECONDS },
   rows
 }, null, 2) + '\n')
 log(`written to ${file}`)
