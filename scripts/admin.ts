@@ -50,10 +50,7 @@ function limitOverride (name: string, value: string | boolean | undefined): Limi
   if (value === 'tier') return null
   // 0 is refused: a window that admits nothing could never tell the partner an honest Retry-After;
   // `--status suspended` is how a partner is stopped.
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_LIMIT) {
-    throw new UsageError(`--${name} must be a whole number from 1 to ${MAX_LIMIT}, 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended`)
-  }
-  return Number(value)
+  return integer(name, value, 1, MAX_LIMIT, ", 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended")
 }
 
 function parseCategories (value: string | boolean | undefined): number[] | undefined {
@@ -61,7 +58,7 @@ function parseCategories (value: string | boolean | undefined): number[] | undef
   if (typeof value !== 'string' || !/^\d+(,\d+)*$/.test(value)) throw new UsageError('--categories must be a comma-separated list of category ids, e.g. 4,7')
   const list = value.split(',').map(Number)
   if (list.includes(1)) throw new UsageError('--categories: category 1 is reserved and never served')
-  if (list.some((c) => c < 2 || c > CATEGORY_MAX)) throw new UsageError('--categories: category ids start at 2')
+  if (list.some((c) => c < 2 || c > CATEGORY_MAX)) throw new UsageError(`--categories: category ids are whole numbers from 2 to ${CATEGORY_MAX}`)
   return [...new Set(list)].sort((a, b) => a - b)
 }
 

@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Bindings, ChildLoggerOptions } from 'pino'
 
-type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type Loose = (...args: unknown[]) => void
 
 export class LazyChildLogger implements FastifyBaseLogger {
@@ -28,7 +28,7 @@ export class LazyChildLogger implements FastifyBaseLogger {
   info (...args: unknown[]) { this.call('info', args) }
   debug (...args: unknown[]) { this.call('debug', args) }
   trace (...args: unknown[]) { this.call('trace', args) }
-  silent (...args: unknown[]) { this.call('silent', args) }
+  silent () {} // pino's silent writes nothing: no child needed to call it
 
   child (bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.logger.child(bindings, options)

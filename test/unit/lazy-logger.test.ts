@@ -77,3 +77,14 @@ t.test('options and children pass through', async (t) => {
   t.match(out.lines[0], /"reqId":"r1","step":2,"msg":"from a grandchild"/)
   t.match(out.lines[1], /"reqId":"r1","msg":"now written"/)
 })
+
+t.test('silent writes nothing and makes no child', async (t) => {
+  const out = logCapture()
+  const parent = pino({ level: 'info' }, out.stream)
+  let children = 0
+  const child = parent.child.bind(parent)
+  parent.child = ((bindings, options) => { children++; return child(bindings, options) }) as typeof parent.child
+  new LazyChildLogger(parent, { reqId: 'r1' }, {}).silent()
+  t.equal(children, 0)
+  t.equal(out.lines.length, 0)
+})
