@@ -1,7 +1,7 @@
 // The load generator, in a process of its own: on one target, cycling through the given paths;
 // prints the figures as one JSON line. Without a rate, autocannon at full speed. With a rate, an
 // open loop: requests fall due at that rate whatever the answers do, each answer timed to a
-// hundredth of a ms from when its request was due. (autocannon's rate option spends each
+// hundredth of a ms from when its request was due, and from when the generator let it go. (autocannon's rate option spends each
 // connection's budget for a second back to back at the start of the second, which saturates the
 // target, and its percentiles are whole ms.)
 import { readFileSync } from 'node:fs'
@@ -45,8 +45,10 @@ const DRAIN_MS = 10_000
 
 /**
  * Open loop over raw keep-alive sockets: each request is due at its time whatever the answers do;
- * a due request goes out on the first free connection (waiting for one counts in its latency), and
- * its latency runs from when it was due to the end of its answer's body. Node's HTTP client cost
+ * a due request goes out on the connection free the longest (waiting for one counts in its
+ * latency), so every connection carries requests: the service answers a connection that has sent
+ * nothing for HEADERS_TIMEOUT_MS (10 s) with a 408 and closes it, as slow clients must not hold
+ * their slots. Its latency runs from when it was due to the end of its answer's body. Node's HTTP client cost
  * about as much CPU per request as the service (2 cores: the generator's own work then became the
  * latency measured), so requests are bytes made once and answers are only framed (status line,
  * Content-Length, body length).
@@ -55,12 +57,17 @@ async function fixedRate (rate: number) {
   const { hostname, port } = new URL(job.base)
   const total = Math.round((rate * (LEAD_IN_MS + job.seconds * 1000)) / 1000)
   const latencies = new Float64Array(total)
+  // the same answers timed from the timer tick that let their request go: without the lag of
+  // the generator's own timer (about 1 ms between ticks), with any wait for a free connection
+  const fromSend = new Float64Array(total)
+  const sentAt = new Float64Array(total)
   const statusCodes: Record<string, { count: number }> = {}
   const requests = requestBytes(job.base, job.paths, job.headers)
   const firstMeasured = Math.round((rate * LEAD_IN_MS) / 1000)
   let counted = 0
   let answered = 0
   let errors = 0
+  let unsolicited = 0
   let non2xx = 0
   let sent = 0
   let measuredFrom = 0
@@ -70,30 +77,43 @@ async function fixedRate (rate: number) {
   const free: Conn[] = []
   const waiting: number[] = [] // due requests with no free connection yet
 
-  interface Conn { socket: Socket, busy: number }
+  interface Conn { socket: Socket, busy: number, open: boolean }
   const send = (conn: Conn, i: number) => {
     conn.busy = i
     conn.socket.write(requests[i % requests.length])
   }
   const finish = (conn: Conn, code: number) => {
     const i = conn.busy
-    if (i >= firstMeasured) latencies[counted++] = performance.now() - dueAt(i)
+    if (i < 0) { // an answer to no request (the server closing the connection): not counted as one
+      unsolicited++
+      return
+    }
+    if (i >= firstMeasured) {
+      const now = performance.now()
+      fromSend[counted] = now - sentAt[i]
+      latencies[counted++] = now - dueAt(i)
+    }
     statusCodes[code] = { count: (statusCodes[code]?.count ?? 0) + 1 }
     if (code < 200 || code > 299) non2xx++
     answered++
     conn.busy = -1
+    if (!conn.open) return
     const next = waiting.shift()
     if (next !== undefined) send(conn, next)
     else free.push(conn)
   }
   const conns = await Promise.all(Array.from({ length: job.connections }, () => new Promise<Conn>((resolve) => {
     const socket = connect({ host: hostname, port: Number(port), noDelay: true })
-    const conn: Conn = { socket, busy: -1 }
+    const conn: Conn = { socket, busy: -1, open: true }
     const framer = new AnswerFramer((code) => finish(conn, code))
     socket.on('data', (chunk: Buffer) => framer.push(chunk))
-    socket.on('error', () => {
+    socket.on('error', () => {}) // 'close' follows
+    socket.on('close', () => {
       if (conn.busy >= 0) errors++
       conn.busy = -1
+      conn.open = false
+      const at = free.indexOf(conn)
+      if (at >= 0) free.splice(at, 1)
     })
     socket.once('connect', () => resolve(conn))
   })))
@@ -105,9 +125,10 @@ async function fixedRate (rate: number) {
       const due = Math.min(total, Math.floor(((now - start) * rate) / 1000) + 1)
       while (sent < due) {
         const i = sent++
+        sentAt[i] = now
         if (i === firstMeasured) measuredFrom = dueAt(i)
         lastDue = dueAt(i)
-        const conn = free.pop()
+        const conn = free.shift()
         if (conn) send(conn, i)
         else waiting.push(i)
       }
@@ -121,16 +142,20 @@ async function fixedRate (rate: number) {
   while (!done() && performance.now() < drainUntil) await new Promise((resolve) => setTimeout(resolve, 20))
   for (const conn of conns) conn.socket.destroy()
   const sorted = latencies.subarray(0, counted).sort()
+  const sortedFromSend = fromSend.subarray(0, counted).sort()
   return {
     // the rate achieved: the measured answers over the time their requests were due in
     rps: (counted * 1000) / (lastDue - measuredFrom + 1000 / rate),
     p50: hundredths(percentile(sorted, 50)),
     p99: hundredths(percentile(sorted, 99)),
+    p50FromSend: hundredths(percentile(sortedFromSend, 50)),
+    p99FromSend: hundredths(percentile(sortedFromSend, 99)),
     total: answered,
     non2xx,
     errors,
     timeouts: total - answered - errors,
-    statusCodes
+    statusCodes,
+    unsolicited
   }
 }
 
