@@ -95,11 +95,12 @@ export interface SiteCoordinates {
 // max-heap of at most `limit`, ordered by (h, position), so a site or node that cannot beat the
 // worst one held is never queued. The answer is exactly the first `limit` sites in (distance, id)
 // order, ties included: a site as far as the worst held but with a lower position still gets in.
-// Nothing is allocated per query but the answer.
+// No arrays are allocated per query but the answer's (numbers V8 boxes for the calls it does not
+// inline come to 1.8-2.7 kB a nearest search, 6.2 kB one of 25 sites).
 
 /**
  * The state of a search: the queue of nodes to visit and the heap of sites held, in typed arrays
- * that grow to the largest search seen and are used again, so a search allocates only its answer.
+ * that grow to the largest search seen and are used again, so a search allocates no arrays but its answer.
  * One object serves one search at a time (a process answers one request at a time).
  */
 export class NearbySearch {
