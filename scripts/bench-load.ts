@@ -1,7 +1,7 @@
 // The load generator, in a process of its own: on one target, cycling through the given paths;
 // prints the figures as one JSON line. Without a rate, autocannon at full speed. With a rate, an
 // open loop: requests fall due at that rate whatever the answers do, each answer timed to a
-// hundredth of a ms from when its request was due, and from when the generator let it go. (autocannon's rate option spends each
+// hundredth of a ms from when its request was due, and from when the generator released it. (autocannon's rate option spends each
 // connection's budget for a second back to back at the start of the second, which saturates the
 // target, and its percentiles are whole ms.)
 import { readFileSync } from 'node:fs'
@@ -57,8 +57,9 @@ async function fixedRate (rate: number) {
   const { hostname, port } = new URL(job.base)
   const total = Math.round((rate * (LEAD_IN_MS + job.seconds * 1000)) / 1000)
   const latencies = new Float64Array(total)
-  // the same answers timed from the timer tick that let their request go: without the lag of
-  // the generator's own timer (about 1 ms between ticks), with any wait for a free connection
+  // the same answers timed from the timer tick that released their request: without the lag of
+  // the generator's own timer (a tick about every ms, less often under load), with any wait for
+  // a free connection
   const fromSend = new Float64Array(total)
   const sentAt = new Float64Array(total)
   const statusCodes: Record<string, { count: number }> = {}
@@ -69,6 +70,7 @@ async function fixedRate (rate: number) {
   let errors = 0
   let unsolicited = 0
   let non2xx = 0
+  let closed = 0 // connections ended by the server (or an error) during the run
   let sent = 0
   let measuredFrom = 0
   let lastDue = 0
@@ -97,27 +99,44 @@ async function fixedRate (rate: number) {
     if (code < 200 || code > 299) non2xx++
     answered++
     conn.busy = -1
-    if (!conn.open) return
+    if (!conn.open) return // ended by the server after this answer
     const next = waiting.shift()
     if (next !== undefined) send(conn, next)
     else free.push(conn)
   }
-  const conns = await Promise.all(Array.from({ length: job.connections }, () => new Promise<Conn>((resolve) => {
+  const conns: Conn[] = []
+  let open = 0
+  await Promise.all(Array.from({ length: job.connections }, () => new Promise<void>((resolve) => {
     const socket = connect({ host: hostname, port: Number(port), noDelay: true })
     const conn: Conn = { socket, busy: -1, open: true }
+    conns.push(conn)
+    open++
     const framer = new AnswerFramer((code) => finish(conn, code))
     socket.on('data', (chunk: Buffer) => framer.push(chunk))
-    socket.on('error', () => {}) // 'close' follows
-    socket.on('close', () => {
-      if (conn.busy >= 0) errors++
-      conn.busy = -1
+    // from the server's end (or an error) on, nothing more is sent on it; its 'close' follows
+    const ended = () => {
+      if (!conn.open) return
       conn.open = false
+      open--
+      closed++
       const at = free.indexOf(conn)
       if (at >= 0) free.splice(at, 1)
+      if (open === 0) {
+        errors += waiting.length // never to be sent: no connection is left
+        waiting.length = 0
+      }
+    }
+    socket.on('end', ended)
+    socket.on('error', ended)
+    socket.on('close', () => {
+      ended()
+      if (conn.busy >= 0) errors++
+      conn.busy = -1
+      resolve() // a connection refused outright must not hang the run
     })
-    socket.once('connect', () => resolve(conn))
+    socket.once('connect', () => resolve())
   })))
-  free.push(...conns)
+  free.push(...conns.filter((c) => c.open))
   await new Promise<void>((resolve) => {
     // timers fire about once a ms: each tick sends the requests that have come due since the last
     const tick = () => {
@@ -130,7 +149,8 @@ async function fixedRate (rate: number) {
         lastDue = dueAt(i)
         const conn = free.shift()
         if (conn) send(conn, i)
-        else waiting.push(i)
+        else if (open > 0) waiting.push(i)
+        else errors++ // no connection left to send it on
       }
       if (sent < total) setTimeout(tick, 1)
       else resolve()
@@ -140,6 +160,7 @@ async function fixedRate (rate: number) {
   const drainUntil = performance.now() + DRAIN_MS
   const done = () => answered + errors === total
   while (!done() && performance.now() < drainUntil) await new Promise((resolve) => setTimeout(resolve, 20))
+  const closedByServer = closed
   for (const conn of conns) conn.socket.destroy()
   const sorted = latencies.subarray(0, counted).sort()
   const sortedFromSend = fromSend.subarray(0, counted).sort()
@@ -155,7 +176,8 @@ async function fixedRate (rate: number) {
     errors,
     timeouts: total - answered - errors,
     statusCodes,
-    unsolicited
+    unsolicited,
+    closed: closedByServer
   }
 }
 

@@ -75,8 +75,10 @@ const sampler = setInterval(() => { rssPeakKb = Math.max(rssPeakKb, rssKb(servic
 
 interface Run {
   rps: number, p50: number, p99: number, total: number, non2xx: number, errors: number, timeouts: number, statusCodes: Record<string, { count: number }>
-  /** at a fixed rate: the same answers timed from when the generator let their request go */
+  /** at a fixed rate: the same answers timed from when the generator released their request */
   p50FromSend?: number, p99FromSend?: number
+  /** at a fixed rate: answers to no request, and connections the server ended during the run */
+  unsolicited?: number, closed?: number
   /** the load generator's CPU time over the run, µs */
   cpuUs: number
   /** the target process's CPU time over the run, µs (when its pid was given) */
@@ -150,12 +152,18 @@ for (let round = 1; round <= ROUNDS; round++) {
 // (bench-load.ts). The bare route at half its own maximum is the floor of the same measure: the
 // load generator and the machine's two cores, with a server that does next to nothing.
 const FIXED_RATE_CASES = ['hello-world', '/sites r=25', '/sites/nearest']
-const fixedRate: { case: string, rate: number, rps: number, p50_ms: number, p99_ms: number, p50_from_send_ms: number, p99_from_send_ms: number }[] = []
+const fixedRate: {
+  case: string, rate: number, rps: number, p50_ms: number, p99_ms: number, p50_from_send_ms: number, p99_from_send_ms: number
+  statuses: Record<string, number>, errors: number, unsolicited: number, connections_closed: number
+}[] = []
 for (const c of CASES.filter((x) => FIXED_RATE_CASES.includes(x.name))) {
   const rate = Math.floor(median(runs.get(c.name)!.map((r) => r.rps)) / 2)
   const run = await load(c, undefined, CONNECTIONS, 'job.json', SECONDS, rate)
-  fixedRate.push({ case: `${c.name} @ half rate`, rate, rps: Math.round(run.rps), p50_ms: run.p50, p99_ms: run.p99, p50_from_send_ms: run.p50FromSend!, p99_from_send_ms: run.p99FromSend! })
-  log(`${c.name} at ${rate} req/s: p50 ${run.p50} ms, p99 ${run.p99} ms; from send p50 ${run.p50FromSend} ms, p99 ${run.p99FromSend} ms (${Math.round(run.rps)} req/s answered)`)
+  const statuses = Object.fromEntries(Object.entries(run.statusCodes).map(([k, v]) => [k, v.count]))
+  const faults = { errors: run.errors + run.timeouts, unsolicited: run.unsolicited ?? 0, connections_closed: run.closed ?? 0 }
+  fixedRate.push({ case: `${c.name} @ half rate`, rate, rps: Math.round(run.rps), p50_ms: run.p50, p99_ms: run.p99, p50_from_send_ms: run.p50FromSend!, p99_from_send_ms: run.p99FromSend!, statuses, ...faults })
+  log(`${c.name} at ${rate} req/s: p50 ${run.p50} ms, p99 ${run.p99} ms; from release p50 ${run.p50FromSend} ms, p99 ${run.p99FromSend} ms ` +
+    `(${Math.round(run.rps)} req/s answered) ${JSON.stringify(statuses)}${Object.values(faults).some((n) => n > 0) ? ` ${JSON.stringify(faults)}` : ''}`)
 }
 clearInterval(sampler)
 service.kill('SIGTERM')
@@ -288,8 +296,8 @@ const table = [
   `machine: ${results.machine.cpus} x ${results.machine.cpu}, ${results.machine.memory_gb} GiB, Node ${results.machine.node}`
 ]
 if (fixedRate.length > 0) {
-  table.splice(table.length - 4, 0, 'at half the measured maximum rate (timed from when due; from when sent):',
-    ...fixedRate.map((r) => `${r.case.padEnd(28)} ${String(r.rate).padStart(6)} req/s asked, ${r.rps} answered: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms; ${r.p50_from_send_ms} ms, ${r.p99_from_send_ms} ms`), '')
+  table.splice(table.length - 4, 0, 'at half the measured maximum rate (timed from when due; from when the generator released it):',
+    ...fixedRate.map((r) => `${r.case.padEnd(28)} ${String(r.rate).padStart(6)} req/s asked, ${r.rps} answered: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms; ${r.p50_from_send_ms} ms, ${r.p99_from_send_ms} ms  ${JSON.stringify(r.statuses)}`), '')
 }
 process.stdout.write(table.join('\n') + '\n')
 
