@@ -13,12 +13,12 @@ import { importSites } from '../src/sites/import.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
-import { SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
+import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { partnerUsage, partnersReport } from './admin-usage.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
-import { CATEGORY_MAX, ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
+import { ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
   PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
@@ -87,8 +87,8 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
   const names: Record<number, string> = {}
   for (const value of values as string[]) {
     const match = /^(\d+)=(.{1,64})$/.exec(value)
-    if (!match || Number(match[1]) < 8 || Number(match[1]) > 2147483647 || match[2].trim() !== match[2]) {
-      throw new UsageError(`--category-name must be ID=NAME with an id from 8 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(value)})`)
+    if (!match || Number(match[1]) < 8 || Number(match[1]) > CATEGORY_MAX || match[2].trim() !== match[2]) {
+      throw new UsageError(`--category-name must be ID=NAME with an id from 8 to ${CATEGORY_MAX} and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(value)})`)
     }
     names[Number(match[1])] = match[2]
   }

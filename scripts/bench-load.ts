@@ -1,9 +1,9 @@
 // The load generator, in a process of its own: on one target, cycling through the given paths;
 // prints the figures as one JSON line. Without a rate, autocannon at full speed. With a rate, an
 // open loop: requests fall due at that rate whatever the answers do, each answer timed to a
-// hundredth of a ms from when its request was due, and from when the generator released it. (autocannon's rate option spends each
-// connection's budget for a second back to back at the start of the second, which saturates the
-// target, and its percentiles are whole ms.)
+// hundredth of a ms from when its request was due, and from when the generator released it.
+// (autocannon's rate option spends each connection's budget for a second back to back at the
+// start of the second, which saturates the target, and its percentiles are whole ms.)
 import { readFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import autocannon from 'autocannon'
@@ -48,10 +48,10 @@ const DRAIN_MS = 10_000
  * a due request goes out on the connection free the longest (waiting for one counts in its
  * latency), so every connection carries requests: the service answers a connection that has sent
  * nothing for HEADERS_TIMEOUT_MS (10 s) with a 408 and closes it, as slow clients must not hold
- * their slots. Its latency runs from when it was due to the end of its answer's body. Node's HTTP client cost
- * about as much CPU per request as the service (2 cores: the generator's own work then became the
- * latency measured), so requests are bytes made once and answers are only framed (status line,
- * Content-Length, body length).
+ * their slots. Its latency runs from when it was due to the end of its answer's body. Node's HTTP
+ * client cost about as much CPU per request as the service (2 cores: the generator's own work then
+ * became the latency measured), so requests are bytes made once and answers are only framed
+ * (status line, Content-Length, body length).
  */
 async function fixedRate (rate: number) {
   const { hostname, port } = new URL(job.base)
@@ -105,23 +105,21 @@ async function fixedRate (rate: number) {
     else free.push(conn)
   }
   const conns: Conn[] = []
-  let open = 0
+  const anyOpen = () => conns.some((c) => c.open)
   await Promise.all(Array.from({ length: job.connections }, () => new Promise<void>((resolve) => {
     const socket = connect({ host: hostname, port: Number(port), noDelay: true })
     const conn: Conn = { socket, busy: -1, open: true }
     conns.push(conn)
-    open++
     const framer = new AnswerFramer((code) => finish(conn, code))
     socket.on('data', (chunk: Buffer) => framer.push(chunk))
     // from the server's end (or an error) on, nothing more is sent on it; its 'close' follows
     const ended = () => {
       if (!conn.open) return
       conn.open = false
-      open--
       closed++
       const at = free.indexOf(conn)
       if (at >= 0) free.splice(at, 1)
-      if (open === 0) {
+      if (!anyOpen()) {
         errors += waiting.length // never to be sent: no connection is left
         waiting.length = 0
       }
@@ -149,7 +147,7 @@ async function fixedRate (rate: number) {
         lastDue = dueAt(i)
         const conn = free.shift()
         if (conn) send(conn, i)
-        else if (open > 0) waiting.push(i)
+        else if (anyOpen()) waiting.push(i)
         else errors++ // no connection left to send it on
       }
       if (sent < total) setTimeout(tick, 1)
@@ -160,7 +158,7 @@ async function fixedRate (rate: number) {
   const drainUntil = performance.now() + DRAIN_MS
   const done = () => answered + errors === total
   while (!done() && performance.now() < drainUntil) await new Promise((resolve) => setTimeout(resolve, 20))
-  const closedByServer = closed
+  const closedByServer = closed // before the destroys below end the rest
   for (const conn of conns) conn.socket.destroy()
   const sorted = latencies.subarray(0, counted).sort()
   const sortedFromSend = fromSend.subarray(0, counted).sort()

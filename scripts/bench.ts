@@ -84,6 +84,8 @@ interface Run {
   /** the target process's CPU time over the run, µs (when its pid was given) */
   serverCpuUs?: number
 }
+/** A run's answers by status code. */
+const statusCounts = (run: Run): Record<string, number> => Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count]))
 const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.total)) * 10) / 10
 /** Where a case is answered: the bare process for the ceilings, the service for the rest. */
 interface Target { base: string, pid?: number }
@@ -125,7 +127,7 @@ const runs = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
 const baselineRuns = new Map<string, Run[]>(CASES.map((c) => [c.name, []]))
 const logRun = (round: number, name: string, run: Run) =>
   log(`round ${round} ${name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
-    `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count])))}`)
+    `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(statusCounts(run))}`)
 if (baseline !== undefined && WARMUP > 0) {
   for (const c of CASES) if (!isCeiling(c)) await load(c, { base: baseline.url, pid: baseline.child.pid }, CONNECTIONS, 'job.json', WARMUP)
 }
@@ -159,10 +161,10 @@ const fixedRate: {
 for (const c of CASES.filter((x) => FIXED_RATE_CASES.includes(x.name))) {
   const rate = Math.floor(median(runs.get(c.name)!.map((r) => r.rps)) / 2)
   const run = await load(c, undefined, CONNECTIONS, 'job.json', SECONDS, rate)
-  const statuses = Object.fromEntries(Object.entries(run.statusCodes).map(([k, v]) => [k, v.count]))
+  const statuses = statusCounts(run)
   const faults = { errors: run.errors + run.timeouts, unsolicited: run.unsolicited ?? 0, connections_closed: run.closed ?? 0 }
   fixedRate.push({ case: `${c.name} @ half rate`, rate, rps: Math.round(run.rps), p50_ms: run.p50, p99_ms: run.p99, p50_from_send_ms: run.p50FromSend!, p99_from_send_ms: run.p99FromSend!, statuses, ...faults })
-  log(`${c.name} at ${rate} req/s: p50 ${run.p50} ms, p99 ${run.p99} ms; from release p50 ${run.p50FromSend} ms, p99 ${run.p99FromSend} ms ` +
+  log(`${c.name} at ${rate} req/s: p50 ${run.p50} ms, p99 ${run.p99} ms; from send p50 ${run.p50FromSend} ms, p99 ${run.p99FromSend} ms ` +
     `(${Math.round(run.rps)} req/s answered) ${JSON.stringify(statuses)}${Object.values(faults).some((n) => n > 0) ? ` ${JSON.stringify(faults)}` : ''}`)
 }
 clearInterval(sampler)
@@ -254,7 +256,7 @@ const rows = CASES.map((c) => {
     // rounds): where the two cores went. They move from run to run about as much as req/s does.
     server_cpu_us_per_request: median(list.map((r) => perRequest(r.serverCpuUs!, r))),
     load_generator_cpu_us_per_request: median(list.map((r) => perRequest(r.cpuUs, r))),
-    statuses: Object.fromEntries(Object.entries(list[list.length - 1].statusCodes ?? {}).map(([k, v]) => [k, v.count])),
+    statuses: statusCounts(list[list.length - 1]),
     errors: list.reduce((n, r) => n + r.errors + r.timeouts, 0),
     rounds: list.map((r) => Math.round(r.rps))
   }

@@ -18,10 +18,10 @@ t.test('datasets generate/import --category-name: names of categories 8 and abov
   const names = db.prepare("SELECT value FROM meta WHERE key = 'category_names'").pluck().get()
   db.close()
   t.same(JSON.parse(names as string), { 8: 'Heliport', 9: 'Fuel stop' })
-  for (const bad of ['7=Hotel', '8=', 'x=Heliport', '8= padded']) {
+  for (const bad of ['7=Hotel', '2147483648=Far', '8=', 'x=Heliport', '8= padded']) {
     const refused = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '5', '--category-name', bad)
     t.equal(refused.status, 2, bad)
-    t.equal(refused.stderr, `error: --category-name must be ID=NAME with an id from 8 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(bad)})\n`)
+    t.equal(refused.stderr, `error: --category-name must be ID=NAME with an id from 8 to 2147483647 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(bad)})\n`)
   }
 })
 

@@ -196,7 +196,7 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   const before = readFileSync(join(dir, 'production.db'))
   const refused = await run('datasets', 'import', '--dataset', 'production', '--file', bad)
   t.equal(refused.status, 1)
-  t.equal(refused.stderr, 'line 2: category must be a whole number from 1; name must be 1 to 200 characters without control characters; ' +
+  t.equal(refused.stderr, 'line 2: category must be a whole number from 1 to 2147483647; name must be 1 to 200 characters without control characters; ' +
     'region must be three upper-case letters; country must be two upper-case letters; latitude must be a number from -90 to 90; ' +
     `longitude must be a number from -180 to 180\nerror: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`)
   t.same(readFileSync(join(dir, 'production.db')), before)

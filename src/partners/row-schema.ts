@@ -4,8 +4,8 @@
 // `partners show --json` plus the token digest.
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 import { Errors, ValueErrorType } from '@sinclair/typebox/errors'
-import { SLUG_PATTERN, SLUG_RULE } from '../schemas/common.ts'
-import { CATEGORY_MAX, ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
+import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../schemas/common.ts'
+import { ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
 
 const oneOf = (values: readonly string[]) =>
   Type.Union(values.map((v) => Type.Literal(v)), { 'x-expected': `one of ${values.join(', ')}` })

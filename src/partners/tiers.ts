@@ -26,6 +26,4 @@ export const DEFAULT_MAX_RESULTS = 100
 export const MAX_RESULTS_CEILING = 10_000
 /** The largest limit of a window: the CLI, the store and both export versions check this bound. */
 export const MAX_LIMIT = 1_000_000_000
-/** The largest category id, as in the dataset files (category 0 and 1 are never served). */
-export const CATEGORY_MAX = 2_147_483_647
 export const DEFAULT_RADIUS_KM = 25

@@ -21,5 +21,7 @@ export const Tag = Type.String({
 export const Latitude = Type.Number({ minimum: -90, maximum: 90, 'x-coordinate': 'lat', description: 'Latitude in decimal degrees, -90 to 90' })
 export const Longitude = Type.Number({ minimum: -180, maximum: 180, 'x-coordinate': 'lng', description: 'Longitude in decimal degrees, -180 to 180' })
 export const RadiusKm = Type.Number({ exclusiveMinimum: 0, default: 25, description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap' })
-export const CategoryId = Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Only sites of this category; it must be in the partner allow-list' })
+/** The largest category id: datasets, the API's parameter and partners' allow-lists share it (0 and 1 are never served). */
+export const CATEGORY_MAX = 2_147_483_647
+export const CategoryId = Type.Integer({ minimum: 1, maximum: CATEGORY_MAX, description: 'Only sites of this category; it must be in the partner allow-list' })
 export const DemoFlag = Type.Boolean({ default: false, description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0' })

@@ -2,7 +2,7 @@
 // The new file is written beside the old one and renamed into place only when every row is valid.
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
-import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
+import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
 import { COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
 import { readRecordBatches, type ImportFormat } from './import-formats.ts'
 
@@ -27,8 +27,8 @@ export function validateRecord (fields: Record<string, unknown>, precision: numb
 
   const categoryValue = fields.category
   const category = typeof categoryValue === 'string' && /^\s*\d+\s*$/.test(categoryValue) ? Number(categoryValue) : categoryValue
-  if (typeof category !== 'number' || !Number.isSafeInteger(category) || category < 1 || category > 2147483647) {
-    reasons.push('category must be a whole number from 1')
+  if (typeof category !== 'number' || !Number.isSafeInteger(category) || category < 1 || category > CATEGORY_MAX) {
+    reasons.push(`category must be a whole number from 1 to ${CATEGORY_MAX}`)
   }
 
   const name = fields.name

@@ -152,7 +152,7 @@ t.test('every invalid value is reported with its line; nothing is written', asyn
     HEADER,
     'ok1,4,Fine,EUR,GB,51.5,-0.1,~fuel',
     'bad id,4,N,EUR,GB,1,1,',
-    'c1,0,N,EUR,GB,1,1,',
+    'c1,2147483648,N,EUR,GB,1,1,', // one above the largest id (0 is in the next test)
     'c2,4.5,N,EUR,GB,1,1,',
     'n1,4,,EUR,GB,1,1,',
     'r1,4,N,eur,GB,1,1,',
@@ -169,8 +169,8 @@ t.test('every invalid value is reported with its line; nothing is written', asyn
   t.equal(result.ok, false)
   t.same(result.errors, [
     'line 3: id must be 1 to 64 characters of A-Z a-z 0-9 _ -',
-    'line 4: category must be a whole number from 1',
-    'line 5: category must be a whole number from 1',
+    'line 4: category must be a whole number from 1 to 2147483647',
+    'line 5: category must be a whole number from 1 to 2147483647',
     'line 6: name must be 1 to 200 characters without control characters',
     'line 7: region must be three upper-case letters',
     'line 8: country must be two upper-case letters',
@@ -206,7 +206,7 @@ t.test('a duplicate id found when its batch is written is still listed in line o
   const result = await importSites({ file, format: 'csv', target: join(dir, 'late.db'), precision: 3 })
   t.equal(result.ok, false)
   t.equal(result.errorCount, 21)
-  t.same(result.errors, ['line 5: duplicate id "d0"', ...Array.from({ length: 19 }, (_, i) => `line ${i + 6}: category must be a whole number from 1`)])
+  t.same(result.errors, ['line 5: duplicate id "d0"', ...Array.from({ length: 19 }, (_, i) => `line ${i + 6}: category must be a whole number from 1 to 2147483647`)])
 })
 
 t.test('a file with no sites is refused', async (t) => {
