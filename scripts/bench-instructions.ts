@@ -33,7 +33,7 @@ import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { AnswerFramer, requestBytes } from './bench-http.ts'
-import { BASELINE, COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, SERVICE_ENV, SITES, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
@@ -266,7 +266,7 @@ for (const b of builds) await stop((await startService(b, await freePort())).chi
 // under valgrind a second holds about 50 times fewer requests than outside it.
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
 const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
-const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, {})
+const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, bareEnv(CASES))
 if (IDLE_SECONDS > 0) {
   log(`idle for ${IDLE_SECONDS} s...`)
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))

@@ -69,7 +69,11 @@ export async function waitForHttp (url: string, child: ChildProcess, timeoutMs: 
   throw new Error(`${url} did not answer within ${timeoutMs} ms`)
 }
 
-export interface Case { name: string, paths: string[], token?: string, note: string, headers?: Record<string, string> }
+export interface Case {
+  name: string, paths: string[], token?: string, note: string, headers?: Record<string, string>
+  /** answered by the bare route's process (HELLO_SCRIPT): the ceilings and the floor */
+  bare?: true
+}
 
 const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
 
@@ -129,8 +133,9 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
     [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
   }
   const cases: Case[] = [
-    { name: 'hello-world', paths: ['/'], note: 'bare Fastify route in its own process (the ceiling)' },
-    { name: 'hello-world 19kB', paths: ['/big'], note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
+    { name: 'hello-world', paths: ['/'], bare: true, note: 'bare Fastify route in its own process (the ceiling)' },
+    { name: 'hello-world 19kB', paths: ['/big'], bare: true, note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
+    { name: 'floor: cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, bare: true, note: 'the contract\'s work for a cached nearest answer done plainly, in the bare route\'s process (scripts/bench-floor.ts)' },
     { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
     { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
     { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
@@ -166,8 +171,12 @@ export function setUp (): { cases: Case[], buildSeconds: number } {
   return { cases: selectCases(cases, ONLY), buildSeconds }
 }
 
-/** The bare route's cases (the ceilings), answered by HELLO_SCRIPT's process. */
-export const isCeiling = (c: Case) => c.name.startsWith('hello-world')
+/** The cases answered by HELLO_SCRIPT's process: the bare route's (the ceilings) and the floor. */
+export const isCeiling = (c: Case) => c.bare === true
+
+/** The environment of HELLO_SCRIPT's process: the tokens its floor route takes (those of the floor's cases). */
+export const bareEnv = (cases: Case[]): Record<string, string> =>
+  ({ FLOOR_TOKENS: cases.filter((c) => c.bare && c.token !== undefined).map((c) => c.token).join(',') })
 
 /** A case's request headers: its own, and its partner's token. */
 export const caseHeaders = (c: Case): Record<string, string> => ({ ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })

@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { BASELINE, COMMIT, DATA, DISTINCT, HELLO_SCRIPT, ONLY, ROOT, SITES, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -38,7 +38,8 @@ function rssKb (pid: number): number {
 const { cases: CASES, buildSeconds } = setUp()
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
-// cycling URLs always miss while a hot set of 100 always hits) and the ceiling. The first boot on
+// cycling URLs always miss while a hot set of 100 always hits) and the ceiling (with the floor of a
+// cached answer in its process, scripts/bench-floor.ts, given the floor case's token). The first boot on
 // a new dataset file verifies it and writes its index snapshot; the second boot is measured.
 const servicePort = await freePort()
 const helloPort = await freePort()
@@ -66,7 +67,7 @@ log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))
 const rssRestKb = rssKb(service.pid!)
 const hello = spawn(process.execPath, [HELLO_SCRIPT], {
-  cwd: ROOT, env: { ...process.env, PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
+  cwd: ROOT, env: { ...process.env, ...bareEnv(CASES), PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
 })
 await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
 
