@@ -1,60 +1,117 @@
-// The floor of a cached answer: what the contract asks of every request, each part in its plainest
-// Fastify form, in one context of the bare route's process: the Bearer token's SHA-256 looked up,
-// the request written to the partner's log (what the limits and /usage count), the query checked by
-// a Fastify schema, the answer found by a key in a Map, its five headers (request id, type, ETag,
-// Cache-Control, Vary), a usage count per second, and one access line (JSON, written once a turn).
-// Left out, though the service must do them: three exact windows and their headers, conditional
-// requests and compression, the dataset's choice, metrics, per-request telemetry, the pool. What
-// this route costs beyond the bare route is the contract's; what the service costs beyond this is
+// The floor: what the contract asks of every request, each part in its plainest Fastify form, in
+// one context of the bare route's process. onRequest: the Bearer token's SHA-256 looked up; a
+// partner with a limit has its window counted over its request log and gets a 429 (RateLimit and
+// Retry-After headers, the error body) when it is full; else the request is written to the log
+// (what limits and /usage count). The routes: the query checked by a Fastify schema, the answer
+// found by a key in a Map, five headers (request id, type, ETag, Cache-Control, Vary), a usage
+// count per second. onResponse: one access line (JSON), written once a turn.
+// Left out, though the service must do them: three windows, conditional requests and compression,
+// the dataset's choice, metrics, per-request telemetry, the answer pool, the Host check. What the
+// floor costs beyond the bare route is the contract's; what the service costs beyond the floor is
 // its own (docs/performance.md, "The floor").
 import { createHash, randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pino from 'pino'
 
-interface Partner { slug: string, fingerprint: string, log: Float64Array, next: number, second: number, requests: number }
+interface Partner {
+  fingerprint: string
+  /** requests a minute; null: unlimited */
+  limit: number | null
+  /** the times of accepted requests, a ring: those from `start` to `next` are in the last minute */
+  log: Float64Array
+  start: number
+  next: number
+  second: number
+  requests: number
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    floorPartner: Partner | null
+  }
+}
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 const LOG_ENTRIES = 1 << 20
+const MINUTE_MS = 60_000
+const JSON_TYPE = 'application/json; charset=utf-8'
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
-/** Registered without fastify-plugin: its hook stays in its context, off the bare route's path. */
-export default async function floor (app: FastifyInstance, { tokens, out = pino.destination({ dest: 1, sync: false }) }: { tokens: string[], out?: { write: (text: string) => unknown } }) {
-  const partners = new Map<string, Partner>(tokens.map((token, i) => [sha256(token), { slug: `partner-${i}`, fingerprint: `all-${i}`, log: new Float64Array(LOG_ENTRIES), next: 0, second: 0, requests: 0 }]))
-  const cache = new Map<string, { body: Buffer, etag: string }>()
-  const refuse = (reply: FastifyReply, status: number, code: string) =>
-    reply.code(status).header('x-request-id', randomUUID()).send({ code, message: code, data: { status } })
+/** A partner for each `token` (unlimited) or `token:N` (N requests a minute). */
+function partnersOf (tokens: string[]): Map<string, Partner> {
+  return new Map(tokens.map((entry, i) => {
+    const [token, limit] = entry.split(':')
+    return [sha256(token), { fingerprint: `all-${i}`, limit: limit === undefined ? null : Number(limit), log: new Float64Array(LOG_ENTRIES), start: 0, next: 0, second: 0, requests: 0 }]
+  }))
+}
 
-  app.get('/v1/sites/nearest', {
-    schema: {
-      querystring: {
-        type: 'object',
-        properties: { lat: { type: 'number', minimum: -90, maximum: 90 }, lng: { type: 'number', minimum: -180, maximum: 180 } },
-        required: ['lat', 'lng'],
-        additionalProperties: false
+/** Registered without fastify-plugin: its hooks stay in its context, off the bare route's path. */
+export default async function floor (app: FastifyInstance, { tokens, out = pino.destination({ dest: 1, sync: false }) }: { tokens: string[], out?: { write: (text: string) => unknown } }) {
+  const partners = partnersOf(tokens)
+  const cache = new Map<string, { body: Buffer, etag: string }>()
+  const refuse = (reply: FastifyReply, code: string, message: string) =>
+    reply.code(401).header('x-request-id', randomUUID()).header('content-type', JSON_TYPE).header('cache-control', 'no-store')
+      .send(JSON.stringify({ code, message, data: { status: 401 } }))
+  app.decorateRequest('floorPartner', null)
+
+  app.addHook('onRequest', (request, reply, done) => {
+    const match = BEARER.exec(request.headers.authorization ?? '')
+    // answered here: done() is not called, and the reply (a thenable) is not returned to Fastify
+    if (match === null) {
+      refuse(reply, 'missing_key', 'No API key.')
+      return
+    }
+    const partner = partners.get(sha256(match[1]))
+    if (partner === undefined) {
+      refuse(reply, 'invalid_key', 'The API key is not recognised.')
+      return
+    }
+    const now = Date.now()
+    if (partner.limit !== null) {
+      while (partner.start < partner.next && partner.log[partner.start % LOG_ENTRIES] <= now - MINUTE_MS) partner.start++
+      const used = partner.next - partner.start
+      if (used >= partner.limit) {
+        const resetMs = partner.log[partner.start % LOG_ENTRIES] + MINUTE_MS - now
+        const retryAfter = Math.max(1, Math.ceil(resetMs / 1000))
+        const body = { code: 'rate_limited', message: `Rate limit exceeded for the minute window. Retry after ${retryAfter} seconds.`, data: { status: 429, window: 'minute', retry_after: retryAfter } }
+        reply.code(429).header('x-request-id', randomUUID())
+          .header('ratelimit-policy', `"minute";q=${partner.limit};w=60`).header('ratelimit', `"minute";r=0;t=${retryAfter}`)
+          .header('x-ratelimit-limit', String(partner.limit)).header('x-ratelimit-remaining', '0').header('x-ratelimit-used', String(used))
+          .header('x-ratelimit-reset', String(Math.ceil((now + resetMs) / 1000))).header('retry-after', String(retryAfter))
+          .header('content-type', JSON_TYPE).header('cache-control', 'no-store')
+          .send(JSON.stringify(body))
+        return
       }
     }
-  }, (request, reply) => {
-    const match = BEARER.exec(request.headers.authorization ?? '')
-    if (match === null) return refuse(reply, 401, 'missing_key')
-    const partner = partners.get(sha256(match[1]))
-    if (partner === undefined) return refuse(reply, 401, 'invalid_key')
-    const now = Date.now()
     partner.log[partner.next++ % LOG_ENTRIES] = now
-    const { lat, lng } = request.query as { lat: number, lng: number }
-    const key = `/sites/nearest\u0000lat=${lat}&lng=${lng}\u0000${partner.fingerprint}`
+    request.floorPartner = partner
+    done()
+  })
+
+  const answer = (route: string) => (request: FastifyRequest, reply: FastifyReply) => {
+    const partner = request.floorPartner!
+    const query = request.query as Record<string, number>
+    const key = `${route}\u0000lat=${query.lat}&lng=${query.lng}&radius=${query.radius}\u0000${partner.fingerprint}`
     let entry = cache.get(key)
     if (entry === undefined) {
-      const body = { id: 'prd-0291561', category: '7', name: 'Nice Bridge Aerodrome', latitude: lat, longitude: lng, distance_nm: 0.353, helipaddy_link: 'https://helipaddy.com/pad/prd-0291561' }
-      entry = { body: Buffer.from(JSON.stringify(body)), etag: `"${createHash('sha1').update(key).digest('base64url')}"` }
+      const body = { id: 'prd-0291561', category: '7', name: 'Nice Bridge Aerodrome', latitude: query.lat, longitude: query.lng, distance_nm: 0.353, helipaddy_link: 'https://helipaddy.com/pad/prd-0291561' }
+      entry = { body: Buffer.from(JSON.stringify(route === '/sites' ? [body] : body)), etag: `"${createHash('sha1').update(key).digest('base64url')}"` }
       cache.set(key, entry)
     }
-    const second = Math.floor(now / 1000)
+    const second = Math.floor(Date.now() / 1000)
     if (partner.second === second) partner.requests++
-    else { partner.second = second; partner.requests = 1 }
-    reply.header('x-request-id', randomUUID()).header('content-type', 'application/json; charset=utf-8')
+    else {
+      partner.second = second
+      partner.requests = 1
+    }
+    reply.header('x-request-id', randomUUID()).header('content-type', JSON_TYPE)
       .header('etag', entry.etag).header('cache-control', 'private, max-age=60').header('vary', 'accept-encoding')
       .send(entry.body)
-  })
+  }
+  const point = { lat: { type: 'number', minimum: -90, maximum: 90 }, lng: { type: 'number', minimum: -180, maximum: 180 } }
+  const querystring = (properties: object) => ({ type: 'object', properties, required: ['lat', 'lng'], additionalProperties: false })
+  app.get('/v1/sites/nearest', { schema: { querystring: querystring(point) } }, answer('/sites/nearest'))
+  app.get('/v1/sites', { schema: { querystring: querystring({ ...point, radius: { type: 'number', minimum: 0.1, maximum: 100, default: 25 } }) } }, answer('/sites'))
 
   let pending = ''
   const flush = () => {

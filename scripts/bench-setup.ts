@@ -71,11 +71,15 @@ export async function waitForHttp (url: string, child: ChildProcess, timeoutMs: 
 
 export interface Case {
   name: string, paths: string[], token?: string, note: string, headers?: Record<string, string>
-  /** answered by the bare route's process (HELLO_SCRIPT): the ceilings and the floor */
+  /** answered by the bare route's process (HELLO_SCRIPT): the ceilings and the floors */
   bare?: true
+  /** a floor case's partner limit, requests a minute (scripts/bench-floor.ts) */
+  perMinute?: number
 }
 
 const UNLIMITED = { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } as const
+/** the 429 path's partner: its requests beyond these a minute are refused */
+const LIMITED_PER_MINUTE = 30
 
 /**
  * The production dataset (built unless `reuse` and present: 80% near European towns, all
@@ -109,7 +113,7 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
   const tokens = {
     wide: partner('wide', { categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED }),
     rare: partner('rare', { categories: [10], otherCategories: true, limitOverrides: UNLIMITED }),
-    limited: partner('limited', { limitOverrides: { minute: 30, hour: 'unlimited', day: 'unlimited' } }, 'growth')
+    limited: partner('limited', { limitOverrides: { minute: LIMITED_PER_MINUTE, hour: 'unlimited', day: 'unlimited' } }, 'growth')
   }
   store.close()
 
@@ -136,6 +140,7 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
     { name: 'hello-world', paths: ['/'], bare: true, note: 'bare Fastify route in its own process (the ceiling)' },
     { name: 'hello-world 19kB', paths: ['/big'], bare: true, note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
     { name: 'floor: cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, bare: true, note: 'the contract\'s work for a cached nearest answer done plainly, in the bare route\'s process (scripts/bench-floor.ts)' },
+    { name: 'floor: 429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, perMinute: LIMITED_PER_MINUTE, bare: true, note: 'the contract\'s work for a refusal at the limit done plainly, in the bare route\'s process' },
     { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
     { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
     { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
@@ -174,9 +179,9 @@ export function setUp (): { cases: Case[], buildSeconds: number } {
 /** The cases answered by HELLO_SCRIPT's process: the bare route's (the ceilings) and the floor. */
 export const isCeiling = (c: Case) => c.bare === true
 
-/** The environment of HELLO_SCRIPT's process: the tokens its floor route takes (those of the floor's cases). */
+/** The environment of HELLO_SCRIPT's process: the partners its floor takes (`token` or `token:perMinute`, those of the floor cases). */
 export const bareEnv = (cases: Case[]): Record<string, string> =>
-  ({ FLOOR_TOKENS: cases.filter((c) => c.bare && c.token !== undefined).map((c) => c.token).join(',') })
+  ({ FLOOR_TOKENS: cases.filter((c) => c.bare && c.token !== undefined).map((c) => c.perMinute === undefined ? c.token : `${c.token}:${c.perMinute}`).join(',') })
 
 /** A case's request headers: its own, and its partner's token. */
 export const caseHeaders = (c: Case): Record<string, string> => ({ ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })

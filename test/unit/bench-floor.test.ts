@@ -1,6 +1,7 @@
-// The bench's floor route (scripts/bench-floor.ts) answers what the bench counts it for: a cached
-// answer with the service's headers for a known token, refusals otherwise, one access line each.
-// A floor that answered 401s or 400s would make its ratio meaningless.
+// The bench's floor (scripts/bench-floor.ts) answers what the bench counts it for: a cached answer
+// with the service's headers for a known token, a 429 with the limit's headers for a partner at its
+// limit, refusals otherwise, one access line each. A floor that answered 401s or 400s would make
+// its ratio meaningless.
 import t from 'tap'
 import Fastify from 'fastify'
 import floor from '../../scripts/bench-floor.ts'
@@ -8,7 +9,7 @@ import floor from '../../scripts/bench-floor.ts'
 async function floorApp (lines: string[]) {
   const app = Fastify({ logger: false })
   app.get('/', async () => ({ hello: 'world' }))
-  await app.register(floor, { tokens: ['tok-a', 'tok-b'], out: { write: (text: string) => lines.push(...text.split('\n').filter(Boolean)) } })
+  await app.register(floor, { tokens: ['tok-a', 'tok-b', 'tok-c:3'], out: { write: (text: string) => lines.push(...text.split('\n').filter(Boolean)) } })
   return app
 }
 const flushed = () => new Promise((resolve) => setImmediate(resolve))
@@ -42,7 +43,7 @@ t.test('refusals: no token, an unknown one, a bad query; the bare route keeps no
   const app = await floorApp(lines)
   const url = '/v1/sites/nearest?lat=43.9&lng=7.6'
   t.equal((await app.inject({ url })).statusCode, 401)
-  t.equal((await app.inject({ url, headers: { authorization: 'Bearer tok-c' } })).statusCode, 401)
+  t.equal((await app.inject({ url, headers: { authorization: 'Bearer tok-d' } })).statusCode, 401)
   t.equal((await app.inject({ url: '/v1/sites/nearest?lat=91&lng=7.6', headers: { authorization: 'Bearer tok-a' } })).statusCode, 400)
   t.equal((await app.inject({ url: '/v1/sites/nearest?lat=43.9', headers: { authorization: 'Bearer tok-a' } })).statusCode, 400)
   await flushed()
@@ -51,4 +52,41 @@ t.test('refusals: no token, an unknown one, a bad query; the bare route keeps no
   t.equal(bare.body, '{"hello":"world"}')
   await flushed()
   t.equal(lines.length, 4, 'no line for the bare route')
+})
+
+t.test('a partner with a limit: its first requests answered, then 429s with the limit\'s headers, the window sliding', async (t) => {
+  const lines: string[] = []
+  const app = await floorApp(lines)
+  const clock = { now: 1_800_000_000_000 }
+  const realNow = Date.now
+  Date.now = () => clock.now
+  t.teardown(() => { Date.now = realNow })
+  const url = '/v1/sites?lat=43.9&lng=7.6&radius=25'
+  const headers = { authorization: 'Bearer tok-c' }
+  const statuses: number[] = []
+  for (let i = 0; i < 3; i++) {
+    statuses.push((await app.inject({ url, headers })).statusCode)
+    clock.now += 10_000
+  }
+  t.same(statuses, [200, 200, 200])
+  clock.now = 1_800_000_000_000 + 59_000
+  const refused = await app.inject({ url, headers })
+  t.equal(refused.statusCode, 429)
+  t.same(JSON.parse(refused.body), { code: 'rate_limited', message: 'Rate limit exceeded for the minute window. Retry after 1 seconds.', data: { status: 429, window: 'minute', retry_after: 1 } })
+  t.match(refused.headers, {
+    'ratelimit-policy': '"minute";q=3;w=60',
+    ratelimit: '"minute";r=0;t=1',
+    'x-ratelimit-limit': '3',
+    'x-ratelimit-remaining': '0',
+    'x-ratelimit-used': '3',
+    'x-ratelimit-reset': '1800000060',
+    'retry-after': '1',
+    'cache-control': 'no-store',
+    'content-type': 'application/json; charset=utf-8'
+  })
+  t.equal(JSON.parse(refused.body).data.status, 429)
+  clock.now = 1_800_000_000_000 + 60_000 // the first request has left the window
+  t.equal((await app.inject({ url, headers })).statusCode, 200)
+  t.equal((await app.inject({ url, headers })).statusCode, 429, 'the window is full again')
+  t.equal((await app.inject({ url: '/v1/sites?lat=43.9&lng=7.6', headers: { authorization: 'Bearer tok-a' } })).statusCode, 200, 'an unlimited partner is not refused')
 })
