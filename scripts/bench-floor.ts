@@ -1,14 +1,15 @@
-// The floor: what the contract asks of every request, each part in its plainest Fastify form, in
-// one context of the bare route's process. onRequest: the Bearer token's SHA-256 looked up; a
-// partner with a limit has its window counted over its request log and gets a 429 (RateLimit and
-// Retry-After headers, the error body) when it is full; else the request is written to the log
-// (what limits and /usage count). The routes: the query checked by a Fastify schema, the answer
-// found by a key in a Map, five headers (request id, type, ETag, Cache-Control, Vary), a usage
-// count per second. onResponse: one access line (JSON), written once a turn.
+// The floors: what the contract asks of every request, each part in its plainest Fastify form, in
+// one context of the bare route's process. onRequest: a request id; the Bearer token's SHA-256
+// looked up; a partner with a limit has its minute counted over its request log and gets a 429
+// (RateLimit and Retry-After headers, the error body) when it is full; else the request is written
+// to the log (what limits and /usage count). The routes: the query checked by a Fastify schema
+// (Fastify's default Ajv: unknown parameters are dropped, a bad one is a 400), the answer found by
+// a key in a Map, four more headers (type, ETag, Cache-Control, Vary), a usage count per second.
+// onResponse: one access line (JSON), written once a turn.
 // Left out, though the service must do them: three windows, conditional requests and compression,
-// the dataset's choice, metrics, per-request telemetry, the answer pool, the Host check. What the
-// floor costs beyond the bare route is the contract's; what the service costs beyond the floor is
-// its own (docs/performance.md, "The floor").
+// the dataset's choice, metrics, per-request telemetry, the answer pool, the Host check. What a
+// floor costs beyond the bare route is the contract's; what the service costs beyond it is its
+// own (docs/performance.md, "The floor").
 import { createHash, randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pino from 'pino'
@@ -17,7 +18,7 @@ interface Partner {
   fingerprint: string
   /** requests a minute; null: unlimited */
   limit: number | null
-  /** the times of accepted requests, a ring: those from `start` to `next` are in the last minute */
+  /** the times of accepted requests, a ring; with a limit, those from `start` to `next` are the last minute's */
   log: Float64Array
   start: number
   next: number
@@ -36,34 +37,47 @@ const LOG_ENTRIES = 1 << 20
 const MINUTE_MS = 60_000
 const JSON_TYPE = 'application/json; charset=utf-8'
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+const MESSAGES = {
+  rest_bad_request: 'The request is malformed.',
+  svc_partner_api_missing_key: 'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.',
+  svc_partner_api_invalid_key: 'The API key is not recognised.',
+  svc_partner_api_rate_limited: 'Rate limit exceeded for the {window} window. Retry after {retry_after} seconds.'
+}
 
-/** A partner for each `token` (unlimited) or `token:N` (N requests a minute). */
+/** A partner for each `token` (unlimited) or `token:N` (N requests a minute, at most the ring's size). */
 function partnersOf (tokens: string[]): Map<string, Partner> {
   return new Map(tokens.map((entry, i) => {
-    const [token, limit] = entry.split(':')
-    return [sha256(token), { fingerprint: `all-${i}`, limit: limit === undefined ? null : Number(limit), log: new Float64Array(LOG_ENTRIES), start: 0, next: 0, second: 0, requests: 0 }]
+    const [token, perMinute] = entry.split(':')
+    const limit = perMinute === undefined ? null : Number(perMinute)
+    if (limit !== null && !(Number.isInteger(limit) && limit >= 1 && limit <= LOG_ENTRIES)) throw new Error(`floor: ${perMinute} is not a limit from 1 to ${LOG_ENTRIES}`)
+    return [sha256(token), { fingerprint: `all-${i}`, limit, log: new Float64Array(LOG_ENTRIES), start: 0, next: 0, second: 0, requests: 0 }]
   }))
 }
+
+/** The service's error body for a code of its catalogue (the same strings, made plainly). */
+const errorBody = (code: keyof typeof MESSAGES, status: number, data: Record<string, unknown> = {}) =>
+  JSON.stringify({ code, message: MESSAGES[code].replace(/\{(\w+)\}/g, (_, name: string) => String(data[name])), data: { status, ...data } })
 
 /** Registered without fastify-plugin: its hooks stay in its context, off the bare route's path. */
 export default async function floor (app: FastifyInstance, { tokens, out = pino.destination({ dest: 1, sync: false }) }: { tokens: string[], out?: { write: (text: string) => unknown } }) {
   const partners = partnersOf(tokens)
   const cache = new Map<string, { body: Buffer, etag: string }>()
-  const refuse = (reply: FastifyReply, code: string, message: string) =>
-    reply.code(401).header('x-request-id', randomUUID()).header('content-type', JSON_TYPE).header('cache-control', 'no-store')
-      .send(JSON.stringify({ code, message, data: { status: 401 } }))
+  const refuse = (reply: FastifyReply, status: number, body: string) =>
+    reply.code(status).header('content-type', JSON_TYPE).header('cache-control', 'no-store').send(body)
   app.decorateRequest('floorPartner', null)
+  app.setErrorHandler((_error, _request, reply) => { refuse(reply, 400, errorBody('rest_bad_request', 400)) })
 
   app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', randomUUID())
     const match = BEARER.exec(request.headers.authorization ?? '')
     // answered here: done() is not called, and the reply (a thenable) is not returned to Fastify
     if (match === null) {
-      refuse(reply, 'missing_key', 'No API key.')
+      refuse(reply, 401, errorBody('svc_partner_api_missing_key', 401))
       return
     }
     const partner = partners.get(sha256(match[1]))
     if (partner === undefined) {
-      refuse(reply, 'invalid_key', 'The API key is not recognised.')
+      refuse(reply, 401, errorBody('svc_partner_api_invalid_key', 401))
       return
     }
     const now = Date.now()
@@ -73,13 +87,10 @@ export default async function floor (app: FastifyInstance, { tokens, out = pino.
       if (used >= partner.limit) {
         const resetMs = partner.log[partner.start % LOG_ENTRIES] + MINUTE_MS - now
         const retryAfter = Math.max(1, Math.ceil(resetMs / 1000))
-        const body = { code: 'rate_limited', message: `Rate limit exceeded for the minute window. Retry after ${retryAfter} seconds.`, data: { status: 429, window: 'minute', retry_after: retryAfter } }
-        reply.code(429).header('x-request-id', randomUUID())
-          .header('ratelimit-policy', `"minute";q=${partner.limit};w=60`).header('ratelimit', `"minute";r=0;t=${retryAfter}`)
+        reply.header('ratelimit-policy', `"minute";q=${partner.limit};w=60`).header('ratelimit', `"minute";r=0;t=${retryAfter}`)
           .header('x-ratelimit-limit', String(partner.limit)).header('x-ratelimit-remaining', '0').header('x-ratelimit-used', String(used))
           .header('x-ratelimit-reset', String(Math.ceil((now + resetMs) / 1000))).header('retry-after', String(retryAfter))
-          .header('content-type', JSON_TYPE).header('cache-control', 'no-store')
-          .send(JSON.stringify(body))
+        refuse(reply, 429, errorBody('svc_partner_api_rate_limited', 429, { window: 'minute', retry_after: retryAfter }))
         return
       }
     }
@@ -104,7 +115,7 @@ export default async function floor (app: FastifyInstance, { tokens, out = pino.
       partner.second = second
       partner.requests = 1
     }
-    reply.header('x-request-id', randomUUID()).header('content-type', JSON_TYPE)
+    reply.header('content-type', JSON_TYPE)
       .header('etag', entry.etag).header('cache-control', 'private, max-age=60').header('vary', 'accept-encoding')
       .send(entry.body)
   }

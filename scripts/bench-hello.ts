@@ -1,5 +1,5 @@
 // The ceiling: a bare Fastify hello-world route, in a process of its own; beside it, in a context
-// of its own, the floor of a cached answer (bench-floor.ts).
+// of its own, the floors of a cached answer and a 429 (bench-floor.ts).
 import Fastify from 'fastify'
 import { holdTickShape } from '../src/http/tick-shape.ts'
 import floor from './bench-floor.ts'
@@ -24,7 +24,7 @@ const record = (i: number) => ({
 })
 const big = Buffer.from(JSON.stringify(Array.from({ length: 100 }, (_, i) => record(i))))
 app.get('/big', (_request, reply) => { reply.type('application/json; charset=utf-8').send(big) })
-// The floor of a cached answer, in a context of its own (its hook stays off the routes above).
+// The floors, in a context of their own (their hooks stay off the routes above).
 await app.register(floor, { tokens: (process.env.FLOOR_TOKENS ?? '').split(',').filter(Boolean) })
 const address = await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 process.stdout.write(`listening ${address}\n`)

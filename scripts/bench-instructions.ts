@@ -33,7 +33,7 @@ import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { AnswerFramer, requestBytes } from './bench-http.ts'
-import { BASELINE, COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
@@ -276,7 +276,7 @@ const fmt = (n: number) => n.toLocaleString('en')
 interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, steady_per_request: number, steady_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
 const rows: Row[] = []
 for (const c of CASES) {
-  const targets = isCeiling(c) ? [hello] : services
+  const targets = isBare(c) ? [hello] : services
   await Promise.all(targets.map(async (t) => {
     await t.connections.open()
     await t.connections.replay(c, 0, WARMUP)

@@ -176,10 +176,10 @@ export function setUp (): { cases: Case[], buildSeconds: number } {
   return { cases: selectCases(cases, ONLY), buildSeconds }
 }
 
-/** The cases answered by HELLO_SCRIPT's process: the bare route's (the ceilings) and the floor. */
-export const isCeiling = (c: Case) => c.bare === true
+/** The cases answered by HELLO_SCRIPT's process: the bare route's (the ceilings) and the floors. */
+export const isBare = (c: Case) => c.bare === true
 
-/** The environment of HELLO_SCRIPT's process: the partners its floor takes (`token` or `token:perMinute`, those of the floor cases). */
+/** The environment of HELLO_SCRIPT's process: the partners its floors take (`token` or `token:perMinute`, those of the floor cases). */
 export const bareEnv = (cases: Case[]): Record<string, string> =>
   ({ FLOOR_TOKENS: cases.filter((c) => c.bare && c.token !== undefined).map((c) => c.perMinute === undefined ? c.token : `${c.token}:${c.perMinute}`).join(',') })
 
@@ -188,12 +188,12 @@ export const caseHeaders = (c: Case): Record<string, string> => ({ ...c.headers,
 
 /**
  * The cases BENCH_CASES names (comma-separated; an exact name selects that case alone, any other
- * text every case whose name holds it), with the ceilings always; all of them without it.
+ * text every case whose name holds it), with the ceilings and floors always; all of them without it.
  */
 export function selectCases (all: Case[], only: string[] | undefined): Case[] {
   if (only === undefined) return all
   const selects = (o: string, name: string) => name === o || (!all.some((x) => x.name === o) && name.includes(o))
-  return all.filter((c) => isCeiling(c) || only.some((o) => selects(o, c.name)))
+  return all.filter((c) => isBare(c) || only.some((o) => selects(o, c.name)))
 }
 
 /** A build to measure: its service's command line as `npm start` runs it, its directory and its DATA_DIR. */

@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { BASELINE, COMMIT, DATA, DISTINCT, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isCeiling, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -38,8 +38,8 @@ function rssKb (pid: number): number {
 const { cases: CASES, buildSeconds } = setUp()
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
-// cycling URLs always miss while a hot set of 100 always hits) and the ceiling (with the floor of a
-// cached answer in its process, scripts/bench-floor.ts, given the floor case's token). The first boot on
+// cycling URLs always miss while a hot set of 100 always hits) and the ceiling (with the floors in
+// its process, scripts/bench-floor.ts, given the floor cases' partners). The first boot on
 // a new dataset file verifies it and writes its index snapshot; the second boot is measured.
 const servicePort = await freePort()
 const helloPort = await freePort()
@@ -88,9 +88,9 @@ interface Run {
 /** A run's answers by status code. */
 const statusCounts = (run: Run): Record<string, number> => Object.fromEntries(Object.entries(run.statusCodes ?? {}).map(([k, v]) => [k, v.count]))
 const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.total)) * 10) / 10
-/** Where a case is answered: the bare process for the ceilings, the service for the rest. */
+/** Where a case is answered: the bare process for the ceilings and floors, the service for the rest. */
 interface Target { base: string, pid?: number }
-const targetOf = (c: Case): Target => isCeiling(c) ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
+const targetOf = (c: Case): Target => isBare(c) ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
 function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, overallRate?: number): Promise<Run> {
   const job = join(DATA, jobName)
   writeFileSync(job, JSON.stringify({
@@ -118,7 +118,7 @@ function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNE
 }
 
 // 4. Warm-up (JIT, and the record fragments the service makes on first use), then rounds: every
-// case once per round, the ceilings first in each.
+// case once per round, the ceilings and floors first in each.
 if (WARMUP > 0) {
   for (const c of CASES) await load(c, undefined, CONNECTIONS, 'job.json', WARMUP)
   log(`warmed up: ${WARMUP} s of each case, not measured`)
@@ -130,11 +130,11 @@ const logRun = (round: number, name: string, run: Run) =>
   log(`round ${round} ${name.padEnd(15)} ${Math.round(run.rps).toString().padStart(7)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  ` +
     `CPU µs/request: server ${perRequest(run.serverCpuUs!, run)}, load generator ${perRequest(run.cpuUs, run)}  ${JSON.stringify(statusCounts(run))}`)
 if (baseline !== undefined && WARMUP > 0) {
-  for (const c of CASES) if (!isCeiling(c)) await load(c, { base: baseline.url, pid: baseline.child.pid }, CONNECTIONS, 'job.json', WARMUP)
+  for (const c of CASES) if (!isBare(c)) await load(c, { base: baseline.url, pid: baseline.child.pid }, CONNECTIONS, 'job.json', WARMUP)
 }
 for (let round = 1; round <= ROUNDS; round++) {
   for (const c of CASES) {
-    if (baseline === undefined || isCeiling(c)) {
+    if (baseline === undefined || isBare(c)) {
       const run = await load(c)
       runs.get(c.name)!.push(run)
       logRun(round, c.name, run)
@@ -306,7 +306,7 @@ process.stdout.write(table.join('\n') + '\n')
 
 if (baseline !== undefined) {
   // Each round's pair of runs side by side: the ratio of the pair, then the median of the pairs.
-  const ab = CASES.filter((c) => !isCeiling(c)).map((c) => {
+  const ab = CASES.filter((c) => !isBare(c)).map((c) => {
     const a = baselineRuns.get(c.name)!
     const b = runs.get(c.name)!
     const cpuA = a.map((r) => perRequest(r.serverCpuUs!, r))
