@@ -11,8 +11,9 @@
 // floor costs beyond the bare route is the contract's; what the service costs beyond it is its
 // own (docs/performance.md, "The floor").
 import { createHash, randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pino from 'pino'
+import { ERRORS } from '../src/errors.ts'
 
 interface Partner {
   fingerprint: string
@@ -37,12 +38,6 @@ const LOG_ENTRIES = 1 << 20
 const MINUTE_MS = 60_000
 const JSON_TYPE = 'application/json; charset=utf-8'
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
-const MESSAGES = {
-  rest_bad_request: 'The request is malformed.',
-  svc_partner_api_missing_key: 'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.',
-  svc_partner_api_invalid_key: 'The API key is not recognised.',
-  svc_partner_api_rate_limited: 'Rate limit exceeded for the {window} window. Retry after {retry_after} seconds.'
-}
 
 /** A partner for each `token` (unlimited) or `token:N` (N requests a minute, at most the ring's size). */
 function partnersOf (tokens: string[]): Map<string, Partner> {
@@ -54,30 +49,35 @@ function partnersOf (tokens: string[]): Map<string, Partner> {
   }))
 }
 
-/** The service's error body for a code of its catalogue (the same strings, made plainly). */
-const errorBody = (code: keyof typeof MESSAGES, status: number, data: Record<string, unknown> = {}) =>
-  JSON.stringify({ code, message: MESSAGES[code].replace(/\{(\w+)\}/g, (_, name: string) => String(data[name])), data: { status, ...data } })
+/** A refusal with the service's error body for a code of its catalogue, made plainly (message filled by a regular expression, JSON.stringify). */
+function refuse (reply: FastifyReply, code: keyof typeof ERRORS, data: Record<string, unknown> = {}) {
+  const { status, message } = ERRORS[code]
+  reply.code(status).header('content-type', JSON_TYPE).header('cache-control', 'no-store')
+    .send(JSON.stringify({ code, message: message.replace(/\{(\w+)\}/g, (_, name: string) => String(data[name])), data: { status, ...data } }))
+}
 
 /** Registered without fastify-plugin: its hooks stay in its context, off the bare route's path. */
 export default async function floor (app: FastifyInstance, { tokens, out = pino.destination({ dest: 1, sync: false }) }: { tokens: string[], out?: { write: (text: string) => unknown } }) {
   const partners = partnersOf(tokens)
   const cache = new Map<string, { body: Buffer, etag: string }>()
-  const refuse = (reply: FastifyReply, status: number, body: string) =>
-    reply.code(status).header('content-type', JSON_TYPE).header('cache-control', 'no-store').send(body)
   app.decorateRequest('floorPartner', null)
-  app.setErrorHandler((_error, _request, reply) => { refuse(reply, 400, errorBody('rest_bad_request', 400)) })
+  // a query the schema refuses; anything else (a fault of the floor itself) goes on to Fastify's handler
+  app.setErrorHandler((error: FastifyError, _request, reply) => {
+    if (error.validation === undefined) throw error
+    refuse(reply, 'rest_bad_request')
+  })
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', randomUUID())
     const match = BEARER.exec(request.headers.authorization ?? '')
     // answered here: done() is not called, and the reply (a thenable) is not returned to Fastify
     if (match === null) {
-      refuse(reply, 401, errorBody('svc_partner_api_missing_key', 401))
+      refuse(reply, 'svc_partner_api_missing_key')
       return
     }
     const partner = partners.get(sha256(match[1]))
     if (partner === undefined) {
-      refuse(reply, 401, errorBody('svc_partner_api_invalid_key', 401))
+      refuse(reply, 'svc_partner_api_invalid_key')
       return
     }
     const now = Date.now()
@@ -90,7 +90,7 @@ export default async function floor (app: FastifyInstance, { tokens, out = pino.
         reply.header('ratelimit-policy', `"minute";q=${partner.limit};w=60`).header('ratelimit', `"minute";r=0;t=${retryAfter}`)
           .header('x-ratelimit-limit', String(partner.limit)).header('x-ratelimit-remaining', '0').header('x-ratelimit-used', String(used))
           .header('x-ratelimit-reset', String(Math.ceil((now + resetMs) / 1000))).header('retry-after', String(retryAfter))
-        refuse(reply, 429, errorBody('svc_partner_api_rate_limited', 429, { window: 'minute', retry_after: retryAfter }))
+        refuse(reply, 'svc_partner_api_rate_limited', { window: 'minute', retry_after: retryAfter })
         return
       }
     }
