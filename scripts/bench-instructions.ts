@@ -9,8 +9,10 @@
 // Each process (this build's service, a baseline's with BENCH_BASELINE, and the bare Fastify route)
 // runs under `valgrind --tool=callgrind` with counting off. A case's requests go over a few
 // keep-alive connections, opened for the case: first BENCH_WARMUP_REQUESTS unmeasured (JIT, record
-// fragments made on first use), then one window left out and BENCH_WINDOWS counted, each the same
-// BENCH_REQUESTS requests (callgrind_control: zero, on, off, dump). A window counts the whole
+// fragments made on first use), then one window left out and BENCH_WINDOWS counted, each the next
+// BENCH_REQUESTS of the case's URLs (callgrind_control: zero, on, off, dump): a miss case's windows
+// never repeat a URL the cache (1,000 entries) still holds, and each window's cache lookups are read
+// from the service's /metrics and written beside its count. A window counts the whole
 // process, the collector's and compiler's threads included; the figure is the median window, and
 // the median outside V8's compilers and collector ("steady"), whose turns depend on timing. Work
 // done per second rather than per request is inflated about 50-fold under valgrind, so the
@@ -57,12 +59,12 @@ if (spawnSync('valgrind', ['--version']).status !== 0 || spawnSync('callgrind_co
 
 const { cases: CASES } = setUp()
 
-interface Counted { name: string, commit: string, child: ChildProcess, url: string, outDir: string, dumps: number, connections: Connections }
+interface Counted { name: string, commit: string, child: ChildProcess, url: string, outDir: string, dumps: number, connections: Connections, metricsUrl?: string }
 const children: ChildProcess[] = []
 process.on('exit', () => { for (const child of children) child.kill('SIGKILL') })
 
 /** A process under callgrind with counting off until asked; its dumps go to a directory of its own. */
-async function underCallgrind (name: string, commit: string, args: string[], cwd: string, env: Record<string, string>): Promise<Counted> {
+async function underCallgrind (name: string, commit: string, args: string[], cwd: string, env: Record<string, string>, metricsPort?: number): Promise<Counted> {
   const port = await freePort()
   const outDir = join(DATA, `callgrind-${name.replace(/\W+/g, '-')}`)
   rmSync(outDir, { recursive: true, force: true })
@@ -70,7 +72,7 @@ async function underCallgrind (name: string, commit: string, args: string[], cwd
   const child = spawn('valgrind', [
     '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`, ...VALGRIND_ARGS,
     process.execPath, ...NODE_FLAGS, ...(PROFILE ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []), ...args
-  ], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
+  ], { cwd, env: { ...process.env, ...env, PORT: String(port), ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }) }, stdio: ['ignore', 'ignore', 'pipe'] })
   children.push(child)
   let stderr = ''
   child.stderr!.on('data', (d) => { stderr = (stderr + d).slice(-4000) })
@@ -82,7 +84,7 @@ async function underCallgrind (name: string, commit: string, args: string[], cwd
     throw error
   }
   log(`${name} answering under callgrind (pid ${child.pid})`)
-  return { name, commit, child, url, outDir, dumps: 0, connections: new Connections(url) }
+  return { name, commit, child, url, outDir, dumps: 0, connections: new Connections(url), metricsUrl: metricsPort === undefined ? undefined : `http://127.0.0.1:${metricsPort}/metrics` }
 }
 
 /**
@@ -163,13 +165,25 @@ async function nextDump (target: Counted): Promise<{ file: string, total: number
   throw new Error(`no callgrind dump at ${file}`)
 }
 
-interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, functions: FunctionCount[] }
+interface CacheLookups { hit: number, miss: number }
+/** The service's answer-cache lookups so far (lsp_cache_lookups_total), read outside the counted windows. */
+async function cacheLookups (target: Counted): Promise<CacheLookups | undefined> {
+  if (target.metricsUrl === undefined) return undefined
+  const text = await (await fetch(target.metricsUrl)).text()
+  const count = (result: string) => Number(new RegExp(`^lsp_cache_lookups_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN)
+  return { hit: count('hit'), miss: count('miss') }
+}
+
+interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, cache?: CacheLookups, functions: FunctionCount[] }
 async function countWindow (target: Counted, c: Case, from: number): Promise<Window> {
+  const before = await cacheLookups(target)
   control(target, '--zero')
   control(target, '--instr=on')
   const statuses = await target.connections.replay(c, from, REQUESTS)
   control(target, '--instr=off')
   control(target, '--dump')
+  const after = await cacheLookups(target)
+  const cache = before && after && { hit: after.hit - before.hit, miss: after.miss - before.miss }
   const { file, total } = await nextDump(target)
   const counts = functions(file)
   let gc = 0
@@ -178,7 +192,7 @@ async function countWindow (target: Counted, c: Case, from: number): Promise<Win
     if (GC_FUNCTION.test(f.name)) gc += f.ir
     else if (COMPILER_FUNCTION.test(f.name)) compiler += f.ir
   }
-  return { instructions: total, gc, compiler, statuses, functions: counts }
+  return { instructions: total, gc, compiler, statuses, cache, functions: counts }
 }
 
 interface FunctionCount { ir: number, name: string }
@@ -265,7 +279,7 @@ for (const b of builds) await stop((await startService(b, await freePort())).chi
 // Work done per second, not per request (partner refresh, counter saves), at its longest interval:
 // under valgrind a second holds about 50 times fewer requests than outside it.
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
-const services = await Promise.all(builds.map((b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir })))
+const services = await Promise.all(builds.map(async (b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir }, await freePort())))
 const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, bareEnv(CASES))
 if (IDLE_SECONDS > 0) {
   log(`idle for ${IDLE_SECONDS} s...`)
@@ -273,7 +287,7 @@ if (IDLE_SECONDS > 0) {
 }
 
 const fmt = (n: number) => n.toLocaleString('en')
-interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, steady_per_request: number, steady_windows: number[], statuses: Record<string, number>, profile?: ReturnType<typeof profileOf> }
+interface Row { case: string, build: string, commit: string, per_request: number, windows: number[], gc_per_request: number, compiler_per_request: number, steady_per_request: number, steady_windows: number[], statuses: Record<string, number>, cache?: CacheLookups, profile?: ReturnType<typeof profileOf> }
 const rows: Row[] = []
 for (const c of CASES) {
   const targets = isBare(c) ? [hello] : services
@@ -285,7 +299,7 @@ for (const c of CASES) {
     // one more window than asked, the first left out: the first window after counting starts
     // costs 1.3-2.3 times the others in the service (not in the bare route)
     const list: Window[] = []
-    for (let w = 0; w <= WINDOWS; w++) list.push(await countWindow(t, c, WARMUP))
+    for (let w = 0; w <= WINDOWS; w++) list.push(await countWindow(t, c, WARMUP + w * REQUESTS))
     return list.slice(1)
   }))
   targets.forEach((t, i) => {
@@ -303,13 +317,15 @@ for (const c of CASES) {
       compiler_per_request: Math.round(median(perRequest((w) => w.compiler))),
       steady_per_request: Math.round(median(steady)),
       steady_windows: steady,
-      statuses: list[list.length - 1].statuses
+      statuses: list[list.length - 1].statuses,
+      // the counted windows' answer-cache lookups together (the bare route has no cache)
+      cache: list.every((w) => w.cache) ? list.reduce((sum, w) => ({ hit: sum.hit + w.cache!.hit, miss: sum.miss + w.cache!.miss }), { hit: 0, miss: 0 }) : undefined
     }
     // the profile of the window with the median count
     const middle = [...list].sort((a, b) => a.instructions - b.instructions)[(list.length - 1) >> 1]
     if (PROFILE) row.profile = profileOf(t, middle.functions, REQUESTS)
     rows.push(row)
-    log(`${c.name.padEnd(20)} ${row.build.padEnd(10)} ${fmt(row.per_request).padStart(10)} instructions/request  windows ${all.map(fmt).join(' ')}  collector ${fmt(row.gc_per_request)}  compiler ${fmt(row.compiler_per_request)}  steady ${row.steady_windows.map(fmt).join(' ')}  ${JSON.stringify(row.statuses)}`)
+    log(`${c.name.padEnd(20)} ${row.build.padEnd(10)} ${fmt(row.per_request).padStart(10)} instructions/request  windows ${all.map(fmt).join(' ')}  collector ${fmt(row.gc_per_request)}  compiler ${fmt(row.compiler_per_request)}  steady ${row.steady_windows.map(fmt).join(' ')}  ${JSON.stringify(row.statuses)}${row.cache ? `  cache hits ${row.cache.hit}, misses ${row.cache.miss}` : ''}`)
     if (row.profile) {
       for (const p of row.profile.groups) log(`    ${fmt(p.per_request).padStart(9)}  ${p.name}: ${p.top.map((f) => `${f.name.slice(0, 60)} ${fmt(f.per_request)}`).join('; ')}`)
       log('    top functions:')
@@ -324,10 +340,10 @@ const bare = rows.find((r) => r.case === 'hello-world')?.per_request
 const table = [
   `instructions per request (callgrind, user space; median of ${WINDOWS} windows of ${REQUESTS} requests after ${WARMUP} unmeasured);`,
   '"steady": outside V8\'s compilers and the garbage collector, whose turns depend on timing',
-  `${'case'.padEnd(20)} ${'all'.padStart(9)} ${'x bare'.padStart(6)} ${'steady'.padStart(9)} ${'GC'.padStart(7)} ${'compiler'.padStart(8)}${BASELINE !== undefined ? `  ${'baseline all'.padStart(12)} ${'steady'.padStart(9)}  ${'all A/B'.padStart(7)} ${'steady A/B'.padStart(10)}` : ''}`,
+  `${'case'.padEnd(20)} ${'all'.padStart(9)} ${'x bare'.padStart(6)} ${'steady'.padStart(9)} ${'GC'.padStart(7)} ${'compiler'.padStart(8)} ${'cache hit/miss'.padStart(14)}${BASELINE !== undefined ? `  ${'baseline all'.padStart(12)} ${'steady'.padStart(9)}  ${'all A/B'.padStart(7)} ${'steady A/B'.padStart(10)}` : ''}`,
   ...rows.filter((r) => r.build !== 'baseline').map((r) => {
     const b = rows.find((x) => x.case === r.case && x.build === 'baseline')
-    return `${r.case.padEnd(20)} ${fmt(r.per_request).padStart(9)} ${(bare ? (r.per_request / bare).toFixed(2) : '-').padStart(6)} ${fmt(r.steady_per_request).padStart(9)} ${fmt(r.gc_per_request).padStart(7)} ${fmt(r.compiler_per_request).padStart(8)}` +
+    return `${r.case.padEnd(20)} ${fmt(r.per_request).padStart(9)} ${(bare ? (r.per_request / bare).toFixed(2) : '-').padStart(6)} ${fmt(r.steady_per_request).padStart(9)} ${fmt(r.gc_per_request).padStart(7)} ${fmt(r.compiler_per_request).padStart(8)} ${(r.cache ? `${r.cache.hit}/${r.cache.miss}` : '-').padStart(14)}` +
       (b ? `  ${fmt(b.per_request).padStart(12)} ${fmt(b.steady_per_request).padStart(9)}  ${(r.per_request / b.per_request).toFixed(3).padStart(7)} ${(r.steady_per_request / b.steady_per_request).toFixed(3).padStart(10)}` : '')
   })
 ]
