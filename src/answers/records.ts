@@ -78,6 +78,11 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | FoundIn {
  * The JSON of one record form for every site of a dataset, made on first use and kept as
  * bytes in large chunks (no object or string per site), so that an answer is assembled by
  * copying bytes: no serialising, no string joining, no encoding on the hot path.
+ *
+ * Each fragment is followed in its chunk by a comma, so fragments made one after another (a tag
+ * page's sites, made by its first request, or an answer's new sites) are copied into a later
+ * answer listing them in that order as one run: a copy costs about 700 instructions whatever
+ * its length, 360,000 of a 500-record page's when each fragment was copied alone.
  */
 export class FragmentStore {
   static readonly CHUNK_BITS = 23
@@ -85,6 +90,8 @@ export class FragmentStore {
   /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
   static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
   private readonly chunks: Buffer[] = []
+  /** the chunks as plain Uint8Arrays: a view's `subarray` is the cheapest source for `set` */
+  private readonly views: Uint8Array[] = []
   private used = FragmentStore.CHUNK_BYTES
   /**
    * Per site, side by side (one memory read finds both): where its fragment is (chunk number in
@@ -110,34 +117,31 @@ export class FragmentStore {
     if (known !== 0) return known
     const json = this.make(p)
     const bytes = Buffer.byteLength(json)
-    if (this.used + bytes > FragmentStore.CHUNK_BYTES) {
+    if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
       if (this.chunks.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
       // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
-      this.chunks.push(Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes)))
+      const chunk = Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes + 1))
+      this.chunks.push(chunk)
+      this.views.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length))
       this.used = 0
     }
     const chunk = this.chunks.length - 1
     this.chunks[chunk].write(json, this.used, 'utf8')
+    this.chunks[chunk][this.used + bytes] = 0x2c // , (read only as part of a run)
     this.span[2 * p] = ((chunk << FragmentStore.CHUNK_BITS) | this.used) >>> 0
     this.span[2 * p + 1] = bytes
-    this.used += bytes
+    this.used += bytes + 1
     return bytes
   }
 
   copy (p: number, target: Buffer, at: number): number {
-    return this.copyOf(this.span, p, target, at)
+    return this.copyBytes(this.span[2 * p], this.span[2 * p + 1], target, at)
   }
 
-  /**
-   * Copies the fragment whose span is entry `k` of `span` (the whole fragment: `target` has room).
-   * `set` from a plain Uint8Array view costs about half what `Buffer.copy` does for fragments of
-   * this size (its argument checks and range clamping are most of its time, not the bytes).
-   */
-  private copyOf (span: Uint32Array, k: number, target: Buffer, at: number): number {
-    const where = span[2 * k]
-    const bytes = span[2 * k + 1]
-    const chunk = this.chunks[where >>> FragmentStore.CHUNK_BITS]
-    target.set(new Uint8Array(chunk.buffer, chunk.byteOffset + (where & (FragmentStore.CHUNK_BYTES - 1)), bytes), at)
+  /** Copies `bytes` from `where` (a span's chunk and offset) into `target` (which has room) at `at`. */
+  private copyBytes (where: number, bytes: number, target: Buffer, at: number): number {
+    const start = where & (FragmentStore.CHUNK_BYTES - 1)
+    target.set(this.views[where >>> FragmentStore.CHUNK_BITS].subarray(start, start + bytes), at)
     return bytes
   }
 
@@ -169,10 +173,25 @@ export class FragmentStore {
     const out = answers.take(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [
+    // a run: fragments that follow one another in one chunk, with the commas between them
+    let runWhere = 0
+    let runBytes = 0
     for (let i = 0; i < keys.length; i++) {
-      if (i > 0) out[at++] = 0x2c // ,
-      at += this.copyOf(span, keys[i], out, at)
+      const where = span[2 * keys[i]]
+      const bytes = span[2 * keys[i] + 1]
+      // the next fragment of the run's chunk (a run ending at the chunk's end is not followed by the next chunk's first)
+      if (runBytes > 0 && where === runWhere + runBytes + 1 && (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)) {
+        runBytes += 1 + bytes
+        continue
+      }
+      if (runBytes > 0) {
+        at += this.copyBytes(runWhere, runBytes, out, at)
+        out[at++] = 0x2c // ,
+      }
+      runWhere = where
+      runBytes = bytes
     }
+    if (runBytes > 0) at += this.copyBytes(runWhere, runBytes, out, at)
     out[at++] = 0x5d // ]
     out.write(tail, at, 'latin1')
     return out

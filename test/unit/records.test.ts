@@ -135,3 +135,22 @@ t.test('fragments across many chunks, and one larger than a chunk, come back byt
   t.equal(store.one(150).toString(), text(150))
   t.equal(store.array([]).toString(), '[]')
 })
+
+t.test('fragments made one after another are copied as one run, but never across chunks', async (t) => {
+  // fragment 0 and its comma fill the first chunk exactly, so fragment 1 starts the next chunk
+  // at the address just past that comma: adjacent by number, not by memory
+  const text = (p: number) => p === 0 ? `"${'a'.repeat(FragmentStore.CHUNK_BYTES - 3)}"` : JSON.stringify({ p })
+  const store = new FragmentStore(6, text)
+  const expected = (order: number[]) => `[${order.map(text).join(',')}]`
+  for (const order of [[0, 1], [0, 1, 2, 3], [1, 2, 3, 4, 5], [3, 4, 5, 1, 2], [5, 4, 3], [2, 2, 3], [1, 3, 5], [4, 5, 0, 1, 2]]) {
+    t.equal(store.array(order).toString(), expected(order), `sites ${order.join(', ')}`)
+  }
+  t.equal(store.one(0).toString(), text(0))
+  t.equal(store.one(1).toString(), text(1), 'one fragment without its comma')
+  const sites = new FragmentStore(1000, (p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) }))
+  const page = Array.from({ length: 500 }, (_, i) => 200 + i)
+  t.equal(sites.array(page, '{"sites":', '}').toString(), `{"sites":[${page.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]}`, 'a page made by its first request')
+  t.equal(sites.array(page, '{"sites":', '}').toString(), `{"sites":[${page.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]}`, 'the same page again: one run')
+  const mixed = [...page.slice(100, 150), 1, 2, ...page.slice(0, 10), 999]
+  t.equal(sites.array(mixed).toString(), `[${mixed.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]`, 'runs and single fragments mixed')
+})
