@@ -166,11 +166,21 @@ async function nextDump (target: Counted): Promise<{ file: string, total: number
 }
 
 interface CacheLookups { hit: number, miss: number }
-/** The service's answer-cache lookups so far (lsp_cache_lookups_total), read outside the counted windows. */
+/**
+ * The service's answer-cache lookups so far (lsp_cache_lookups_total), read outside the counted
+ * windows; undefined for a build without the metric (an older baseline: no metrics server, or
+ * no such counter), a series not yet printed counted as 0.
+ */
 async function cacheLookups (target: Counted): Promise<CacheLookups | undefined> {
   if (target.metricsUrl === undefined) return undefined
-  const text = await (await fetch(target.metricsUrl)).text()
-  const count = (result: string) => Number(new RegExp(`^lsp_cache_lookups_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN)
+  let text: string
+  try {
+    text = await (await fetch(target.metricsUrl)).text()
+  } catch {
+    return undefined
+  }
+  if (!/^# TYPE lsp_cache_lookups_total /m.test(text)) return undefined
+  const count = (result: string) => Number(new RegExp(`^lsp_cache_lookups_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0)
   return { hit: count('hit'), miss: count('miss') }
 }
 

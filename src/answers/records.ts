@@ -173,25 +173,25 @@ export class FragmentStore {
     const out = answers.take(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [
-    // a run: fragments that follow one another in one chunk, with the commas between them
+    // a run: fragments that follow one another in one chunk, with the commas between them (-1: none yet)
     let runWhere = 0
-    let runBytes = 0
+    let runBytes = -1
     for (let i = 0; i < keys.length; i++) {
       const where = span[2 * keys[i]]
       const bytes = span[2 * keys[i] + 1]
       // the next fragment of the run's chunk (a run ending at the chunk's end is not followed by the next chunk's first)
-      if (runBytes > 0 && where === runWhere + runBytes + 1 && (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)) {
+      if (runBytes >= 0 && where === runWhere + runBytes + 1 && (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)) {
         runBytes += 1 + bytes
         continue
       }
-      if (runBytes > 0) {
+      if (runBytes >= 0) {
         at += this.copyBytes(runWhere, runBytes, out, at)
         out[at++] = 0x2c // ,
       }
       runWhere = where
       runBytes = bytes
     }
-    if (runBytes > 0) at += this.copyBytes(runWhere, runBytes, out, at)
+    if (runBytes >= 0) at += this.copyBytes(runWhere, runBytes, out, at)
     out[at++] = 0x5d // ]
     out.write(tail, at, 'latin1')
     return out

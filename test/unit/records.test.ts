@@ -147,6 +147,9 @@ t.test('fragments made one after another are copied as one run, but never across
   }
   t.equal(store.one(0).toString(), text(0))
   t.equal(store.one(1).toString(), text(1), 'one fragment without its comma')
+  const bare = new FragmentStore(3, (p) => p === 1 ? '' : String(p))
+  t.equal(bare.array([0, 1, 2]).toString(), '[0,,2]', 'an empty fragment keeps its commas')
+  t.equal(bare.array([1, 0]).toString(), '[,0]', 'a run that starts with an empty fragment')
   const sites = new FragmentStore(1000, (p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) }))
   const page = Array.from({ length: 500 }, (_, i) => 200 + i)
   t.equal(sites.array(page, '{"sites":', '}').toString(), `{"sites":[${page.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]}`, 'a page made by its first request')
