@@ -11,13 +11,13 @@
 // keep-alive connections, opened for the case: first BENCH_WARMUP_REQUESTS unmeasured (JIT, record
 // fragments made on first use), then one window left out and BENCH_WINDOWS counted, each the next
 // BENCH_REQUESTS of the case's URLs (callgrind_control: zero, on, off, dump): a miss case's windows
-// never repeat a URL the cache (1,000 entries) still holds, and each window's cache lookups are read
-// from the service's /metrics and written beside its count. A window counts the whole
-// process, the collector's and compiler's threads included; the figure is the median window, and
-// the median outside V8's compilers and collector ("steady"), whose turns depend on timing. Work
-// done per second rather than per request is inflated about 50-fold under valgrind, so the
-// service's timers run at their longest intervals. The baseline runs at the same time as the
-// current build, so both see the same load.
+// never repeat a URL the cache (1,000 entries) still holds, and the cache's hits and misses over
+// a case's counted windows are read from the service's /metrics and written beside its counts. A
+// window counts the whole process, the collector's and compiler's threads included; the figure
+// is the median window, and the median outside V8's compilers and collector ("steady"), whose
+// turns depend on timing. Work done per second rather than per request is inflated about 50-fold
+// under valgrind, so the service's timers run at their longest intervals. The baseline runs at the
+// same time as the current build, so both see the same load.
 //   BENCH_BASELINE=<git ref>, BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench;
 //   BENCH_REQUESTS (1000), BENCH_WINDOWS (5), BENCH_WARMUP_REQUESTS (15000), BENCH_CONNECTIONS (4);
 //   BENCH_IDLE_SECONDS (0): the processes sit idle this long after they answer, before the first case
@@ -64,7 +64,7 @@ const children: ChildProcess[] = []
 process.on('exit', () => { for (const child of children) child.kill('SIGKILL') })
 
 /** A process under callgrind with counting off until asked; its dumps go to a directory of its own. */
-async function underCallgrind (name: string, commit: string, args: string[], cwd: string, env: Record<string, string>, metricsPort?: number): Promise<Counted> {
+async function underCallgrind (name: string, commit: string, args: string[], cwd: string, env: Record<string, string>): Promise<Counted> {
   const port = await freePort()
   const outDir = join(DATA, `callgrind-${name.replace(/\W+/g, '-')}`)
   rmSync(outDir, { recursive: true, force: true })
@@ -72,7 +72,7 @@ async function underCallgrind (name: string, commit: string, args: string[], cwd
   const child = spawn('valgrind', [
     '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`, ...VALGRIND_ARGS,
     process.execPath, ...NODE_FLAGS, ...(PROFILE ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []), ...args
-  ], { cwd, env: { ...process.env, ...env, PORT: String(port), ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }) }, stdio: ['ignore', 'ignore', 'pipe'] })
+  ], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
   children.push(child)
   let stderr = ''
   child.stderr!.on('data', (d) => { stderr = (stderr + d).slice(-4000) })
@@ -84,7 +84,8 @@ async function underCallgrind (name: string, commit: string, args: string[], cwd
     throw error
   }
   log(`${name} answering under callgrind (pid ${child.pid})`)
-  return { name, commit, child, url, outDir, dumps: 0, connections: new Connections(url), metricsUrl: metricsPort === undefined ? undefined : `http://127.0.0.1:${metricsPort}/metrics` }
+  const metricsUrl = env.METRICS_PORT === undefined ? undefined : `http://127.0.0.1:${env.METRICS_PORT}/metrics`
+  return { name, commit, child, url, outDir, dumps: 0, connections: new Connections(url), metricsUrl }
 }
 
 /**
@@ -184,16 +185,13 @@ async function cacheLookups (target: Counted): Promise<CacheLookups | undefined>
   return { hit: count('hit'), miss: count('miss') }
 }
 
-interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, cache?: CacheLookups, functions: FunctionCount[] }
+interface Window { instructions: number, gc: number, compiler: number, statuses: Record<string, number>, functions: FunctionCount[] }
 async function countWindow (target: Counted, c: Case, from: number): Promise<Window> {
-  const before = await cacheLookups(target)
   control(target, '--zero')
   control(target, '--instr=on')
   const statuses = await target.connections.replay(c, from, REQUESTS)
   control(target, '--instr=off')
   control(target, '--dump')
-  const after = await cacheLookups(target)
-  const cache = before && after && { hit: after.hit - before.hit, miss: after.miss - before.miss }
   const { file, total } = await nextDump(target)
   const counts = functions(file)
   let gc = 0
@@ -202,7 +200,7 @@ async function countWindow (target: Counted, c: Case, from: number): Promise<Win
     if (GC_FUNCTION.test(f.name)) gc += f.ir
     else if (COMPILER_FUNCTION.test(f.name)) compiler += f.ir
   }
-  return { instructions: total, gc, compiler, statuses, cache, functions: counts }
+  return { instructions: total, gc, compiler, statuses, functions: counts }
 }
 
 interface FunctionCount { ir: number, name: string }
@@ -289,7 +287,8 @@ for (const b of builds) await stop((await startService(b, await freePort())).chi
 // Work done per second, not per request (partner refresh, counter saves), at its longest interval:
 // under valgrind a second holds about 50 times fewer requests than outside it.
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
-const services = await Promise.all(builds.map(async (b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir }, await freePort())))
+// METRICS_PORT: the cache's hits and misses are read from /metrics around a case's counted windows
+const services = await Promise.all(builds.map(async (b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir, METRICS_PORT: String(await freePort()) })))
 const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, bareEnv(CASES))
 if (IDLE_SECONDS > 0) {
   log(`idle for ${IDLE_SECONDS} s...`)
@@ -309,11 +308,18 @@ for (const c of CASES) {
     // one more window than asked, the first left out: the first window after counting starts
     // costs 1.3-2.3 times the others in the service (not in the bare route)
     const list: Window[] = []
-    for (let w = 0; w <= WINDOWS; w++) list.push(await countWindow(t, c, WARMUP + w * REQUESTS))
-    return list.slice(1)
+    let before: CacheLookups | undefined
+    for (let w = 0; w <= WINDOWS; w++) {
+      if (w === 1) before = await cacheLookups(t)
+      list.push(await countWindow(t, c, WARMUP + w * REQUESTS))
+    }
+    // the counted windows' answer-cache lookups (none for the bare route, which has no cache)
+    const after = await cacheLookups(t)
+    const cache = before && after && { hit: after.hit - before.hit, miss: after.miss - before.miss }
+    return { list: list.slice(1), cache }
   }))
   targets.forEach((t, i) => {
-    const list = windows[i]
+    const { list, cache } = windows[i]
     const perRequest = (count: (w: Window) => number) => list.map((w) => Math.round(count(w) / REQUESTS))
     const all = perRequest((w) => w.instructions)
     const steady = perRequest((w) => w.instructions - w.gc - w.compiler)
@@ -328,8 +334,7 @@ for (const c of CASES) {
       steady_per_request: Math.round(median(steady)),
       steady_windows: steady,
       statuses: list[list.length - 1].statuses,
-      // the counted windows' answer-cache lookups together (the bare route has no cache)
-      cache: list.every((w) => w.cache) ? list.reduce((sum, w) => ({ hit: sum.hit + w.cache!.hit, miss: sum.miss + w.cache!.miss }), { hit: 0, miss: 0 }) : undefined
+      cache
     }
     // the profile of the window with the median count
     const middle = [...list].sort((a, b) => a.instructions - b.instructions)[(list.length - 1) >> 1]

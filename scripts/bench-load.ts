@@ -105,7 +105,8 @@ async function fixedRate (rate: number) {
     else free.push(conn)
   }
   const conns: Conn[] = []
-  const anyOpen = () => conns.some((c) => c.open)
+  // every connection is in `conns` before any can end, and each ends once: the open ones are the rest
+  const anyOpen = () => closed < conns.length
   await Promise.all(Array.from({ length: job.connections }, () => new Promise<void>((resolve) => {
     const socket = connect({ host: hostname, port: Number(port), noDelay: true })
     const conn: Conn = { socket, busy: -1, open: true }

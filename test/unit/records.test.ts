@@ -153,7 +153,13 @@ t.test('fragments made one after another are copied as one run, but never across
   const sites = new FragmentStore(1000, (p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) }))
   const page = Array.from({ length: 500 }, (_, i) => 200 + i)
   t.equal(sites.array(page, '{"sites":', '}').toString(), `{"sites":[${page.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]}`, 'a page made by its first request')
-  t.equal(sites.array(page, '{"sites":', '}').toString(), `{"sites":[${page.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]}`, 'the same page again: one run')
+  // the point of runs: the page's 500 fragments, made one after another, go into the answer in one copy
+  const copies = t.capture(Uint8Array.prototype, 'set', Uint8Array.prototype.set)
+  const again = sites.array(page, '{"sites":', '}').toString()
+  const made = copies().length
+  copies.restore()
+  t.equal(again, `{"sites":[${page.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]}`, 'the same page again')
+  t.equal(made, 1, 'copied as one run')
   const mixed = [...page.slice(100, 150), 1, 2, ...page.slice(0, 10), 999]
   t.equal(sites.array(mixed).toString(), `[${mixed.map((p) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })).join(',')}]`, 'runs and single fragments mixed')
 })
