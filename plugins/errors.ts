@@ -1,7 +1,8 @@
-// One error handler turns every error into the public error body and hides 5xx details;
-// unknown paths answer rest_no_route.
+// One error handler turns every error into the public error body and hides 5xx details.
+// Unknown paths answer rest_no_route: noRoute, set as the 404 handler by the context whose hooks
+// those requests should run (src/app.ts: the access-logged one).
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../src/errors.ts'
 import { JSON_TYPE } from '../src/answers/records.ts'
 
@@ -25,10 +26,9 @@ async function errors (app: FastifyInstance) {
     request.log.info({ code: err.code }, 'request refused by the framework')
     return send(reply, new ApiError('rest_bad_request', {}, undefined, status))
   })
-
-  app.setNotFoundHandler((request, reply) => {
-    send(reply, new ApiError('rest_no_route'))
-  })
 }
+
+/** The answer to a path no route serves. */
+export const noRoute = (_request: FastifyRequest, reply: FastifyReply) => { send(reply, new ApiError('rest_no_route')) }
 
 export default fp(errors, { name: 'errors' })

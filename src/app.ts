@@ -6,7 +6,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
-import { accessWriter } from './http/access-log.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
 import { clientErrorHandler } from './http/connections.ts'
 import { ApiError } from './errors.ts'
@@ -16,7 +15,9 @@ import { redactUrl } from './http/redact.ts'
 import partnerApi from './routes/partner-api.ts'
 import healthRoutes from './routes/health.ts'
 import indexRoutes from './routes/index.ts'
-import errors from '../plugins/errors.ts'
+import docsRoutes from './routes/docs.ts'
+import errors, { noRoute } from '../plugins/errors.ts'
+import accessLog from '../plugins/access-log.ts'
 import health from '../plugins/health.ts'
 import sharedState from '../plugins/shared-state.ts'
 import metrics from '../plugins/metrics.ts'
@@ -31,10 +32,6 @@ import cache from '../plugins/cache.ts'
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config
-  }
-  interface FastifyContextConfig {
-    /** an operator's probe (/healthz, /readyz): left out of the access log */
-    probe?: boolean
   }
 }
 
@@ -132,23 +129,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     reply.header('x-request-id', request.id)
     done()
   })
-  const accessLog = ['trace', 'debug', 'info'].includes(config.logLevel)
-  // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
-  const access = accessWriter(app.log, options.loggerInstance === undefined)
-  process.on('exit', access.flush)
-  app.addHook('onClose', (_app, done) => {
-    access.flush()
-    process.off('exit', access.flush)
-    done()
-  })
-  app.addHook('onResponse', (request, reply, done) => {
-    if (accessLog && request.routeOptions.config.probe !== true) {
-      access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
-        request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)
-    }
-    done()
-  })
-
   await app.register(errors)
   await app.register(answers)
   // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body).
@@ -163,11 +143,19 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(metrics)
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
-  await app.register(openapi, { apiPrefix: config.apiPrefix })
-  // the partner routes and their pipeline, in a context of their own
-  await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
+  await app.register(openapi)
+  // the operators' probes, outside the access log's context
   await app.register(healthRoutes)
-  await app.register(indexRoutes, { apiPrefix: config.apiPrefix })
+  // every other request, unknown paths included, gets an access line
+  await app.register(async function logged (app) {
+    await app.register(accessLog, { level: config.logLevel, knownFormat: options.loggerInstance === undefined })
+    // set here, the 404 handler runs with this context's hooks
+    app.setNotFoundHandler(noRoute)
+    // the partner routes and their pipeline, in a context of their own
+    await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
+    await app.register(indexRoutes, { apiPrefix: config.apiPrefix })
+    await app.register(docsRoutes, { apiPrefix: config.apiPrefix })
+  })
   await app.ready()
   return app
 }
