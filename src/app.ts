@@ -148,8 +148,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(healthRoutes)
   // every other request, unknown paths included, gets an access line
   await app.register(async function logged (app) {
-    await app.register(accessLog, { level: config.logLevel, knownFormat: options.loggerInstance === undefined })
-    // set here, the 404 handler runs with this context's hooks
+    await app.register(accessLog, { knownFormat: options.loggerInstance === undefined })
+    // Set here, without a prefix, it replaces the root's 404 handler and runs this context's hooks
+    // (the root's, then the access line's): root hooks must be added before this context.
     app.setNotFoundHandler(noRoute)
     // the partner routes and their pipeline, in a context of their own
     await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })

@@ -3,7 +3,7 @@
 import { connect } from 'node:net'
 import t from 'tap'
 import { buildApp, loggerOptions } from '../../src/app.ts'
-import { UNLIMITED, logCapture, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import { UNLIMITED, logCapture, nextTurn, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
 
 const { lines, stream } = logCapture()
 const dir = tmpDataDir(t)
@@ -87,6 +87,19 @@ t.test('HTTP/1.1 without Host: 400 in the same body; HTTP/1.0 may leave it out',
   const old = await send('GET /healthz HTTP/1.0\r\n\r\n')
   t.equal(old.statusLine, 'HTTP/1.1 200 OK')
   t.equal(old.body, '{"status":"ok"}')
+})
+
+t.test('without Host, an unknown path and a partner route are refused the same way, with an access line', async (t) => {
+  const accessLines = (id: string) => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.reqId === id)
+    .map((l) => `${l.method} ${l.url} ${l.status}`)
+  for (const path of ['/nope', '/v1/sites/nearest?lat=51.5&lng=-0.12', '/healthz']) {
+    const answer = await send(`GET ${path} HTTP/1.1\r\nConnection: close\r\n\r\n`)
+    t.equal(answer.statusLine, STATUS_LINE[400], path)
+    t.equal(answer.body, body(400), path)
+    t.match(answer.headers['x-request-id'], UUID, path)
+    await nextTurn()
+    t.same(accessLines(answer.headers['x-request-id']), path === '/healthz' ? [] : [`GET ${path} 400`], `${path}: its access line (a probe has none)`)
+  }
 })
 
 t.test('a well-formed request on the same server is answered as ever', async (t) => {
