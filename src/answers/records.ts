@@ -89,9 +89,10 @@ export class FragmentStore {
   static readonly CHUNK_BYTES = 1 << FragmentStore.CHUNK_BITS // 8 MB
   /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
   static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
-  private readonly chunks: Buffer[] = []
-  /** the chunks as plain Uint8Arrays: a view's `subarray` is the cheapest source for `set` */
+  /** the chunks, as plain Uint8Arrays: a view's `subarray` is the cheapest source for `set` */
   private readonly views: Uint8Array[] = []
+  /** the last chunk, the only one written to, as a Buffer (for its UTF-8 `write`) */
+  private filling = Buffer.alloc(0)
   private used = FragmentStore.CHUNK_BYTES
   /**
    * Per site, side by side (one memory read finds both): where its fragment is (chunk number in
@@ -118,16 +119,15 @@ export class FragmentStore {
     const json = this.make(p)
     const bytes = Buffer.byteLength(json)
     if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
-      if (this.chunks.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+      if (this.views.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
       // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
-      const chunk = Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes + 1))
-      this.chunks.push(chunk)
-      this.views.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length))
+      this.filling = Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes + 1))
+      this.views.push(new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length))
       this.used = 0
     }
-    const chunk = this.chunks.length - 1
-    this.chunks[chunk].write(json, this.used, 'utf8')
-    this.chunks[chunk][this.used + bytes] = 0x2c // , (read only as part of a run)
+    const chunk = this.views.length - 1
+    this.filling.write(json, this.used, 'utf8')
+    this.filling[this.used + bytes] = 0x2c // , (read only as part of a run)
     this.span[2 * p] = ((chunk << FragmentStore.CHUNK_BITS) | this.used) >>> 0
     this.span[2 * p + 1] = bytes
     this.used += bytes + 1

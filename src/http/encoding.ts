@@ -28,8 +28,9 @@ export function compress (body: Buffer, encoding: Encoding): Buffer {
     : brotliCompressSync(body, {
       params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: body.length, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT }
     })
-  // zlib's result is a view of its 16 kB output chunk: a copy lets the chunk die young
-  return Buffer.from(compressed)
+  // A result that fits zlib's 16 kB output chunk is a view of it: kept with a cache entry, the
+  // chunk would outlive the scavenges that could free it. Larger results are joined, exactly.
+  return compressed.length === compressed.buffer.byteLength ? compressed : Buffer.from(compressed)
 }
 
 /** The ETag of an encoded representation: its own tag, as RFC 9110 asks of different bytes. */
