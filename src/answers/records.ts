@@ -4,7 +4,7 @@
 // serialising objects on every request.
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/records.ts'
 import type { Dataset, Nearby } from '../sites/dataset.ts'
-import { kmFromHaverSin, type SubIndex } from '../sites/spatial.ts'
+import { kmFromHaverSin } from '../sites/spatial.ts'
 import { answers } from './pool.ts'
 
 export const KM_PER_NM = 1.852
@@ -53,16 +53,27 @@ export function mapMinimalRecord (ds: Dataset, position: number, links: string):
 }
 
 /**
- * An answer's sites as their slots in the one sub-index they were all found in (hits' `slot`s),
- * instead of their positions: their spans are then read by slot (see FragmentStore.array).
+ * An answer's sites as their places in an order of the dataset's sites instead of their
+ * positions: the slots of the one sub-index they were all found in (its tree order), or a tag's
+ * list (id order). Their spans are then read by place (see FragmentStore.array).
  */
-interface FoundIn { index: SubIndex, slots: ArrayLike<number> }
+export interface Placed {
+  /** the position of the site at each place */
+  order: Uint32Array
+  places: ArrayLike<number>
+  /**
+   * Whether answers are fixed slices of the order (a tag's pages), so that a site's fragment is
+   * worth writing again on its first use there, after the one made before it: a page is then
+   * one run, whichever route made its sites' fragments first.
+   */
+  laidOut: boolean
+}
 
 /** An answer's sites: positions in the dataset, or a search's result. */
 export type AnswerSites = ArrayLike<number> | Nearby
 
 /** A search's hits by slot when they all came from one sub-index (their spans lie together), else by position. */
-function keysOf (sites: AnswerSites): ArrayLike<number> | FoundIn {
+function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
   if (!('hits' in sites)) return sites
   const { hits, index } = sites
   const keys = new Uint32Array(hits.length)
@@ -71,7 +82,8 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | FoundIn {
     return keys
   }
   for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
-  return { index, slots: keys }
+  // a search's answers are not fixed slices of the tree order: copies there would not make runs
+  return { order: index.slotPositions, places: keys, laidOut: false }
 }
 
 /**
@@ -79,10 +91,10 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | FoundIn {
  * bytes in large chunks (no object or string per site), so that an answer is assembled by
  * copying bytes: no serialising, no string joining, no encoding on the hot path.
  *
- * Each fragment is followed in its chunk by a comma, so fragments made one after another (a tag
- * page's sites, made by its first request, or an answer's new sites) are copied into a later
- * answer listing them in that order as one run: a copy costs about 700 instructions whatever
- * its length, 360,000 of a 500-record page's when each fragment was copied alone.
+ * Each fragment is followed in its chunk by a comma, so fragments made one after another (an
+ * answer's new sites, a tag page's) are copied into a later answer listing them in that order as
+ * one run: a copy costs about 700 instructions whatever its length, 360,000 of a 500-record
+ * page's when each fragment was copied alone.
  */
 export class FragmentStore {
   static readonly CHUNK_BITS = 23
@@ -100,13 +112,16 @@ export class FragmentStore {
    */
   private readonly span: Uint32Array
   /**
-   * The same spans in the tree order of a sub-index (by slot), for answers whose sites were all
-   * found in it: they lie in a few leaves, so their spans lie in a few cache lines, where by
-   * position they are at random places of an 8 MB table (a cache miss per site; about a third of
-   * the time an answer of 100 records takes to assemble when caches are cold). Copied from `span`
-   * on a site's first use in that sub-index; the table's pages are touched only as it fills.
+   * The same spans by place in an order (see Placed), for answers whose sites lie together
+   * there: a sub-index's sites found by one search lie in a few leaves, so their spans lie in a
+   * few cache lines, where by position they are at random places of an 8 MB table (a cache miss
+   * per site; about a third of the time an answer of 100 records takes to assemble when caches
+   * are cold). Filled on a site's first use in that order; the table's pages are touched only
+   * as it fills.
    */
-  private readonly slotSpans = new WeakMap<SubIndex, Uint32Array>()
+  private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
+  /** Fragments written again in a laid-out order; at most one per site, so a form's bytes at most double whatever the number of tags. */
+  private copies = 0
 
   constructor (count: number, private readonly make: (position: number) => string) {
     this.span = new Uint32Array(2 * count)
@@ -118,6 +133,17 @@ export class FragmentStore {
     if (known !== 0) return known
     const json = this.make(p)
     const bytes = Buffer.byteLength(json)
+    const where = this.reserve(bytes)
+    const at = where & (FragmentStore.CHUNK_BYTES - 1)
+    this.filling.write(json, at, 'utf8')
+    this.filling[at + bytes] = 0x2c // , (read only as part of a run)
+    this.span[2 * p] = where
+    this.span[2 * p + 1] = bytes
+    return bytes
+  }
+
+  /** Room for `bytes` and a comma at the end of the last chunk, or in a new one: where it is. */
+  private reserve (bytes: number): number {
     if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
       if (this.views.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
       // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
@@ -125,13 +151,9 @@ export class FragmentStore {
       this.views.push(new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length))
       this.used = 0
     }
-    const chunk = this.views.length - 1
-    this.filling.write(json, this.used, 'utf8')
-    this.filling[this.used + bytes] = 0x2c // , (read only as part of a run)
-    this.span[2 * p] = ((chunk << FragmentStore.CHUNK_BITS) | this.used) >>> 0
-    this.span[2 * p + 1] = bytes
+    const where = (((this.views.length - 1) << FragmentStore.CHUNK_BITS) | this.used) >>> 0
     this.used += bytes + 1
-    return bytes
+    return where
   }
 
   copy (p: number, target: Buffer, at: number): number {
@@ -139,30 +161,24 @@ export class FragmentStore {
   }
 
   /** Copies `bytes` from `where` (a span's chunk and offset) into `target` (which has room) at `at`. */
-  private copyBytes (where: number, bytes: number, target: Buffer, at: number): number {
+  private copyBytes (where: number, bytes: number, target: Uint8Array, at: number): number {
     const start = where & (FragmentStore.CHUNK_BYTES - 1)
     target.set(this.views[where >>> FragmentStore.CHUNK_BITS].subarray(start, start + bytes), at)
     return bytes
   }
 
-  /** `[` fragments of the sites (positions, or slots of one sub-index) joined by `,` `]`, with `head` before and `tail` after. */
-  array (sites: ArrayLike<number> | FoundIn, head = '', tail = ''): Buffer {
+  /** `[` fragments of the sites (positions, or places in an order) joined by `,` `]`, with `head` before and `tail` after. */
+  array (sites: ArrayLike<number> | Placed, head = '', tail = ''): Buffer {
     let span = this.span
     let keys: ArrayLike<number>
     let total = 0
-    if ('slots' in sites) {
-      span = this.slotSpansOf(sites.index)
-      keys = sites.slots
-      const positions = sites.index.slotPositions
+    if ('places' in sites) {
+      span = this.placeSpansOf(sites.order)
+      keys = sites.places
       for (let i = 0; i < keys.length; i++) {
         const s = keys[i]
         let bytes = span[2 * s + 1]
-        if (bytes === 0) { // the site's first use in this sub-index
-          const p = positions[s]
-          bytes = this.length(p)
-          span[2 * s] = this.span[2 * p]
-          span[2 * s + 1] = bytes
-        }
+        if (bytes === 0) bytes = this.place(sites, s, span)
         total += bytes
       }
     } else {
@@ -197,9 +213,31 @@ export class FragmentStore {
     return out
   }
 
-  private slotSpansOf (index: SubIndex): Uint32Array {
-    let table = this.slotSpans.get(index)
-    if (table === undefined) this.slotSpans.set(index, table = new Uint32Array(2 * index.slotPositions.length))
+  /**
+   * A site's first use at place `s` of an order: its span there is its own, or, in a laid-out
+   * order, that of a copy written after the fragment made before it (while copies are left).
+   */
+  private place (sites: Placed, s: number, span: Uint32Array): number {
+    const p = sites.order[s]
+    const made = this.span[2 * p + 1] !== 0
+    const bytes = this.length(p)
+    let where = this.span[2 * p]
+    if (made && sites.laidOut && this.copies < this.span.length / 2) {
+      const from = where
+      where = this.reserve(bytes)
+      const at = where & (FragmentStore.CHUNK_BYTES - 1)
+      this.copyBytes(from, bytes, this.filling, at)
+      this.filling[at + bytes] = 0x2c
+      this.copies++
+    }
+    span[2 * s] = where
+    span[2 * s + 1] = bytes
+    return bytes
+  }
+
+  private placeSpansOf (order: Uint32Array): Uint32Array {
+    let table = this.placeSpans.get(order)
+    if (table === undefined) this.placeSpans.set(order, table = new Uint32Array(2 * order.length))
     return table
   }
 
@@ -288,14 +326,24 @@ export function nearestJson (ds: Dataset, position: number, h: number, links: st
 /** JSON array of full records. */
 export const sitesJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer => fragmentsOf(ds, links).full.array(keysOf(sites))
 
+/**
+ * Map-minimal sites: by position, or a page of a list of them (a tag's sites in id order), whose
+ * fragments are laid out in the list's order on first use (60 against 5 µs to assemble a page of
+ * 500 from 1M sites' fragments made in another order).
+ */
+export type ListedSites = ArrayLike<number> | { list: Uint32Array, places: ArrayLike<number> }
+
+const listedKeys = (sites: ListedSites): ArrayLike<number> | Placed =>
+  'list' in sites ? { order: sites.list, places: sites.places, laidOut: true } : sites
+
 /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
-export const minimalSitesJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head = '', tail = ''): Buffer =>
-  fragmentsOf(ds, links).minimal.array(positions, head, tail)
+export const minimalSitesJson = (ds: Dataset, sites: ListedSites, links: string, head = '', tail = ''): Buffer =>
+  fragmentsOf(ds, links).minimal.array(listedKeys(sites), head, tail)
 
 /** GeoJSON FeatureCollection of full records. */
 export const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer =>
   fragmentsOf(ds, links).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
 
 /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
-export const minimalSitesGeoJson = (ds: Dataset, positions: ArrayLike<number>, links: string, head: string, tail: string): Buffer =>
-  fragmentsOf(ds, links).minimalFeature().array(positions, head, tail)
+export const minimalSitesGeoJson = (ds: Dataset, sites: ListedSites, links: string, head: string, tail: string): Buffer =>
+  fragmentsOf(ds, links).minimalFeature().array(listedKeys(sites), head, tail)

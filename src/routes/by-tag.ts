@@ -32,15 +32,16 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     const { tag, page } = request.query
     const perPage = Math.min(request.query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
-    const { total, positions } = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
-    request.rows = positions.length
+    const sites = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
+    const { total } = sites
+    request.rows = sites.places.length
     // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
     // (the tag is ASCII by its pattern, so the head is too)
     const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
     if (request.query.format === 'geojson') {
-      return reply.sendAnswer(minimalSitesGeoJson(ds, positions, links, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
+      return reply.sendAnswer(minimalSitesGeoJson(ds, sites, links, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
     }
-    return reply.sendAnswer(minimalSitesJson(ds, positions, links, `{${paging},"sites":`, '}'))
+    return reply.sendAnswer(minimalSitesJson(ds, sites, links, `{${paging},"sites":`, '}'))
   })
 }
 

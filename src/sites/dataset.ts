@@ -216,21 +216,29 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 /** Position of a site id, or -1 (ids are sorted, so a binary search). */
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
+/** One page of a tag's sites: the tag's list (its sites in id order) and the page's places in it. */
+export interface TagPage { total: number, list: Uint32Array, places: ArrayLike<number> }
+
+const NO_SITES = new Uint32Array(0)
+
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
-export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): { total: number, positions: ArrayLike<number> } {
+export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): TagPage {
   const list = ds.tagSites.get(tag)
-  if (!list) return { total: 0, positions: [] }
+  if (!list) return { total: 0, list: NO_SITES, places: NO_SITES }
   const from = (page - 1) * perPage
   const to = from + perPage
   // Allowed categories that hold every site of the dataset: the page is a slice.
-  if (sitesIn(ds, categories) === ds.count) return { total: list.length, positions: list.subarray(Math.min(from, list.length), Math.min(to, list.length)) }
-  const positions: number[] = []
+  if (sitesIn(ds, categories) === ds.count) {
+    const places = new Uint32Array(Math.max(0, Math.min(to, list.length) - from))
+    for (let i = 0; i < places.length; i++) places[i] = from + i
+    return { total: list.length, list, places }
+  }
+  const places: number[] = []
   let total = 0
   for (let i = 0; i < list.length; i++) {
-    const p = list[i]
-    if (!categories.includes(ds.categories[p])) continue
-    if (total >= from && total < to) positions.push(p)
+    if (!categories.includes(ds.categories[list[i]])) continue
+    if (total >= from && total < to) places.push(i)
     total++
   }
-  return { total, positions }
+  return { total, list, places }
 }

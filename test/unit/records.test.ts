@@ -1,8 +1,8 @@
 // The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
-import { FragmentStore, mapMinimalRecord, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/answers/records.ts'
+import { findNearby, loadDataset, tagPage } from '../../src/sites/dataset.ts'
+import { FragmentStore, mapMinimalRecord, minimalSitesGeoJson, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/answers/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'
@@ -163,4 +163,65 @@ t.test('fragments made one after another are copied as one run, but never across
   t.equal(made, 1, 'copied as one run')
   const mixed = [...page.slice(100, 150), 1, 2, ...page.slice(0, 10), 999]
   t.equal(sites.array(mixed).toString(), `[${mixed.map(siteText).join(',')}]`, 'runs and single fragments mixed')
+})
+
+t.test('tag pages equal JSON.stringify of the records, whatever made their fragments first', async (t) => {
+  const dir = tmpDataDir(t)
+  const sites = randomSites('pages', 3000) // each tag on about 900 sites, a site on 0 to 7 tags
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  const links = 'https://pilot.example/pad/'
+  const random = seededRandom('tag pages')
+  const tags = [...ds.tagSites.keys()]
+  const allowLists = [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [4, 10]]
+  const head = '{"x":1,"sites":'
+  let compared = 0
+  for (let i = 0; i < 800; i++) {
+    if (i % 5 === 0) { // some fragments first made by position, as /sites answers make them
+      const some = Array.from({ length: 40 }, () => Math.floor(random() * ds.count))
+      minimalSitesJson(ds, some, links)
+    }
+    const tag = tags[Math.floor(random() * tags.length)]
+    const categories = allowLists[i % allowLists.length]
+    const perPage = [1, 7, 100, 500][Math.floor(random() * 4)]
+    const visible = [...ds.tagSites.get(tag)!].filter((p) => categories.includes(ds.categories[p]))
+    const page = 1 + Math.floor(random() * (Math.ceil(visible.length / perPage) + 1)) // past the last page too
+    const found = tagPage(ds, tag, categories, page, perPage)
+    const positions = visible.slice((page - 1) * perPage, page * perPage)
+    if (found.total !== visible.length) { t.fail('total differs', { tag, categories, page, perPage }); return }
+    const expected = `${head}${JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links)))}}`
+    if (minimalSitesJson(ds, found, links, head, '}').toString() !== expected) { t.fail('page differs', { tag, categories, page, perPage }); return }
+    if (minimalSitesGeoJson(ds, found, links, head, '}').toString() !== minimalSitesGeoJson(ds, positions, links, head, '}').toString()) { t.fail('GeoJSON page differs', { tag, categories, page, perPage }); return }
+    compared++
+  }
+  t.equal(compared, 800)
+})
+
+t.test('a laid-out order\'s sites are copied again after one another, at most one copy per site', async (t) => {
+  const text = (p: number) => JSON.stringify({ p })
+  const store = new FragmentStore(10, text)
+  const all = Array.from({ length: 10 }, (_, i) => i)
+  const expected = (positions: number[]) => `[${positions.map(text).join(',')}]`
+  t.equal(store.array(all).toString(), expected(all), 'made in position order')
+  const count = (make: () => Buffer) => {
+    const copies = t.capture(Uint8Array.prototype, 'set', Uint8Array.prototype.set)
+    const answer = make().toString()
+    const made = copies().length
+    copies.restore()
+    return { answer, made }
+  }
+  const reversed = Uint32Array.from([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+  const page = (order: Uint32Array, laidOut: boolean) => store.array({ order, places: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], laidOut })
+  t.same(count(() => page(reversed, false)), { answer: expected([...reversed]), made: 10 }, 'not laid out: the fragments where they were made, one copy each')
+  const reversedAgain = Uint32Array.from(reversed) // another order, with spans of its own
+  t.same(count(() => page(reversedAgain, true)), { answer: expected([...reversed]), made: 11 }, 'laid out: each fragment copied into place, one after another, then into the answer as one run')
+  t.same(count(() => page(reversedAgain, true)), { answer: expected([...reversed]), made: 1 }, 'laid out: then one run')
+  const evensFirst = Uint32Array.from([0, 2, 4, 6, 8, 1, 3, 5, 7, 9])
+  t.same(count(() => page(evensFirst, true)), { answer: expected([...evensFirst]), made: 10 }, 'no copies left (10 sites, 10 copies made): the fragments where they are')
+  t.same(count(() => page(evensFirst, true)), { answer: expected([...evensFirst]), made: 10 })
+  t.same(count(() => page(reversedAgain, true)), { answer: expected([...reversed]), made: 1 }, 'the laid-out order still one run')
+  const fresh = new FragmentStore(10, text)
+  const ascending = Uint32Array.from(all)
+  t.same(count(() => fresh.array({ order: ascending, places: [3, 4, 5], laidOut: true })), { answer: expected([3, 4, 5]), made: 1 }, 'fragments made by the order itself are not copied again')
+  t.same(count(() => fresh.array({ order: ascending, places: [0, 1, 2, 3, 4, 5], laidOut: true })), { answer: expected([0, 1, 2, 3, 4, 5]), made: 2 }, 'a page partly made before: its new sites made after the old ones, two runs')
 })
