@@ -63,8 +63,8 @@ export interface Placed {
   places: ArrayLike<number>
   /**
    * Whether answers are fixed slices of the order (a tag's pages), so that a site's fragment is
-   * worth writing again on its first use there, after the one made before it: a page is then
-   * one run, whichever route made its sites' fragments first.
+   * worth writing again on its first use there, beside those used with it: a page is then one
+   * run (two across a chunk's end), whichever route made its sites' fragments first.
    */
   laidOut: boolean
 }
@@ -120,8 +120,9 @@ export class FragmentStore {
    * as it fills.
    */
   private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
-  /** Fragments written again in a laid-out order; at most one per site, so a form's bytes at most double whatever the number of tags. */
-  private copies = 0
+  /** Bytes of fragments made, and of their copies in laid-out orders: copies never take more, so a form's bytes at most double whatever the number of tags and allow-lists. */
+  private madeBytes = 0
+  private copiedBytes = 0
 
   constructor (count: number, private readonly make: (position: number) => string) {
     this.span = new Uint32Array(2 * count)
@@ -139,6 +140,7 @@ export class FragmentStore {
     this.filling[at + bytes] = 0x2c // , (read only as part of a run)
     this.span[2 * p] = where
     this.span[2 * p + 1] = bytes
+    this.madeBytes += bytes
     return bytes
   }
 
@@ -215,20 +217,21 @@ export class FragmentStore {
 
   /**
    * A site's first use at place `s` of an order: its span there is its own, or, in a laid-out
-   * order, that of a copy written after the fragment made before it (while copies are left).
+   * order, that of a copy appended to the chunk (while the budget lasts), so that places first
+   * used together lie together.
    */
   private place (sites: Placed, s: number, span: Uint32Array): number {
     const p = sites.order[s]
     const made = this.span[2 * p + 1] !== 0
     const bytes = this.length(p)
     let where = this.span[2 * p]
-    if (made && sites.laidOut && this.copies < this.span.length / 2) {
+    if (made && sites.laidOut && this.copiedBytes + bytes <= this.madeBytes) {
       const from = where
       where = this.reserve(bytes)
       const at = where & (FragmentStore.CHUNK_BYTES - 1)
       this.copyBytes(from, bytes, this.filling, at)
       this.filling[at + bytes] = 0x2c
-      this.copies++
+      this.copiedBytes += bytes
     }
     span[2 * s] = where
     span[2 * s + 1] = bytes
@@ -327,14 +330,13 @@ export function nearestJson (ds: Dataset, position: number, h: number, links: st
 export const sitesJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer => fragmentsOf(ds, links).full.array(keysOf(sites))
 
 /**
- * Map-minimal sites: by position, or a page of a list of them (a tag's sites in id order), whose
- * fragments are laid out in the list's order on first use (60 against 5 µs to assemble a page of
- * 500 from 1M sites' fragments made in another order).
+ * Map-minimal sites: by position, or a page of a list (a tag's sites in id order), whose
+ * fragments are laid out in the list's order on first use.
  */
-export type ListedSites = ArrayLike<number> | { list: Uint32Array, places: ArrayLike<number> }
+export type ListedSites = ArrayLike<number> | Pick<Placed, 'order' | 'places'>
 
 const listedKeys = (sites: ListedSites): ArrayLike<number> | Placed =>
-  'list' in sites ? { order: sites.list, places: sites.places, laidOut: true } : sites
+  'order' in sites ? { order: sites.order, places: sites.places, laidOut: true } : sites
 
 /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
 export const minimalSitesJson = (ds: Dataset, sites: ListedSites, links: string, head = '', tail = ''): Buffer =>

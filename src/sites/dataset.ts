@@ -2,6 +2,7 @@
 // position is its rank by id and ties "by id" are ties by position), one kdbush sub-index per
 // category and per large tag, and the sites of every tag in id order.
 import Database from 'better-sqlite3'
+import { LRUCache } from 'lru-cache'
 import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
 import { COUNTRY_CODE, REGION_CODE, readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
@@ -216,29 +217,42 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 /** Position of a site id, or -1 (ids are sorted, so a binary search). */
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
-/** One page of a tag's sites: the tag's list (its sites in id order) and the page's places in it. */
-export interface TagPage { total: number, list: Uint32Array, places: ArrayLike<number> }
+/** One page of a tag's sites: those the partner may see in id order (tagSitesIn), and the page's places in it. */
+export interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
+/** Lists of a tag's sites in some categories, per dataset: at most as many entries in all as 4 times the dataset's sites. */
+const tagViews = new WeakMap<Dataset, LRUCache<string, Uint32Array>>()
+
+/**
+ * A tag's sites in the allowed categories, in id order: the tag's own list when the categories
+ * hold every site, else a list made on first use and kept (the least recently used dropped), so
+ * that a page is a slice of it rather than a pass over the whole tag, and its answers' fragments
+ * are laid out in one order for all partners with the same allow-list.
+ */
+export function tagSitesIn (ds: Dataset, tag: string, categories: readonly number[]): Uint32Array {
+  const list = ds.tagSites.get(tag)
+  if (!list) return NO_SITES
+  if (sitesIn(ds, categories) === ds.count) return list
+  let views = tagViews.get(ds)
+  if (!views) tagViews.set(ds, views = new LRUCache({ maxSize: 4 * ds.count, sizeCalculation: (view) => view.length + 1 }))
+  const key = `${tag} ${categories.join(',')}`
+  let view = views.get(key)
+  if (view === undefined) {
+    const kept = new Uint32Array(list.length)
+    let n = 0
+    for (let i = 0; i < list.length; i++) if (categories.includes(ds.categories[list[i]])) kept[n++] = list[i]
+    view = kept.slice(0, n)
+    views.set(key, view)
+  }
+  return view
+}
 
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
 export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): TagPage {
-  const list = ds.tagSites.get(tag)
-  if (!list) return { total: 0, list: NO_SITES, places: NO_SITES }
-  const from = (page - 1) * perPage
-  const to = from + perPage
-  // Allowed categories that hold every site of the dataset: the page is a slice.
-  if (sitesIn(ds, categories) === ds.count) {
-    const places = new Uint32Array(Math.max(0, Math.min(to, list.length) - from))
-    for (let i = 0; i < places.length; i++) places[i] = from + i
-    return { total: list.length, list, places }
-  }
-  const places: number[] = []
-  let total = 0
-  for (let i = 0; i < list.length; i++) {
-    if (!categories.includes(ds.categories[list[i]])) continue
-    if (total >= from && total < to) places.push(i)
-    total++
-  }
-  return { total, list, places }
+  const order = tagSitesIn(ds, tag, categories)
+  const from = Math.min((page - 1) * perPage, order.length)
+  const places = new Uint32Array(Math.min(from + perPage, order.length) - from)
+  for (let i = 0; i < places.length; i++) places[i] = from + i
+  return { total: order.length, order, places }
 }

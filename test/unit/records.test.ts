@@ -1,7 +1,7 @@
 // The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { findNearby, loadDataset, tagPage } from '../../src/sites/dataset.ts'
+import { findNearby, loadDataset, tagPage, tagSitesIn } from '../../src/sites/dataset.ts'
 import { FragmentStore, mapMinimalRecord, minimalSitesGeoJson, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/answers/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
@@ -195,6 +195,10 @@ t.test('tag pages equal JSON.stringify of the records, whatever made their fragm
     compared++
   }
   t.equal(compared, 800)
+  t.equal(tagSitesIn(ds, tags[0], [2, 3, 4, 5, 6, 7, 8, 9, 10]), ds.tagSites.get(tags[0]), 'every category: the tag\'s own list')
+  t.equal(tagSitesIn(ds, tags[0], [4, 10]), tagSitesIn(ds, tags[0], [4, 10]), 'an allow-list\'s list made once')
+  const none = tagPage(ds, '~nothing', [4], 1, 10)
+  t.same([none.total, minimalSitesJson(ds, none, links, head, '}').toString()], [0, `${head}[]}`], 'an unknown tag')
 })
 
 t.test('a laid-out order\'s sites are copied again after one another, at most one copy per site', async (t) => {
@@ -224,4 +228,17 @@ t.test('a laid-out order\'s sites are copied again after one another, at most on
   const ascending = Uint32Array.from(all)
   t.same(count(() => fresh.array({ order: ascending, places: [3, 4, 5], laidOut: true })), { answer: expected([3, 4, 5]), made: 1 }, 'fragments made by the order itself are not copied again')
   t.same(count(() => fresh.array({ order: ascending, places: [0, 1, 2, 3, 4, 5], laidOut: true })), { answer: expected([0, 1, 2, 3, 4, 5]), made: 2 }, 'a page partly made before: its new sites made after the old ones, two runs')
+})
+
+t.test('copies laid out across chunks come back byte for byte', async (t) => {
+  // 3 MB fragments: two to a chunk, so copies in reverse order start new chunks as they go
+  const text = (p: number) => JSON.stringify({ p, pad: String.fromCharCode(97 + p).repeat(3_000_000) })
+  const store = new FragmentStore(6, text)
+  const all = [0, 1, 2, 3, 4, 5]
+  t.equal(store.array(all).toString(), `[${all.map(text).join(',')}]`)
+  const reversed = Uint32Array.from([5, 4, 3, 2, 1, 0])
+  for (const places of [[0, 1, 2, 3, 4, 5], [2, 3], [5]]) {
+    const order = [...places].map((s) => reversed[s])
+    t.equal(store.array({ order: reversed, places, laidOut: true }).toString(), `[${order.map(text).join(',')}]`, `places ${places.join(', ')}`)
+  }
 })
