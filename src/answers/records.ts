@@ -329,23 +329,19 @@ export function nearestJson (ds: Dataset, position: number, h: number, links: st
 /** JSON array of full records. */
 export const sitesJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer => fragmentsOf(ds, links).full.array(keysOf(sites))
 
-/**
- * Map-minimal sites: by position, or a page of a list (a tag's sites in id order), whose
- * fragments are laid out in the list's order on first use.
- */
-export type ListedSites = ArrayLike<number> | Pick<Placed, 'order' | 'places'>
+/** A page of a list of sites (a tag's, in id order): its fragments are laid out in the list's order. */
+export type ListPage = Pick<Placed, 'order' | 'places'>
 
-const listedKeys = (sites: ListedSites): ArrayLike<number> | Placed =>
-  'order' in sites ? { order: sites.order, places: sites.places, laidOut: true } : sites
+const laidOut = ({ order, places }: ListPage): Placed => ({ order, places, laidOut: true })
 
 /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
-export const minimalSitesJson = (ds: Dataset, sites: ListedSites, links: string, head = '', tail = ''): Buffer =>
-  fragmentsOf(ds, links).minimal.array(listedKeys(sites), head, tail)
+export const minimalSitesJson = (ds: Dataset, page: ListPage, links: string, head = '', tail = ''): Buffer =>
+  fragmentsOf(ds, links).minimal.array(laidOut(page), head, tail)
 
 /** GeoJSON FeatureCollection of full records. */
 export const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer =>
   fragmentsOf(ds, links).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
 
 /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
-export const minimalSitesGeoJson = (ds: Dataset, sites: ListedSites, links: string, head: string, tail: string): Buffer =>
-  fragmentsOf(ds, links).minimalFeature().array(listedKeys(sites), head, tail)
+export const minimalSitesGeoJson = (ds: Dataset, page: ListPage, links: string, head: string, tail: string): Buffer =>
+  fragmentsOf(ds, links).minimalFeature().array(laidOut(page), head, tail)

@@ -1,5 +1,5 @@
 // Category names and tag counts, as a partner discovers them (/categories, /tags).
-import type { Dataset } from './dataset.ts'
+import { tagSitesIn, type Dataset } from './dataset.ts'
 
 /** The named categories; 8 and above are named by the operator in the dataset file. */
 export const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
@@ -38,13 +38,14 @@ function operatorNames (ds: Pick<Dataset, 'meta'>): Record<string, string> {
 export const categoryList = (ds: Pick<Dataset, 'meta'>, allowed: readonly number[]) =>
   allowed.map((id) => ({ id, name: categoryName(ds, id) }))
 
-/** The dataset's tags with the number of their sites in the allowed categories (tags with none left out), by tag. */
-export function tagCounts (ds: Pick<Dataset, 'tagSites' | 'categories'>, allowed: readonly number[]): { tag: string, sites: number }[] {
-  const ok = new Set(allowed)
+/**
+ * The dataset's tags with the number of their sites in the allowed categories (tags with none
+ * left out), by tag: the lists the by-tag pages are cut from, so the counts are their totals.
+ */
+export function tagCounts (ds: Dataset, allowed: readonly number[]): { tag: string, sites: number }[] {
   const out: { tag: string, sites: number }[] = []
-  for (const [tag, positions] of ds.tagSites) {
-    let sites = 0
-    for (let i = 0; i < positions.length; i++) if (ok.has(ds.categories[positions[i]])) sites++
+  for (const tag of ds.tagSites.keys()) {
+    const sites = tagSitesIn(ds, tag, allowed).length
     if (sites > 0) out.push({ tag, sites })
   }
   return out.sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0))
