@@ -35,7 +35,7 @@ export const EnvSchema = Type.Object({
     description: 'false, true, a hop count, or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted'
   }),
   CACHE_TTL_SECONDS: Type.Integer({ minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache' }),
-  CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries (it also remembers as many request URLs, of at most 512 characters, that lead to them)' }),
+  CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries' }),
   CACHE_MAX_MB: Type.Integer({ minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies' }),
   SANDBOX_SITE_COUNT: Type.Integer({ minimum: 0, maximum: 10_000_000, default: 20000, description: 'sites generated into a missing sandbox.db at first boot' }),
   SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
