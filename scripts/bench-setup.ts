@@ -2,7 +2,7 @@
 // instructions counted under callgrind): the dataset and partners, the cases, the service's command
 // line, and a baseline commit built in a worktree of its own.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,6 +11,7 @@ import { generateDataset } from '../src/setup/data-dir.ts'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
 import { writeDataset, datasetPath } from '../src/sites/dataset-file.ts'
 import { seededRandom } from '../src/sites/generator.ts'
+import { startArgs } from './start-command.ts'
 
 export const ROOT = new URL('..', import.meta.url).pathname
 export const DATA = join(ROOT, 'bench/data')
@@ -35,13 +36,6 @@ export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = sorted.length >> 1
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
-/** A build's service command line as `npm start` runs it (its Node flags included), without `node`. */
-const serviceArgs = (root: string) => {
-  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
-  if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
-  return start.slice(1).map((arg) => arg.startsWith('-') ? arg : join(root, arg))
 }
 
 export function freePort (): Promise<number> {
@@ -199,7 +193,7 @@ export function selectCases (all: Case[], only: string[] | undefined): Case[] {
 /** A build to measure: its service's command line as `npm start` runs it, its directory and its DATA_DIR. */
 export interface Build { label: string, commit: string, args: string[], cwd: string, dataDir: string }
 
-export const currentBuild = (): Build => ({ label: 'current', commit: COMMIT, args: serviceArgs(ROOT), cwd: ROOT, dataDir: DATA })
+export const currentBuild = (): Build => ({ label: 'current', commit: COMMIT, args: startArgs(ROOT), cwd: ROOT, dataDir: DATA })
 
 /**
  * Another commit, checked out and built (tsc) in a temporary worktree sharing this one's
@@ -221,7 +215,7 @@ export function buildBaseline (ref: string): Build {
   rmSync(dataDir, { recursive: true, force: true })
   mkdirSync(dataDir)
   for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(dataDir, file))
-  return { label: 'baseline', commit: git('rev-parse', '--short', ref).stdout.trim(), args: serviceArgs(dir), cwd: dir, dataDir }
+  return { label: 'baseline', commit: git('rev-parse', '--short', ref).stdout.trim(), args: startArgs(dir), cwd: dir, dataDir }
 }
 
 /** Starts a build's service (SERVICE_ENV and `env` added); resolves once it answers, with the time that took. */

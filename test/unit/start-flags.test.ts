@@ -4,14 +4,11 @@
 // collection (docs/performance.md, "Pretenuring").
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { startArgs } from '../../scripts/start-command.ts'
 
-const root = fileURLToPath(new URL('../../', import.meta.url))
 const fixture = fileURLToPath(new URL('../fixtures/pretenuring.ts', import.meta.url))
-const start = (JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/)
-if (start[0] !== 'node') throw new Error(`package.json's start script does not run node: ${start.join(' ')}`)
-const startFlags = start.slice(1).filter((arg) => arg.startsWith('-'))
+const startFlags = startArgs(fileURLToPath(new URL('../../', import.meta.url))).filter((arg) => arg.startsWith('-'))
 
 /** The fixture's line, run with these node flags beside the ones that set its scene. */
 function run (flags: string[]): string {
