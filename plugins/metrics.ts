@@ -9,8 +9,13 @@ declare module 'fastify' {
   }
 }
 
-async function metrics (app: FastifyInstance) {
-  const metrics = createMetrics({ datasets: app.datasets, partners: app.partners, controlDb: app.controlDb, cache: app.responseCache })
+export interface MetricsOptions {
+  /** the log's destination, whose dropped lines are counted (none when a test gives its own logger) */
+  log?: { droppedLines: number }
+}
+
+async function metrics (app: FastifyInstance, options: MetricsOptions) {
+  const metrics = createMetrics({ datasets: app.datasets, partners: app.partners, controlDb: app.controlDb, cache: app.responseCache, log: options.log })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
     metrics.observe(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000)

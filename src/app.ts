@@ -8,6 +8,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
 import { clientErrorHandler } from './http/connections.ts'
+import { logDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
 import { compileQuery } from './http/query.ts'
@@ -74,8 +75,12 @@ function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelect
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // stdout, holding LOG_BUFFER_MB of lines at most (src/http/log-destination.ts), unless a logger is given
+  const destination = options.loggerInstance === undefined && options.logger === undefined
+    ? logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
+    : undefined
   const app = Fastify({
-    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? loggerOptions(config) }),
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
     // A caller's id is logged and echoed: one that holds a token (ours by its prefix, or any
     // partner's, whatever its shape) is replaced, so that no token reaches a log line.
@@ -121,6 +126,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', config)
+  destination?.reportDropsTo(app.log)
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart !== 'querystring' && httpPart !== 'params') throw new Error(`no validator for ${httpPart}`)
     return compileQuery(schema as TObject)
@@ -140,7 +146,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
-  await app.register(metrics)
+  await app.register(metrics, { log: destination })
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
   await app.register(openapi)

@@ -29,6 +29,7 @@ export const EnvSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' }
   ),
+  LOG_BUFFER_MB: Type.Integer({ minimum: 1, maximum: 1024, default: 16, description: 'log lines waiting for stdout at most (MB); past it lines are dropped, counted and reported' }),
   TRUST_PROXY: Type.String({
     pattern: '^(true|false|\\d+|[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*)$',
     default: 'false',

@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client), kept in a registry of this service's own: requests and latency
 // by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, reloads,
-// control.db state, and Node's process metrics. A request adds to plain numbers; samples are made
-// when Prometheus scrapes (src/metrics/server.ts serves them on METRICS_PORT).
+// control.db state, log lines dropped, and Node's process metrics. A request adds to plain
+// numbers; samples are made when Prometheus scrapes (src/metrics/server.ts serves them on METRICS_PORT).
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** What the gauges read at scrape time. */
@@ -10,6 +10,7 @@ export interface MetricSources {
   partners: { size: number }
   controlDb: { writable: boolean }
   cache: { size: number, lookups: { hit: number, miss: number } }
+  log?: { droppedLines: number }
 }
 
 export interface Metrics {
@@ -85,6 +86,8 @@ export function createMetrics (sources: MetricSources): Metrics {
     [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
   register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
     [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
+  register(scraped('lsp_log_lines_dropped_total', 'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter', () =>
+    [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
   register(scraped('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter', () =>
     [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
   new Gauge({ // eslint-disable-line no-new

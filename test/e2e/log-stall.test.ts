@@ -1,0 +1,50 @@
+// A log reader that stops: the real server's stdout is a pipe this test stops reading. The
+// service goes on answering, holds at most LOG_BUFFER_MB of lines, and drops the rest; once the
+// reader drains the pipe again, a warning line says how many were dropped, and the metric agrees.
+// Every request answered has its access line or is among those dropped.
+import t from 'tap'
+import { tmpDataDir } from '../helper.ts'
+import { startServer } from '../run.ts'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+interface Line { level: number, msg: string, dropped_lines?: number }
+const logLines = (out: string): Line[] => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line)
+
+t.test('a stalled log reader costs lines, counted and reported, not memory', async (t) => {
+  const dir = tmpDataDir(t)
+  const server = await startServer({ DATA_DIR: dir, SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1' })
+  t.teardown(() => server.stop('SIGKILL'))
+  const metricsUrl = /"msg":"metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.output())![1]
+  const requestLines = () => logLines(server.output()).filter((l) => l.msg === 'request').length
+  const before = requestLines()
+
+  server.child.stdout.pause()
+  // about 250 bytes a line: 12,000 lines are 3 MB, more than the 1 MB held plus the pipe's buffers
+  const sent = 12_000
+  const url = `${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`
+  const statuses = new Map<number, number>()
+  let next = 0
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < sent) {
+      next++
+      const res = await fetch(url)
+      await res.arrayBuffer()
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+    }
+  }))
+  t.same([...statuses], [[401, sent]], 'every request answered while nobody reads the log')
+
+  server.child.stdout.resume()
+  const dropped = () => logLines(server.output()).filter((l) => l.level === 40 && l.dropped_lines !== undefined)
+    .reduce((sum, l) => sum + l.dropped_lines!, 0)
+  for (let i = 0; i < 100 && requestLines() - before + dropped() < sent; i++) await sleep(100)
+  const warnings = logLines(server.output()).filter((l) => l.dropped_lines !== undefined)
+  t.ok(warnings.length >= 1, 'a warning once the writer caught up')
+  t.match(warnings[0]?.msg, /^\d+ log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting$/)
+  t.ok(dropped() > 0 && dropped() < sent, `some lines dropped (${dropped()}), not all`)
+  t.equal(requestLines() - before + dropped(), sent, 'each request has its line or is counted as dropped')
+
+  const metrics = await (await fetch(metricsUrl)).text()
+  t.match(metrics, new RegExp(`^lsp_log_lines_dropped_total ${dropped()}$`, 'm'), 'the metric counts the same lines')
+})
