@@ -42,9 +42,9 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
   // Lines wait for the end of the event loop's turn (setImmediate) and go to the stream in one
   // write: under load a turn answers tens of requests. The service's stream (sonic-boom, not
   // synchronous: src/http/log-destination.ts) hands a write to the libuv thread pool (fs.write)
-  // and gathers what comes while one is under way: one write a turn is one hand-off a turn, and one string made. What a turn
-  // held is lost only if the process is killed (SIGKILL) within that turn: the service flushes
-  // when it closes and when the process exits.
+  // and gathers what comes while one is under way: one write a turn is one hand-off a turn, and
+  // one string made. What a turn held is lost only if the process is killed (SIGKILL) within that
+  // turn: the service flushes when it closes and when the process exits.
   let pending = ''
   let scheduled = false
   // A destination that fails (a full disk, a closed file) must not take the service down from

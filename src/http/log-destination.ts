@@ -20,7 +20,7 @@ export interface LogDestination {
 }
 
 /** Lines in `text` (each ends with a newline). */
-export function lineCount (text: string): number {
+function lineCount (text: string): number {
   let lines = 0
   for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++
   return lines
