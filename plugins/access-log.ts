@@ -15,7 +15,8 @@ async function accessLog (app: FastifyInstance, options: AccessLogOptions) {
   if (!['trace', 'debug', 'info'].includes(app.log.level)) return
   // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
   const access = accessWriter(app.log, options.knownFormat)
-  process.on('exit', access.flush)
+  // first among the exit's listeners: the log's own (src/server.ts) then writes these lines too
+  process.prependListener('exit', access.flush)
   app.addHook('onClose', (_app, done) => {
     access.flush()
     process.off('exit', access.flush)

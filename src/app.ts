@@ -8,7 +8,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
 import { clientErrorHandler } from './http/connections.ts'
-import { logDestination } from './http/log-destination.ts'
+import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
 import { compileQuery } from './http/query.ts'
@@ -45,6 +45,8 @@ export interface BuildOptions {
   /** pino options or a logger; defaults to JSON lines at config.logLevel */
   logger?: FastifyServerOptions['logger']
   loggerInstance?: FastifyServerOptions['loggerInstance']
+  /** where the default logger writes: the process's (src/server.ts), else one made on stdout */
+  destination?: LogDestination
   /** the rate limiter's clock (tests inject one); Date.now by default */
   clock?: () => number
 }
@@ -77,7 +79,7 @@ function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelect
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   // stdout, holding LOG_BUFFER_MB of lines at most (src/http/log-destination.ts), unless a logger is given
   const destination = options.loggerInstance === undefined && options.logger === undefined
-    ? logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
+    ? options.destination ?? logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
     : undefined
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),

@@ -45,7 +45,7 @@ export const EnvSchema = Type.Object({
   STATE_URL: Type.String({ pattern: '^(|rediss?://\\S+)$', default: '', description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process' }),
   COUNTER_SAVE_MS: Type.Integer({ minimum: 100, maximum: 5000, default: 2000, description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)' }),
   USAGE_HISTORY_DAYS: Type.Integer({ minimum: 1, maximum: 3660, default: 90, description: 'days of daily usage history kept per partner (partners usage --days, partners report)' }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight' }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight, then for the log\'s last lines' }),
   MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10000, description: 'open HTTP connections at most; lowered at boot to fit the open-file limit; more are answered 503 and closed' }),
   MAX_CONNECTIONS_PER_IP: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 1000, description: 'open HTTP connections at most from one client address (0: no cap per address); more are answered 503 and closed' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 10000, description: 'a request\'s headers must arrive within this time (a connection\'s first request: of its opening); then 408 and closed' }),

@@ -7,6 +7,7 @@ import { connectionCaps, limitConnections, openFileLimit } from './http/connecti
 import { startMetricsServer } from './metrics/server.ts'
 import { closeOnSignals } from './http/shutdown.ts'
 import { holdTickShape } from './http/tick-shape.ts'
+import { logDestination } from './http/log-destination.ts'
 
 async function main () {
   holdTickShape() // before any quiet spell: see src/http/tick-shape.ts
@@ -20,8 +21,11 @@ async function main () {
     }
     throw err
   }
+  // The log's lines still held are written at exit, unless their reader has stopped (src/http/log-destination.ts).
+  const destination = logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
+  process.on('exit', destination.flushAtExit)
   const prepared = prepareDataDir(config)
-  const app = await buildApp(config)
+  const app = await buildApp(config, { destination })
   for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
 
   let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined
@@ -30,7 +34,8 @@ async function main () {
     beforeClose: () => {
       metrics?.server.close()
       metrics?.server.closeAllConnections()
-    }
+    },
+    afterClose: () => destination.settled()
   })
   process.on('SIGHUP', () => {
     if (!shutdown.closing()) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))

@@ -1,6 +1,7 @@
 // Graceful close with close-with-grace: a terminating signal (SIGTERM, SIGINT...), an uncaught
 // exception or an unhandled rejection closes the app, waiting at most timeoutMs for requests in
-// flight. Exit 0 after a clean close on a signal; 1 after an error, a failed close or the timeout.
+// flight and then for the log's last lines. Exit 0 after a clean close on a signal; 1 after an
+// error, a failed close or the timeout.
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 
@@ -8,6 +9,8 @@ export interface ShutdownOptions {
   timeoutMs: number
   /** run when the close starts, before the app closes (the metrics server) */
   beforeClose?: () => void
+  /** awaited once the app has closed, within the same timeout (the log's last lines written) */
+  afterClose?: () => Promise<void>
 }
 
 export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions): { closing: () => boolean } {
@@ -30,6 +33,7 @@ export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions):
     else app.log.info({ signal }, 'closing')
     options.beforeClose?.()
     await app.close()
+    await options.afterClose?.()
   })
   return { closing: () => closing }
 }

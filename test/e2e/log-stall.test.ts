@@ -1,9 +1,15 @@
 // A log reader that stops: the real server's stdout is a pipe this test stops reading. The
 // service goes on answering, holds at most LOG_BUFFER_MB of lines, and drops the rest; once the
 // reader drains the pipe again, a warning line says how many were dropped, and the metric agrees.
-// Every request answered has its access line or is among those dropped.
+// Every request answered has its access line or is among those dropped. A SIGTERM meanwhile ends
+// the process within SHUTDOWN_TIMEOUT_MS, on a non-blocking pipe (tsx's) and on a blocking one
+// (the compiled service, as npm start runs it).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { closeSync, constants, openSync, symlinkSync, writeFileSync } from 'node:fs'
+import { Socket } from 'node:net'
+import { join } from 'node:path'
 import t from 'tap'
-import { tmpDataDir } from '../helper.ts'
+import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { startServer } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -11,6 +17,30 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 interface Line { level: number, msg: string, dropped_lines?: number }
 /** The complete lines of the output (the last may still be arriving). */
 const logLines = (out: string): Line[] => out.slice(0, out.lastIndexOf('\n') + 1).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line)
+
+/** `count` requests on 16 connections; their statuses and how many of each. */
+async function flood (url: string, count: number) {
+  const statuses = new Map<number, number>()
+  let next = 0
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < count) {
+      next++
+      const res = await fetch(url)
+      await res.arrayBuffer()
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+    }
+  }))
+  return [...statuses]
+}
+
+/** The process's exit code, or 'running' if it has not exited within `ms`. */
+const exitWithin = (child: ChildProcess, ms: number) =>
+  Promise.race([
+    new Promise<number | null>((resolve) => child.exitCode === null ? child.on('exit', resolve) : resolve(child.exitCode)),
+    sleep(ms).then(() => 'running' as const)
+  ])
+
+const HELD = /log lines held at exit were not written: their reader had taken nothing for \d+ ms/
 
 t.test('a stalled log reader costs lines, counted and reported, not memory', async (t) => {
   const dir = tmpDataDir(t)
@@ -29,18 +59,7 @@ t.test('a stalled log reader costs lines, counted and reported, not memory', asy
   // about 250 bytes a line: 24,000 lines are 6 MB, far more than the 1 MB held plus the socket's
   // buffers (about 200 kB here) and this reader's
   const sent = 24_000
-  const url = `${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`
-  const statuses = new Map<number, number>()
-  let next = 0
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < sent) {
-      next++
-      const res = await fetch(url)
-      await res.arrayBuffer()
-      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
-    }
-  }))
-  t.same([...statuses], [[401, sent]], 'every request answered while nobody reads the log')
+  t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, sent), [[401, sent]], 'every request answered while nobody reads the log')
 
   server.child.stdout.resume()
   let seen = tally()
@@ -55,4 +74,77 @@ t.test('a stalled log reader costs lines, counted and reported, not memory', asy
 
   const metrics = await (await fetch(metricsUrl)).text()
   t.match(metrics, new RegExp(`^lsp_log_lines_dropped_total ${seen.dropped}$`, 'm'), 'the metric counts the same lines')
+})
+
+t.test('a SIGTERM while the reader has stopped: the close ends within SHUTDOWN_TIMEOUT_MS, the lines held are left', async (t) => {
+  const server = await startServer({ DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '1000' })
+  t.teardown(() => server.stop('SIGKILL'))
+  server.child.stdout.pause()
+  // 2 MB of lines: the pipe is full, the writer holds 1 MB
+  t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 8000), [[401, 8000]])
+  server.child.kill('SIGTERM')
+  t.equal(await exitWithin(server.child, 6000), 1, 'exit 1 (the close timed out), not a process that waits for its reader')
+  t.match(server.output(), HELD, 'stderr says the lines held were not written')
+})
+
+t.test('a SIGTERM while the reader is slow: every line is written before exit 0', async (t) => {
+  const server = await startServer({ DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '4', SHUTDOWN_TIMEOUT_MS: '10000' })
+  t.teardown(() => server.stop('SIGKILL'))
+  const before = logLines(server.output()).filter((l) => l.msg === 'request').length
+  server.child.stdout.pause()
+  t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 8000), [[401, 8000]])
+  server.child.kill('SIGTERM')
+  await sleep(1500) // past the exit's one second without progress: the close waits for the reader
+  server.child.stdout.resume()
+  t.equal(await exitWithin(server.child, 8000), 0, 'exit 0')
+  const lines = logLines(server.output())
+  t.equal(lines.filter((l) => l.msg === 'request').length - before, 8000, 'every access line')
+  t.equal(lines.at(-1)?.msg, 'closing', 'the close\'s own line last')
+  t.notMatch(server.output(), HELD)
+})
+
+t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM ends it all the same', async (t) => {
+  // tsx makes stdout non-blocking itself; this needs the service without it
+  const build = tmpDataDir(t, 'lsp-build-')
+  const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false'], { encoding: 'utf8' })
+  t.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(build, 'node_modules'))
+  writeFileSync(join(build, 'package.json'), '{"type":"module"}')
+  const fifo = join(build, 'stdout')
+  spawnSync('mkfifo', [fifo])
+  const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)
+  const writeEnd = openSync(fifo, constants.O_WRONLY) // blocking: as a shell's pipe
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TAP') && k !== 'NODE_OPTIONS') env[k] = v
+  const child = spawn(process.execPath, [join(build, 'src/server.js')], {
+    env: { ...env, DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_LEVEL: 'info', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0' },
+    stdio: ['ignore', writeEnd, 'pipe']
+  })
+  closeSync(writeEnd)
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr!.on('data', (d) => { stderr += d })
+  const reader = new Socket({ fd: readEnd, readable: true, writable: false })
+  let out = ''
+  reader.on('data', (d) => { out += d })
+  let url: string | undefined
+  for (let i = 0; i < 300 && !(url = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(out)?.[1]); i++) await sleep(100)
+  t.ok(url, 'listening')
+  reader.pause()
+  t.same(await flood(`${url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 8000), [[401, 8000]])
+  child.kill('SIGTERM')
+  t.equal(await exitWithin(child, 6000), 1, 'exit 1 (the close timed out), not a process held by a write under way')
+  t.match(stderr, HELD)
+  reader.destroy()
+})
+
+t.test('a reader that goes away (EPIPE): the service answers on, says so once on stderr, and a SIGTERM ends it', async (t) => {
+  const server = await startServer({ DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '5000' })
+  t.teardown(() => server.stop('SIGKILL'))
+  server.child.stdout.destroy()
+  t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 2000), [[401, 2000]], 'every request answered')
+  server.child.kill('SIGTERM')
+  t.equal(await exitWithin(server.child, 4000), 0, 'exit 0: the close did not wait for a writer that fails')
+  t.equal(server.output().match(/LogWarning: log lines not written: .*EPIPE/g)?.length, 1, 'one warning for the outage')
+  t.match(server.output(), /log lines held at exit were not written: the last write failed \(.*EPIPE.*\)/)
 })
