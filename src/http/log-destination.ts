@@ -30,8 +30,9 @@ export interface LogDestination {
   /** Resolves once every line held has been written, or once a write has failed. */
   settled (): Promise<void>
   /**
-   * For the process's 'exit': writes the lines still held, synchronously, unless the writer has
-   * not moved for STALLED_MS or its last write failed; then they are left, and stderr says so.
+   * For the process's 'exit': writes the lines still held, synchronously (for STALLED_MS at most),
+   * unless the writer has not moved for STALLED_MS or its last write failed; then they are left,
+   * and stderr says so.
    */
   flushAtExit (): void
 }
@@ -75,7 +76,8 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   })
   writer.on('drain', () => {
     idle = true
-    settle()
+    // after the other 'drain' listeners: the drop warning (reportDropsTo) is written before a close ends
+    setImmediate(() => { if (idle) settle() })
   })
   writer.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EAGAIN' || err.code === 'EBUSY') {
@@ -128,7 +130,9 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
       try {
         writer.flushSync()
       } catch (err) {
-        failure = err as Error
+        // EAGAIN: the reader took too little within STALLED_MS
+        const code = (err as NodeJS.ErrnoException).code
+        if (code !== 'EAGAIN' && code !== 'EBUSY') failure = err as Error
         process.stderr.write(held())
       }
     }
