@@ -1,7 +1,7 @@
 // The service's metrics (src/metrics/metrics.ts): every answered request is observed here.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { createMetrics, type Metrics } from '../src/metrics/metrics.ts'
+import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,7 +11,7 @@ declare module 'fastify' {
 
 export interface MetricsOptions {
   /** the log's destination, whose dropped lines are counted (none when a test gives its own logger) */
-  log?: { droppedLines: number }
+  log?: MetricSources['log']
 }
 
 async function metrics (app: FastifyInstance, options: MetricsOptions) {

@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { main } from '../scripts/admin.ts'
 import { REPO_ROOT } from './helper.ts'
 
-const baseEnv = (env: Record<string, string>) => {
+/** This process's environment without tap's variables, LOG_LEVEL info, then `env`. */
+export const baseEnv = (env: Record<string, string>) => {
   const clean: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TAP')) clean[k] = v
   return { ...clean, LOG_LEVEL: 'info', ...env }

@@ -62,6 +62,7 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   let movedAt = 0
   let failure: Error | undefined
   let retry: NodeJS.Timeout | undefined
+  let dropReport: DropReport | undefined
   /** settled()'s callers */
   const waiting: Array<() => void> = []
   const settle = () => { for (const resolve of waiting.splice(0)) resolve() }
@@ -74,10 +75,16 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
     movedAt = Date.now()
     failure = undefined
   })
+  // 'drain': every line held has been written
   writer.on('drain', () => {
     idle = true
-    // after the other 'drain' listeners: the drop warning (reportDropsTo) is written before a close ends
-    setImmediate(() => { if (idle) settle() })
+    if (unreported > 0 && dropReport) {
+      const lines = unreported
+      unreported = 0
+      // its line (unless the level leaves it out) makes the writer busy again: a close waits for it
+      dropReport.warn({ dropped_lines: lines }, `${lines} log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting`)
+    }
+    if (idle) settle()
   })
   writer.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EAGAIN' || err.code === 'EBUSY') {
@@ -105,14 +112,7 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
       }
     },
     get droppedLines () { return dropped },
-    reportDropsTo (log) {
-      writer.on('drain', () => {
-        if (unreported === 0) return
-        const lines = unreported
-        unreported = 0
-        log.warn({ dropped_lines: lines }, `${lines} log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting`)
-      })
-    },
+    reportDropsTo (log) { dropReport = log },
     settled () {
       if (idle || failure) return Promise.resolve()
       return new Promise((resolve) => {

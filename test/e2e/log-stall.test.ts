@@ -10,7 +10,7 @@ import { Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { startServer } from '../run.ts'
+import { baseEnv, startServer } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -114,10 +114,9 @@ t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM
   spawnSync('mkfifo', [fifo])
   const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)
   const writeEnd = openSync(fifo, constants.O_WRONLY) // blocking: as a shell's pipe
-  const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TAP') && k !== 'NODE_OPTIONS') env[k] = v
   const child = spawn(process.execPath, [join(build, 'src/server.js')], {
-    env: { ...env, DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_LEVEL: 'info', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0' },
+    // no NODE_OPTIONS: tap's preloads include tsx
+    env: baseEnv({ NODE_OPTIONS: '', DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0' }),
     stdio: ['ignore', writeEnd, 'pipe']
   })
   closeSync(writeEnd)
