@@ -9,9 +9,10 @@
 // in libuv's thread pool waits inside the kernel, and Node's exit joins the pool's threads: the
 // process never ended. stdout is therefore opened as Node opens it for its own use, which makes a
 // pipe or socket non-blocking: a full pipe answers EAGAIN, and the write is tried again a
-// millisecond later (sonic-boom's own retry waits 100 ms: with a reader taking 64 kB every 10 ms,
-// 113-134k lines were written in 10 s of load, against 315-335k on the blocking pipe and 318-340k
-// retried after 1 ms; the rest were dropped). And the writer is made here rather than by
+// millisecond later while the reader moves (sonic-boom's own retry waits 100 ms: with a reader
+// taking 64 kB every 10 ms, 113-134k lines were written in 10 s of load, against 315-335k on the
+// blocking pipe and 318-340k retried after 1 ms; the rest were dropped), 50 ms later once it has
+// stopped (a retry every ms cost 4% of a core). And the writer is made here rather than by
 // pino.destination(), whose exit handler writes what is held until it is all written: here the
 // exit writes it only if the writer is moving.
 import sonicBoom from 'sonic-boom'
@@ -39,6 +40,8 @@ export interface LogDestination {
 
 /** At exit, a writer that has not moved for this long has a reader that stopped. */
 const STALLED_MS = 1000
+/** The longest wait before a write that found the pipe full is tried again. */
+const RETRY_MAX_MS = 50
 
 /** Lines in `text` (each ends with a newline). */
 function lineCount (text: string): number {
@@ -70,6 +73,9 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
     const lines = lineCount(text)
     dropped += lines
     unreported += lines
+    // a line longer than the bound, dropped while nothing was held, starts no write: this one
+    // ends in a drain, which reports the drop and marks the writer idle again
+    if (Buffer.byteLength(text) > options.maxBytes) writer.write('')
   })
   writer.on('write', () => {
     movedAt = Date.now()
@@ -88,11 +94,13 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   })
   writer.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EAGAIN' || err.code === 'EBUSY') {
-      // a write with nothing to add starts again with what is held
+      // a write with nothing to add starts again with what is held, after a tenth of the time the
+      // reader has been still: a millisecond for a reader that takes its lines in bursts, at most
+      // RETRY_MAX_MS for one that has stopped
       retry ??= setTimeout(() => {
         retry = undefined
         writer.write('')
-      }, 1)
+      }, Math.min(RETRY_MAX_MS, Math.max(1, (Date.now() - movedAt) / 10)))
       return
     }
     if (failure === undefined) process.emitWarning(`log lines not written: ${err.message}`, 'LogWarning')

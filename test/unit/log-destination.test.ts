@@ -1,0 +1,14 @@
+// The log's destination (src/http/log-destination.ts) in a process of its own, on a real pipe.
+// Stalled and failing readers are covered with the whole service in test/e2e/log-stall.test.ts.
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+const fixture = fileURLToPath(new URL('../fixtures/log-oversized.ts', import.meta.url))
+
+t.test('one line longer than LOG_BUFFER_MB, while nothing is held: dropped, reported at once, and the exit holds nothing', async (t) => {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', fixture], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+  t.equal(child.status, 0)
+  t.equal(child.stdout, '{"dropped_lines":1,"msg":"1 log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting"}\n', 'the warning, and no part of the long line')
+  t.equal(child.stderr, '', 'no note of lines held at exit')
+})
