@@ -1,0 +1,104 @@
+// npm run bench:profile: where each request's CPU time goes, kernel included, by owner (the search,
+// the collector, Node's HTTP server, the kernel's socket send, ...: scripts/perf-owners.ts), in µs
+// a request, for the bare route and the service side by side. `perf record -g` samples the
+// answering process at 2,000 Hz while autocannon-like load (scripts/bench-load.ts, 50 connections)
+// runs; processes start with --perf-basic-prof so that JIT code has names. CPU time, not wall
+// clock: V8's own profiler charges a wait for a core to the call that was running ("Profiling" in
+// docs/performance.md). Needs `perf` (Debian: linux-perf) and leave to use it (root, or
+// kernel.perf_event_paranoid ≤ 1).
+//   BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench (default cases: the bare route,
+//   cached nearest, the 429 path, nearest, /sites r=25); BENCH_SECONDS (8) recorded after
+//   BENCH_WARMUP (5) seconds of the case's load. Writes bench/profile.json.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { join } from 'node:path'
+import { COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, bareEnv, caseHeaders, currentBuild, freePort, isBare, log, selectCases, setUp, startService, stop, waitForHttp, type Case } from './bench-setup.ts'
+import { samplesByOwner } from './perf-owners.ts'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5)
+const HZ = 2000
+const DEFAULT_CASES = ['hello-world', 'cached nearest', '429 path', '/sites/nearest', '/sites r=25']
+
+if (spawnSync('perf', ['--version']).status !== 0) {
+  log('perf is not installed (Debian: apt-get install linux-perf)')
+  process.exit(1)
+}
+
+const { cases: all } = setUp()
+const only = ONLY ?? DEFAULT_CASES
+// the bare cases only when named (selectCases keeps them always)
+const cases = selectCases(all, only).filter((c) => !isBare(c) || only.includes(c.name))
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
+const cpuUs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
+}
+
+// the service as npm start runs it, and the bare route's process, both naming their JIT code for
+// perf (/tmp/perf-<pid>.map; V8's own log, which the flag also opens, to /dev/null)
+const PERF_FLAGS = ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null']
+const build = currentBuild()
+build.args = [...PERF_FLAGS, ...build.args]
+const servicePort = await freePort()
+const service = (await startService(build, servicePort)).child
+const helloPort = await freePort()
+const hello = spawn(process.execPath, [...PERF_FLAGS, HELLO_SCRIPT], {
+  cwd: ROOT, env: { ...process.env, ...bareEnv(all), PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
+})
+await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
+
+/** scripts/bench-load.ts over the case's URLs for `seconds`; resolves with its requests a second. */
+function load (c: Case, port: number, seconds: number): Promise<number> {
+  const job = join(DATA, 'profile-job.json')
+  writeFileSync(job, JSON.stringify({ base: `http://127.0.0.1:${port}`, paths: c.paths, connections: 50, seconds, headers: c.token || c.headers ? caseHeaders(c) : undefined }))
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), job], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.on('close', (code) => code === 0 ? resolve((JSON.parse(out) as { rps: number }).rps) : reject(new Error(`load generator exited with ${code}`)))
+  })
+}
+
+interface Profile { case: string, rps: number, cpuUsPerRequest: number, owners: Record<string, number> }
+const profiles: Profile[] = []
+for (const c of cases) {
+  const target: ChildProcess = isBare(c) ? hello : service
+  const port = isBare(c) ? helloPort : servicePort
+  await load(c, port, WARMUP)
+  const running = load(c, port, SECONDS + 2)
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  const data = join(DATA, 'perf.data')
+  const before = cpuUs(target.pid!)
+  const started = performance.now()
+  spawnSync('perf', ['record', '-q', '-F', String(HZ), '-g', '-o', data, '-p', String(target.pid), '--', 'sleep', String(SECONDS)], { stdio: 'inherit' })
+  const cpu = cpuUs(target.pid!) - before
+  const elapsed = (performance.now() - started) / 1000
+  const rps = await running
+  const script = spawnSync('perf', ['script', '-i', data, '-F', 'comm,tid,ip,sym,dso'], { encoding: 'utf8', maxBuffer: 1 << 30 }).stdout
+  const counts = samplesByOwner(script)
+  const samples = [...counts.values()].reduce((a, b) => a + b, 0)
+  // the owners' shares of the samples, applied to the CPU time /proc counted over the same seconds
+  const perRequest = cpu / (rps * elapsed)
+  const owners = Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]).map(([owner, n]) => [owner, Math.round(perRequest * n / samples * 100) / 100]))
+  profiles.push({ case: c.name, rps: Math.round(rps), cpuUsPerRequest: Math.round(perRequest * 10) / 10, owners })
+  log(`${c.name}: ${Math.round(rps)} req/s, ${perRequest.toFixed(1)} µs of CPU a request, ${samples} samples`)
+}
+await stop(service)
+await stop(hello)
+for (const child of [service, hello]) rmSync(`/tmp/perf-${child.pid}.map`, { force: true })
+
+// a table: owners down, cases across, µs a request
+const names = [...new Set(profiles.flatMap((p) => Object.keys(p.owners)))]
+  .sort((a, b) => Math.max(...profiles.map((p) => p.owners[b] ?? 0)) - Math.max(...profiles.map((p) => p.owners[a] ?? 0)))
+const width = Math.max(...names.map((n) => n.length))
+const column = Math.max(10, ...profiles.map((p) => p.case.length)) + 2
+const cell = (v: number | undefined) => (v === undefined ? '-' : v.toFixed(2)).padStart(column)
+process.stdout.write(`${'µs of CPU a request'.padEnd(width)}${profiles.map((p) => p.case.padStart(column)).join('')}\n`)
+process.stdout.write(`${'all (from /proc)'.padEnd(width)}${profiles.map((p) => cell(p.cpuUsPerRequest)).join('')}\n`)
+for (const n of names) process.stdout.write(`${n.padEnd(width)}${profiles.map((p) => cell(p.owners[n])).join('')}\n`)
+const machine = `${cpus().length} x ${cpus()[0]?.model.trim()}, Node ${process.version}`
+process.stdout.write(`${machine}, ${COMMIT}\n`)
+writeFileSync(join(ROOT, 'bench/profile.json'), `${JSON.stringify({ date: new Date().toISOString(), command: 'npm run bench:profile', machine, commit: COMMIT, seconds: SECONDS, hz: HZ, profiles }, null, 2)}\n`)
