@@ -1,13 +1,13 @@
 // npm run bench:profile: where each request's CPU time goes, kernel included, by owner (the search,
 // the collector, Node's HTTP server, the kernel's socket send, ...: scripts/perf-owners.ts), in µs
-// a request, for the bare route and the service side by side. `perf record -g` samples the
-// answering process at 2,000 Hz while autocannon-like load (scripts/bench-load.ts, 50 connections)
-// runs; processes start with --perf-basic-prof so that JIT code has names. CPU time, not wall
-// clock: V8's own profiler charges a wait for a core to the call that was running ("Profiling" in
-// docs/performance.md). Needs `perf` (Debian: linux-perf) and leave to use it (root, or
-// kernel.perf_event_paranoid ≤ 1).
-//   BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench (default cases: the bare route,
-//   cached nearest, the 429 path, nearest, /sites r=25); BENCH_SECONDS (8) recorded after
+// a request, for the bare route and the service side by side, and how many threads the machine
+// wakes a request. `perf record -g` samples the answering process at 2,000 Hz under the bench's
+// load (scripts/bench-load.ts, 50 connections); processes start with --perf-basic-prof so that JIT
+// code has names. CPU time, not wall clock: V8's own profiler charges a wait for a core to the call
+// that was running ("Profiling" in docs/performance.md). Needs `perf` (Debian: linux-perf) and
+// leave to use it (root, or kernel.perf_event_paranoid ≤ 1 and tracefs for the wake-ups).
+//   BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench (default: both bare routes, cached
+//   nearest, cached /sites, the 429 path, nearest, /sites r=25); BENCH_SECONDS (8) recorded after
 //   BENCH_WARMUP (5) seconds of the case's load. Writes bench/profile.json.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -19,7 +19,7 @@ import { samplesByOwner } from './perf-owners.ts'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5)
 const HZ = 2000
-const DEFAULT_CASES = ['hello-world', 'cached nearest', '429 path', '/sites/nearest', '/sites r=25']
+const DEFAULT_CASES = ['hello-world', 'hello-world 19kB', 'cached nearest', 'cached /sites', '429 path', '/sites/nearest', '/sites r=25']
 
 if (spawnSync('perf', ['--version']).status !== 0) {
   log('perf is not installed (Debian: apt-get install linux-perf)')
@@ -62,7 +62,24 @@ function load (c: Case, port: number, seconds: number): Promise<number> {
   })
 }
 
-interface Profile { case: string, rps: number, cpuUsPerRequest: number, owners: Record<string, number> }
+/**
+ * Threads woken on the whole machine over `seconds` (the sched_wakeup tracepoint; undefined where
+ * perf may not read it). On loopback a response that finds its client asleep wakes it from
+ * within the server's send, at the server's cost.
+ */
+function wakeupsOver (seconds: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn('perf', ['stat', '-x,', '-a', '-e', 'sched:sched_wakeup', '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (d) => { err += d })
+    child.on('close', () => {
+      const count = Number(/^(\d+),,sched:sched_wakeup/m.exec(err)?.[1])
+      resolve(Number.isFinite(count) ? count : undefined)
+    })
+  })
+}
+
+interface Profile { case: string, rps: number, cpuUsPerRequest: number, wakeupsPerRequest?: number, owners: Record<string, number> }
 const profiles: Profile[] = []
 for (const c of cases) {
   const target: ChildProcess = isBare(c) ? hello : service
@@ -71,20 +88,23 @@ for (const c of cases) {
   const running = load(c, port, SECONDS + 2)
   await new Promise((resolve) => setTimeout(resolve, 1000))
   const data = join(DATA, 'perf.data')
+  const wakeups = wakeupsOver(SECONDS)
   const before = cpuUs(target.pid!)
   const started = performance.now()
   spawnSync('perf', ['record', '-q', '-F', String(HZ), '-g', '-o', data, '-p', String(target.pid), '--', 'sleep', String(SECONDS)], { stdio: 'inherit' })
   const cpu = cpuUs(target.pid!) - before
   const elapsed = (performance.now() - started) / 1000
   const rps = await running
+  const woken = await wakeups
   const script = spawnSync('perf', ['script', '-i', data, '-F', 'comm,tid,ip,sym,dso'], { encoding: 'utf8', maxBuffer: 1 << 30 }).stdout
   const counts = samplesByOwner(script)
   const samples = [...counts.values()].reduce((a, b) => a + b, 0)
   // the owners' shares of the samples, applied to the CPU time /proc counted over the same seconds
   const perRequest = cpu / (rps * elapsed)
   const owners = Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]).map(([owner, n]) => [owner, Math.round(perRequest * n / samples * 100) / 100]))
-  profiles.push({ case: c.name, rps: Math.round(rps), cpuUsPerRequest: Math.round(perRequest * 10) / 10, owners })
-  log(`${c.name}: ${Math.round(rps)} req/s, ${perRequest.toFixed(1)} µs of CPU a request, ${samples} samples`)
+  const wakeupsPerRequest = woken === undefined ? undefined : Math.round(woken / (rps * elapsed) * 100) / 100
+  profiles.push({ case: c.name, rps: Math.round(rps), cpuUsPerRequest: Math.round(perRequest * 10) / 10, wakeupsPerRequest, owners })
+  log(`${c.name}: ${Math.round(rps)} req/s, ${perRequest.toFixed(1)} µs of CPU a request, ${samples} samples, ${wakeupsPerRequest ?? '?'} wake-ups a request`)
 }
 await stop(service)
 await stop(hello)
@@ -98,6 +118,7 @@ const column = Math.max(10, ...profiles.map((p) => p.case.length)) + 2
 const cell = (v: number | undefined) => (v === undefined ? '-' : v.toFixed(2)).padStart(column)
 process.stdout.write(`${'µs of CPU a request'.padEnd(width)}${profiles.map((p) => p.case.padStart(column)).join('')}\n`)
 process.stdout.write(`${'all (from /proc)'.padEnd(width)}${profiles.map((p) => cell(p.cpuUsPerRequest)).join('')}\n`)
+process.stdout.write(`${'threads woken a request (whole machine)'.padEnd(width)}${profiles.map((p) => cell(p.wakeupsPerRequest)).join('')}\n`)
 for (const n of names) process.stdout.write(`${n.padEnd(width)}${profiles.map((p) => cell(p.owners[n])).join('')}\n`)
 const machine = `${cpus().length} x ${cpus()[0]?.model.trim()}, Node ${process.version}`
 process.stdout.write(`${machine}, ${COMMIT}\n`)
