@@ -2,6 +2,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
+import { fragmentBytes } from '../src/answers/records.ts'
+import type { DatasetName } from '../src/sites/dataset-file.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,7 +17,15 @@ export interface MetricsOptions {
 }
 
 async function metrics (app: FastifyInstance, options: MetricsOptions) {
-  const metrics = createMetrics({ datasets: app.datasets, partners: app.partners, controlDb: app.controlDb, cache: app.responseCache, log: options.log })
+  const { datasets } = app
+  const metrics = createMetrics({
+    datasets,
+    partners: app.partners,
+    controlDb: app.controlDb,
+    cache: app.responseCache,
+    log: options.log,
+    fragmentBytes: (name) => fragmentBytes(datasets.get(name as DatasetName))
+  })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
     metrics.observe(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000)

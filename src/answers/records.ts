@@ -128,6 +128,13 @@ export class FragmentStore {
     this.span = new Uint32Array(2 * count)
   }
 
+  /** Bytes of the chunks allocated so far. */
+  get chunkBytes (): number {
+    let bytes = 0
+    for (const view of this.views) bytes += view.length
+    return bytes
+  }
+
   /** Byte length of a site's fragment, making it if needed. */
   length (p: number): number {
     const known = this.span[2 * p + 1]
@@ -272,6 +279,8 @@ interface Fragments {
   /** GeoJSON features around the records; made on first use only */
   fullFeature: () => FragmentStore
   minimalFeature: () => FragmentStore
+  /** the stores made so far */
+  stores: FragmentStore[]
 }
 
 const once = <T>(make: () => T) => {
@@ -305,16 +314,34 @@ function fragmentsOf (ds: Dataset, links: string): Fragments {
     // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
     const feature = (record: (p: number) => string) => (p: number) =>
       `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
+    const stores: FragmentStore[] = []
+    const store = (make: (position: number) => string) => {
+      const made = new FragmentStore(ds.count, make)
+      stores.push(made)
+      return made
+    }
     byLinks.set(links, f = {
-      full: new FragmentStore(ds.count, full),
-      minimal: new FragmentStore(ds.count, minimal),
-      nearest: new FragmentStore(ds.count, nearest),
+      full: store(full),
+      minimal: store(minimal),
+      nearest: store(nearest),
       nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
-      fullFeature: once(() => new FragmentStore(ds.count, feature(full))),
-      minimalFeature: once(() => new FragmentStore(ds.count, feature(minimal)))
+      fullFeature: once(() => store(feature(full))),
+      minimalFeature: once(() => store(feature(minimal))),
+      stores
     })
   }
   return f
+}
+
+/**
+ * Bytes of a dataset's record fragments in memory (their chunks), every form and link prefix:
+ * they grow with the sites and forms partners ask for, and are most of the service's memory
+ * under load.
+ */
+export function fragmentBytes (ds: Dataset): number {
+  let bytes = 0
+  for (const f of fragmentCache.get(ds)?.values() ?? []) for (const store of f.stores) bytes += store.chunkBytes
+  return bytes
 }
 
 /** JSON of a full record. */

@@ -1,6 +1,6 @@
 // Prometheus metrics (prom-client), kept in a registry of this service's own: requests and latency
-// by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, reloads,
-// control.db state, log lines dropped, and Node's process metrics. A request adds to plain
+// by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records'
+// JSON in memory, reloads, control.db state, log lines dropped, and Node's process metrics. A request adds to plain
 // numbers; samples are made when Prometheus scrapes (src/metrics/server.ts serves them on METRICS_PORT).
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
@@ -11,6 +11,8 @@ export interface MetricSources {
   controlDb: { writable: boolean }
   cache: { size: number, lookups: { hit: number, miss: number } }
   log?: { droppedLines: number }
+  /** bytes of a dataset's record fragments in memory */
+  fragmentBytes?: (dataset: string) => number
 }
 
 export interface Metrics {
@@ -96,6 +98,13 @@ export function createMetrics (sources: MetricSources): Metrics {
     labelNames: ['dataset'],
     registers: [registry],
     collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, d.site_count) }
+  })
+  new Gauge({ // eslint-disable-line no-new
+    name: 'lsp_record_fragment_bytes',
+    help: 'Memory of the records\' JSON, made on first use and kept (8 MB chunks), by dataset: most of the memory that grows under load',
+    labelNames: ['dataset'],
+    registers: [registry],
+    collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, sources.fragmentBytes?.(d.dataset) ?? 0) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_built_timestamp_seconds',

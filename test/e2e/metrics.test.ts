@@ -35,9 +35,13 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   t.equal(before.get('lsp_partners'), 1)
   t.equal(before.get('lsp_control_db_writable'), 1)
   t.ok((before.get('lsp_process_resident_memory_bytes') ?? 0) > 0, 'process metrics')
+  t.equal(before.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0, 'no record\'s JSON made before a request needs it')
 
   const url = `${server.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${created.token}`
   for (let i = 0; i < 5; i++) t.equal((await fetch(url)).status, 200) // 1 miss, 4 hits
+  const answered = await scrape()
+  t.equal(answered.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 8 * 1024 * 1024, 'the full form\'s first chunk')
+  t.equal(answered.get('lsp_record_fragment_bytes{dataset="production"}'), 0)
   t.equal((await fetch(`${server.url}/v1/sites?lat=91&lng=0&api_key=${created.token}`)).status, 400)
   t.equal((await fetch(`${server.url}/v1/nowhere/${created.token}`)).status, 404)
   const statuses = await Promise.all(Array.from({ length: 40 }, async () => (await fetch(url)).status))
@@ -58,6 +62,7 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   t.equal(moved('lsp_cache_lookups_total{result="hit"}'), 28)
   t.equal(moved('lsp_rate_limit_refusals_total{tier="demo"}'), refused)
   t.equal(moved('lsp_dataset_reloads_total{result="ok"}'), 1)
+  t.equal(after.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0, 'the reloaded dataset\'s records have made no JSON yet')
   t.equal(moved('lsp_dataset_reloads_total{result="refused"}'), 0)
   t.notOk([...after.keys()].some((k) => k.includes(created.token)), 'no token in a label')
   t.equal((await fetch(metricsUrl.replace('/metrics', '/other'))).status, 404)
