@@ -10,10 +10,10 @@
 //   nearest, cached /sites, the 429 path, nearest, /sites r=25); BENCH_SECONDS (8) recorded after
 //   BENCH_WARMUP (5) seconds of the case's load. Writes bench/profile.json.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, bareEnv, caseHeaders, currentBuild, freePort, isBare, log, selectCases, setUp, startService, stop, waitForHttp, type Case } from './bench-setup.ts'
+import { COMMIT, DATA, HELLO_SCRIPT, ONLY, cpuUs, ROOT, bareEnv, caseHeaders, currentBuild, freePort, isBare, log, selectCases, setUp, startService, stop, waitForHttp, type Case } from './bench-setup.ts'
 import { samplesByOwner } from './perf-owners.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
@@ -31,15 +31,10 @@ const only = ONLY ?? DEFAULT_CASES
 // the bare cases only when named (selectCases keeps them always)
 const cases = selectCases(all, only).filter((c) => !isBare(c) || only.includes(c.name))
 
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
-const cpuUs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
-}
-
 // the service as npm start runs it, and the bare route's process, both naming their JIT code for
-// perf (/tmp/perf-<pid>.map; V8's own log, which the flag also opens, to /dev/null)
-const PERF_FLAGS = ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null']
+// perf (/tmp/perf-<pid>.map; V8's own log, which the flag also opens, to /dev/null), and
+// interpreted functions as frames of their own rather than as the interpreter's
+const PERF_FLAGS = ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate', '--logfile=/dev/null']
 const build = currentBuild()
 build.args = [...PERF_FLAGS, ...build.args]
 const servicePort = await freePort()
@@ -63,8 +58,8 @@ function load (c: Case, port: number, seconds: number): Promise<number> {
 }
 
 /**
- * Threads woken on the whole machine over `seconds` (the sched_wakeup tracepoint; undefined where
- * perf may not read it). On loopback a response that finds its client asleep wakes it from
+ * Threads woken on the whole machine over `seconds` (the sched_wakeup tracepoint, perf's own
+ * included; undefined where perf may not read it). On loopback a response that finds its client asleep wakes it from
  * within the server's send, at the server's cost.
  */
 function wakeupsOver (seconds: number): Promise<number | undefined> {
@@ -91,7 +86,7 @@ for (const c of cases) {
   const wakeups = wakeupsOver(SECONDS)
   const before = cpuUs(target.pid!)
   const started = performance.now()
-  spawnSync('perf', ['record', '-q', '-F', String(HZ), '-g', '-o', data, '-p', String(target.pid), '--', 'sleep', String(SECONDS)], { stdio: 'inherit' })
+  spawnSync('perf', ['record', '-q', '--no-buildid', '-F', String(HZ), '-g', '-o', data, '-p', String(target.pid), '--', 'sleep', String(SECONDS)], { stdio: 'inherit' })
   const cpu = cpuUs(target.pid!) - before
   const elapsed = (performance.now() - started) / 1000
   const rps = await running
@@ -102,7 +97,7 @@ for (const c of cases) {
   // the owners' shares of the samples, applied to the CPU time /proc counted over the same seconds
   const perRequest = cpu / (rps * elapsed)
   const owners = Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]).map(([owner, n]) => [owner, Math.round(perRequest * n / samples * 100) / 100]))
-  const wakeupsPerRequest = woken === undefined ? undefined : Math.round(woken / (rps * elapsed) * 100) / 100
+  const wakeupsPerRequest = woken === undefined ? undefined : Math.round(woken / (rps * SECONDS) * 100) / 100
   profiles.push({ case: c.name, rps: Math.round(rps), cpuUsPerRequest: Math.round(perRequest * 10) / 10, wakeupsPerRequest, owners })
   log(`${c.name}: ${Math.round(rps)} req/s, ${perRequest.toFixed(1)} µs of CPU a request, ${samples} samples, ${wakeupsPerRequest ?? '?'} wake-ups a request`)
 }

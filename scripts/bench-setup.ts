@@ -2,7 +2,7 @@
 // instructions counted under callgrind): the dataset and partners, the cases, the service's command
 // line, and a baseline commit built in a worktree of its own.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -31,6 +31,14 @@ export const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
 export const ONLY = process.env.BENCH_CASES?.split(',')
 /** The bare route's process (the ceiling), as built. */
 export const HELLO_SCRIPT = join(ROOT, 'dist/scripts/bench-hello.js')
+
+/** CPU time a process has used (user + system), in µs, from /proc (clock ticks of 1/CLK_TCK s). */
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
+export function cpuUs (pid: number): number {
+  // the fields after the command name, which is in parentheses and may hold spaces
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
+}
 
 export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)

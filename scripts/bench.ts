@@ -14,20 +14,12 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { BASELINE, COMMIT, DATA, DISTINCT, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5)
-
-/** CPU time a process has used (user + system), in µs, from /proc (clock ticks of 1/CLK_TCK s). */
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
-function cpuUs (pid: number): number {
-  // the fields after the command name, which is in parentheses and may hold spaces
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
-}
 
 function rssKb (pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')

@@ -27,15 +27,21 @@ const ANYWHERE: Array<[string, RegExp]> = [
   ['compression (zlib)', /deflate|longest_match|compress_block|BrotliEncoder|crc32/]
 ]
 
-/** A kernel sample, by the system call or work under it. */
+/** A kernel sample, by the kernel function under it (kernel frames only, whole names). */
 const KERNEL: Array<[string, RegExp]> = [
-  ['kernel: socket send (on loopback the receiver\'s side runs in it)', /tcp_sendmsg|sock_sendmsg|sock_write_iter/],
-  ['kernel: socket read', /tcp_recvmsg|sock_read_iter|ksys_read/],
-  ['kernel: log write', /ksys_write|vfs_write/],
-  ['kernel: epoll', /epoll/],
-  ['kernel: futex (threads)', /futex/],
-  ['kernel: memory (mmap, page faults)', /mmap|munmap|madvise|page_fault/],
-  ['kernel: scheduling', /schedule|task_switch/]
+  ['kernel: socket send (on loopback the receiver\'s side runs in it)', /^(tcp_sendmsg|sock_sendmsg|sock_write_iter) /],
+  ['kernel: reads (the requests; libuv\'s wake-ups)', /^(tcp_recvmsg|sock_read_iter|ksys_read) /],
+  ['kernel: log write', /^(ksys_write|vfs_write) /],
+  ['kernel: epoll', /^(do_epoll_wait|ep_poll|__x64_sys_epoll_\w+) /],
+  ['kernel: futex (threads)', /^(futex_\w+|do_futex|__x64_sys_futex) /],
+  ['kernel: memory (mmap, page faults)', /^(__x64_sys_(mmap|munmap|madvise)|do_user_addr_fault|exc_page_fault|handle_mm_fault) /],
+  ['kernel: scheduling', /^(schedule|__schedule|finish_task_switch\S*) /]
+]
+
+/** Native code without a JavaScript frame with an owner: V8's helper threads, Node's parser and streams. */
+const NATIVE: Array<[string, RegExp]> = [
+  ['V8\'s compilers (helper thread)', /compiler::|Compiler|Maglev|Turbofan|PlatformWorker/],
+  ['Node\'s HTTP server, streams and sockets', /llhttp|Parser::|StreamBase|LibuvStreamWrap|TCPWrap|uv__read|uv__write|uv__stream_io/]
 ]
 
 export const OTHER = 'other (V8 runtime, libc, the event loop)'
@@ -44,8 +50,8 @@ export const OTHER = 'other (V8 runtime, libc, the event loop)'
 export function ownerOf (frames: string[]): string {
   if (frames.length === 0) return OTHER
   if (frames[0].includes('[kernel')) {
-    const stack = frames.join('\n')
-    for (const [name, rx] of KERNEL) if (rx.test(stack)) return name
+    const kernel = frames.filter((f) => f.includes('[kernel'))
+    for (const [name, rx] of KERNEL) if (kernel.some((f) => rx.test(f))) return name
     return 'kernel: other'
   }
   for (const [name, rx] of ANYWHERE) if (frames.some((f) => rx.test(f))) return name
@@ -53,8 +59,8 @@ export function ownerOf (frames: string[]): string {
     if (!frame.startsWith('JS:') && !frame.startsWith('RegExp:')) continue
     for (const [name, rx] of JS_OWNERS) if (rx.test(frame)) return name
   }
-  // no JavaScript frame with an owner: llhttp, libuv, Node's bindings
-  if (frames.some((f) => /node::|llhttp|uv__|uv_run/.test(f))) return JS_OWNERS.at(-1)![0]
+  // every main-thread stack ends in the event loop (uv_run, node::Start): only what a frame does counts
+  for (const [name, rx] of NATIVE) if (frames.some((f) => rx.test(f))) return name
   return OTHER
 }
 

@@ -43,6 +43,13 @@ const STALLED_MS = 1000
 /** The longest wait before a write that found the pipe full is tried again. */
 const RETRY_MAX_MS = 50
 
+/**
+ * How long a write that found the pipe full waits before it is tried again, after the writer has
+ * been still for `stillMs`: a tenth of that, a millisecond for a reader that takes its lines in
+ * bursts, RETRY_MAX_MS for one that has stopped (whole ms: Node keeps a timer list per duration).
+ */
+export const retryDelay = (stillMs: number) => Math.min(RETRY_MAX_MS, Math.max(1, Math.ceil(stillMs / 10)))
+
 /** Lines in `text` (each ends with a newline). */
 function lineCount (text: string): number {
   let lines = 0
@@ -55,7 +62,7 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   // sonic-boom's synchronous flush, until this time.
   let exitBy = 0
   // process.stdout opens fd 1 as Node does (a pipe or socket becomes non-blocking: above)
-  const writer = new sonicBoom.SonicBoom({ fd: process.stdout.fd, sync: false, maxLength: options.maxBytes, retryEAGAIN: () => Date.now() < exitBy })
+  const writer = new sonicBoom.SonicBoom({ fd: process.stdout.fd, sync: false, maxLength: options.maxBytes, retryEAGAIN: () => performance.now() < exitBy })
   let dropped = 0
   let unreported = 0
   // idle: nothing held. movedAt: when the writer last finished a write, or was given lines while
@@ -73,12 +80,9 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
     const lines = lineCount(text)
     dropped += lines
     unreported += lines
-    // a line longer than the bound, dropped while nothing was held, starts no write: this one
-    // ends in a drain, which reports the drop and marks the writer idle again
-    if (Buffer.byteLength(text) > options.maxBytes) writer.write('')
   })
   writer.on('write', () => {
-    movedAt = Date.now()
+    movedAt = performance.now()
     failure = undefined
   })
   // 'drain': every line held has been written
@@ -94,29 +98,34 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   })
   writer.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EAGAIN' || err.code === 'EBUSY') {
-      // a write with nothing to add starts again with what is held, after a tenth of the time the
-      // reader has been still: a millisecond for a reader that takes its lines in bursts, at most
-      // RETRY_MAX_MS for one that has stopped
+      // a write with nothing to add starts again with what is held
       retry ??= setTimeout(() => {
         retry = undefined
         writer.write('')
-      }, Math.min(RETRY_MAX_MS, Math.max(1, (Date.now() - movedAt) / 10)))
+      }, retryDelay(performance.now() - movedAt))
       return
     }
     if (failure === undefined) process.emitWarning(`log lines not written: ${err.message}`, 'LogWarning')
     failure = err
     settle()
   })
-  const held = () => `log lines held at exit were not written: ${failure ? `the last write failed (${failure.message})` : `their reader had taken nothing for ${Date.now() - movedAt} ms`}\n`
+  const held = () => `log lines held at exit were not written: ${failure ? `the last write failed (${failure.message})` : `their reader had taken nothing for ${Math.round(performance.now() - movedAt)} ms`}\n`
 
   return {
     stream: {
       write (text: string) {
-        if (idle) {
-          idle = false
-          movedAt = Date.now()
+        if (!idle) {
+          writer.write(text)
+          return
         }
+        idle = false
+        movedAt = performance.now()
+        const before = dropped
         writer.write(text)
+        // a line longer than the bound, dropped while nothing was held, starts no write: this one
+        // ends in a drain, which reports the drop and marks the writer idle again (sonic-boom
+        // emits 'drop' and returns before its write starts, so this is not a write within a write)
+        if (dropped !== before) writer.write('')
       }
     },
     get droppedLines () { return dropped },
@@ -130,11 +139,11 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
     },
     flushAtExit () {
       if (idle) return
-      if (failure || Date.now() - movedAt > STALLED_MS) {
+      if (failure || performance.now() - movedAt > STALLED_MS) {
         process.stderr.write(held())
         return
       }
-      exitBy = Date.now() + STALLED_MS
+      exitBy = performance.now() + STALLED_MS
       try {
         writer.flushSync()
       } catch (err) {

@@ -101,7 +101,7 @@ export function createMetrics (sources: MetricSources): Metrics {
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_record_fragment_bytes',
-    help: 'Memory of the records\' JSON, made on first use and kept (8 MB chunks), by dataset: most of the memory that grows under load',
+    help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records are made), by dataset: most of the memory that grows under load',
     labelNames: ['dataset'],
     registers: [registry],
     collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, sources.fragmentBytes?.(d.dataset) ?? 0) }

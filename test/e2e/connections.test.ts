@@ -116,18 +116,19 @@ t.test('idle sockets past the caps are refused; other clients are served; timeou
   t.same([...new Set(idle.map((c) => split(c.received).body))], [TIMED_OUT], 'each closed with a 408')
   // A slot is free once the server has run its socket's close, which can come an event-loop turn
   // after the client saw the socket end (a new connection is accepted in the loop's poll phase,
-  // closes run after it): a connection refused meanwhile is tried again, and counted.
-  let status = ''
-  let refusedMeanwhile = 0
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const again = open(port, '127.0.0.2')
-    all.push(again)
-    status = (await ask(again, '/healthz')).statusLine
-    if (status === 'HTTP/1.1 200 OK') break
-    refusedMeanwhile++
-    await new Promise((resolve) => setTimeout(resolve, 50))
+  // closes run after it): a connection refused meanwhile is tried again, and counted. A refusal is
+  // written as the connection is accepted: one still open 200 ms after it opened is in.
+  const meanwhile: string[] = []
+  let again: Connection
+  for (let attempt = 0; ; attempt++) {
+    all.push(again = open(port, '127.0.0.2'))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    if (!again.closed || attempt === 20) break
+    meanwhile.push(again.received)
   }
-  t.equal(status, 'HTTP/1.1 200 OK', 'their slots are free again')
+  t.equal((await ask(again, '/healthz')).statusLine, 'HTTP/1.1 200 OK', 'their slots are free again')
+  t.ok(meanwhile.every((received) => split(received).body === TOO_MANY), `refused meanwhile with the 503: ${meanwhile.length}`)
+  const refusedMeanwhile = meanwhile.length
 
   await until('the end of the episode logged', () => logLines(server.output(), 'connections accepted again').length > 0, 20_000)
   t.match(logLines(server.output(), 'connections accepted again'), [{ level: 30, refused: 382 + refusedMeanwhile }], 'its end is logged once, with the count refused')

@@ -24,11 +24,17 @@ t.test('the collector, digests and zlib wherever they are called from', async (t
 
 t.test('kernel samples by the system call under them; native code without JavaScript', async (t) => {
   t.equal(ownerOf([`_raw_spin_unlock_irqrestore ${kernel}`, `sock_def_readable ${kernel}`, `tcp_rcv_established ${kernel}`, `tcp_sendmsg ${kernel}`, `do_writev ${kernel}`, `writev ${node}`]), 'kernel: socket send (on loopback the receiver\'s side runs in it)')
-  t.equal(ownerOf([`copy_user_enhanced_fast_string ${kernel}`, `tcp_recvmsg ${kernel}`, `ksys_read ${kernel}`]), 'kernel: socket read')
+  t.equal(ownerOf([`copy_user_enhanced_fast_string ${kernel}`, `tcp_recvmsg ${kernel}`, `ksys_read ${kernel}`]), 'kernel: reads (the requests; libuv\'s wake-ups)')
+  t.equal(ownerOf([`_copy_from_iter ${kernel}`, `tcp_sendmsg_locked ${kernel}`, `tcp_sendmsg ${kernel}`, `sock_write_iter ${kernel}`, `vfs_writev ${kernel}`, `do_writev ${kernel}`, 'writev (/usr/lib/x86_64-linux-gnu/libc.so.6)', `uv__write ${node}`]),
+    'kernel: socket send (on loopback the receiver\'s side runs in it)', 'a socket\'s writev is not the log\'s write')
+  t.equal(ownerOf([`ext4_file_write_iter ${kernel}`, `vfs_write ${kernel}`, `ksys_write ${kernel}`, `uv__fs_work ${node}`]), 'kernel: log write')
   t.equal(ownerOf([`do_epoll_wait ${kernel}`]), 'kernel: epoll')
   t.equal(ownerOf([`some_irq_work ${kernel}`]), 'kernel: other')
   t.equal(ownerOf([`llhttp__internal_execute ${node}`, `node::(anonymous namespace)::Parser::Execute ${node}`, `uv__read ${node}`]), 'Node\'s HTTP server, streams and sockets')
   t.equal(ownerOf(['__memmove_avx512_unaligned_erms (/usr/lib/x86_64-linux-gnu/libc.so.6)']), OTHER)
+  t.equal(ownerOf(['malloc (/usr/lib/x86_64-linux-gnu/libc.so.6)', `v8::internal::Factory::NewFixedArray ${node}`, `uv__io_poll ${node}`, `uv_run ${node}`, `node::SpinEventLoopInternal ${node}`, `node::Start ${node}`]),
+    OTHER, 'the event loop at the root of a stack does not make it Node\'s HTTP')
+  t.equal(ownerOf([`v8::internal::compiler::PipelineImpl::OptimizeGraph ${node}`, `node::(anonymous namespace)::PlatformWorkerThread ${node}`]), 'V8\'s compilers (helper thread)')
 })
 
 t.test('samples of perf script\'s output, counted by owner', async (t) => {
