@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
 import { fragmentBytes } from '../src/answers/records.ts'
-import type { DatasetName } from '../src/sites/dataset-file.ts'
+import { DATASETS } from '../src/sites/dataset-file.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,7 +24,7 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     controlDb: app.controlDb,
     cache: app.responseCache,
     log: options.log,
-    fragmentBytes: (name) => fragmentBytes(datasets.get(name as DatasetName))
+    fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: fragmentBytes(datasets.get(name)) }))
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {

@@ -11,8 +11,8 @@ export interface MetricSources {
   controlDb: { writable: boolean }
   cache: { size: number, lookups: { hit: number, miss: number } }
   log?: { droppedLines: number }
-  /** bytes of a dataset's record fragments in memory */
-  fragmentBytes?: (dataset: string) => number
+  /** bytes allocated for each dataset's record fragments */
+  fragmentBytes?: () => { dataset: string, bytes: number }[]
 }
 
 export interface Metrics {
@@ -104,7 +104,7 @@ export function createMetrics (sources: MetricSources): Metrics {
     help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records are made), by dataset: most of the memory that grows under load',
     labelNames: ['dataset'],
     registers: [registry],
-    collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, sources.fragmentBytes?.(d.dataset) ?? 0) }
+    collect () { for (const d of sources.fragmentBytes?.() ?? []) this.set({ dataset: d.dataset }, d.bytes) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_built_timestamp_seconds',
