@@ -13,7 +13,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { COMMIT, DATA, HELLO_SCRIPT, ONLY, cpuUs, ROOT, bareEnv, caseHeaders, currentBuild, freePort, isBare, log, selectCases, setUp, startService, stop, waitForHttp, type Case } from './bench-setup.ts'
+import { COMMIT, DATA, HELLO_SCRIPT, ONLY, cpuUs, ROOT, bareEnv, currentBuild, freePort, isBare, log, runLoad, selectCases, setUp, startService, stop, waitForHttp, type Case } from './bench-setup.ts'
 import { samplesByOwner } from './perf-owners.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
@@ -45,22 +45,14 @@ const hello = spawn(process.execPath, [...PERF_FLAGS, HELLO_SCRIPT], {
 })
 await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
 
-/** scripts/bench-load.ts over the case's URLs for `seconds`; resolves with its requests a second. */
-function load (c: Case, port: number, seconds: number): Promise<number> {
-  const job = join(DATA, 'profile-job.json')
-  writeFileSync(job, JSON.stringify({ base: `http://127.0.0.1:${port}`, paths: c.paths, connections: 50, seconds, headers: c.token || c.headers ? caseHeaders(c) : undefined }))
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), job], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (d) => { out += d })
-    child.on('close', (code) => code === 0 ? resolve((JSON.parse(out) as { rps: number }).rps) : reject(new Error(`load generator exited with ${code}`)))
-  })
-}
+/** The case's load for `seconds` (scripts/bench-load.ts); resolves with its requests a second. */
+const load = async (c: Case, port: number, seconds: number) =>
+  (await runLoad<{ rps: number }>(c, { base: `http://127.0.0.1:${port}`, connections: 50, seconds }, 'profile-job.json')).rps
 
 /**
  * Threads woken on the whole machine over `seconds` (the sched_wakeup tracepoint, perf's own
- * included; undefined where perf may not read it). On loopback a response that finds its client asleep wakes it from
- * within the server's send, at the server's cost.
+ * included; undefined where perf may not read it). On loopback a response that finds its client
+ * asleep wakes it from within the server's send, at the server's cost.
  */
 function wakeupsOver (seconds: number): Promise<number | undefined> {
   return new Promise((resolve) => {

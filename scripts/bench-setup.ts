@@ -2,7 +2,7 @@
 // instructions counted under callgrind): the dataset and partners, the cases, the service's command
 // line, and a baseline commit built in a worktree of its own.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -38,6 +38,25 @@ export function cpuUs (pid: number): number {
   // the fields after the command name, which is in parentheses and may hold spaces
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
+}
+
+/** A run of the load generator: where, how many connections, for how long, at what overall rate (open loop) if any. */
+export interface LoadJob { base: string, connections: number, seconds: number, rate?: number }
+
+/**
+ * scripts/bench-load.ts over a case's URLs (and its partner's headers) in a process of its own;
+ * resolves with the report it prints. `file` names the job's file in DATA (runs side by side need
+ * one each).
+ */
+export function runLoad<Report> (c: Case, job: LoadJob, file = 'job.json'): Promise<Report> {
+  const path = join(DATA, file)
+  writeFileSync(path, JSON.stringify({ ...job, paths: c.paths, headers: c.token || c.headers ? caseHeaders(c) : undefined }))
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.on('close', (code) => code === 0 ? resolve(JSON.parse(out) as Report) : reject(new Error(`load generator exited with ${code}`)))
+  })
 }
 
 export const median = (values: number[]) => {

@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, currentBuild, freePort, isBare, log, median, runLoad, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -83,30 +83,13 @@ const perRequest = (us: number, run: Run) => Math.round((us / Math.max(1, run.to
 /** Where a case is answered: the bare process for the ceilings and floors, the service for the rest. */
 interface Target { base: string, pid?: number }
 const targetOf = (c: Case): Target => isBare(c) ? { base: `http://127.0.0.1:${helloPort}`, pid: hello.pid } : { base: serviceUrl, pid: service.pid }
-function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, overallRate?: number): Promise<Run> {
-  const job = join(DATA, jobName)
-  writeFileSync(job, JSON.stringify({
-    base,
-    paths: c.paths,
-    connections,
-    seconds,
-    headers: c.token || c.headers ? caseHeaders(c) : undefined,
-    rate: overallRate
-  }))
+async function load (c: Case, { base, pid }: Target = targetOf(c), connections = CONNECTIONS, jobName = 'job.json', seconds = SECONDS, overallRate?: number): Promise<Run> {
   // the target's CPU (when its pid is known) from the generator's start to its end: a few hundred
   // ms of the generator's own start-up, when the target is idle, are in the window but cost it nothing
   const before = pid === undefined ? 0 : cpuUs(pid)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), job], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (d) => { out += d })
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`load generator exited with ${code}`))
-      const run = JSON.parse(out) as Run
-      if (pid !== undefined) run.serverCpuUs = cpuUs(pid) - before
-      resolve(run)
-    })
-  })
+  const run = await runLoad<Run>(c, { base, connections, seconds, rate: overallRate }, jobName)
+  if (pid !== undefined) run.serverCpuUs = cpuUs(pid) - before
+  return run
 }
 
 // 4. Warm-up (JIT, and the record fragments the service makes on first use), then rounds: every

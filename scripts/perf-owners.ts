@@ -65,8 +65,8 @@ export function ownerOf (frames: string[]): string {
 }
 
 /**
- * Samples by owner from `perf script -F ip,sym,dso` output (a line per frame, indented; a sample's
- * header line unindented; samples separated by a blank line).
+ * Samples by owner from `perf script -F comm,tid,ip,sym,dso` output (a sample's header line
+ * unindented, then a line per frame, indented; samples separated by a blank line).
  */
 export function samplesByOwner (script: string): Map<string, number> {
   const counts = new Map<string, number>()

@@ -8,13 +8,11 @@
 // A stopped reader must not hold the process at exit either. On a blocking pipe, a write under way
 // in libuv's thread pool waits inside the kernel, and Node's exit joins the pool's threads: the
 // process never ended. stdout is therefore opened as Node opens it for its own use, which makes a
-// pipe or socket non-blocking: a full pipe answers EAGAIN, and the write is tried again a
-// millisecond later while the reader moves (sonic-boom's own retry waits 100 ms: with a reader
-// taking 64 kB every 10 ms, 113-134k lines were written in 10 s of load, against 315-335k on the
-// blocking pipe and 318-340k retried after 1 ms; the rest were dropped), 50 ms later once it has
-// stopped (a retry every ms cost 4% of a core). And the writer is made here rather than by
-// pino.destination(), whose exit handler writes what is held until it is all written: here the
-// exit writes it only if the writer is moving.
+// pipe or socket non-blocking: a full pipe answers EAGAIN, and the write is tried again after
+// retryDelay (sonic-boom's own 100 ms retry lost most of a bursty reader's lines:
+// docs/performance.md). And the writer is made here rather than by pino.destination(), whose exit
+// handler writes what is held until it is all written: here the exit writes it only if the writer
+// is moving.
 import sonicBoom from 'sonic-boom'
 
 export interface DropReport {

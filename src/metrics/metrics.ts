@@ -1,7 +1,8 @@
 // Prometheus metrics (prom-client), kept in a registry of this service's own: requests and latency
-// by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records'
-// JSON in memory, reloads, control.db state, log lines dropped, and Node's process metrics. A request adds to plain
-// numbers; samples are made when Prometheus scrapes (src/metrics/server.ts serves them on METRICS_PORT).
+// by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records' JSON
+// in memory, reloads, control.db state, log lines dropped, and Node's process metrics. A request
+// adds to plain numbers; samples are made when Prometheus scrapes (src/metrics/server.ts serves
+// them on METRICS_PORT).
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** What the gauges read at scrape time. */
