@@ -2,7 +2,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
-import { fragmentBytes } from '../src/answers/records.ts'
 import { DATASETS } from '../src/sites/dataset-file.ts'
 
 declare module 'fastify' {
@@ -17,14 +16,15 @@ export interface MetricsOptions {
 }
 
 async function metrics (app: FastifyInstance, options: MetricsOptions) {
-  const { datasets } = app
+  const { datasets, records } = app
   const metrics = createMetrics({
     datasets,
     partners: app.partners,
     controlDb: app.controlDb,
     cache: app.responseCache,
     log: options.log,
-    fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: fragmentBytes(datasets.get(name)) }))
+    fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.fragmentBytes(datasets.get(name)) })),
+    fragmentsForgotten: () => records.memory.forgotten
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
@@ -33,4 +33,4 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
   })
 }
 
-export default fp(metrics, { name: 'metrics', dependencies: ['health', 'datasets', 'partners', 'cache'] })
+export default fp(metrics, { name: 'metrics', dependencies: ['health', 'answers', 'datasets', 'partners', 'cache'] })

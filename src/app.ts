@@ -138,7 +138,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done()
   })
   await app.register(errors)
-  await app.register(answers)
+  await app.register(answers, { pilotAppUrl: config.pilotAppUrl, fragmentsMaxMb: config.fragmentsMaxMb })
   // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body).
   app.addHook('onRequest', (request, _reply, done) => {
     done(request.headers.host === undefined && request.raw.httpVersion === '1.1' ? new ApiError('rest_bad_request') : undefined)
@@ -161,7 +161,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // (the root's, then the access line's): root hooks must be added before this context.
     app.setNotFoundHandler(noRoute)
     // the partner routes and their pipeline, in a context of their own
-    await app.register(partnerApi, { prefix: config.apiPrefix, pilotAppUrl: config.pilotAppUrl })
+    await app.register(partnerApi, { prefix: config.apiPrefix })
     await app.register(indexRoutes, { apiPrefix: config.apiPrefix })
     await app.register(docsRoutes, { apiPrefix: config.apiPrefix })
   })

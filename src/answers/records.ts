@@ -6,6 +6,9 @@ import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/rec
 import type { Dataset, Nearby } from '../sites/dataset.ts'
 import { kmFromHaverSin } from '../sites/spatial.ts'
 import { answers } from './pool.ts'
+import { FragmentMemory, type ChunkAccount, type ChunkHolder } from './fragment-memory.ts'
+
+const EMPTY = new Uint8Array(0)
 
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
@@ -96,15 +99,18 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
  * one run: a copy costs about 700 instructions whatever its length, 360,000 of a 500-record
  * page's when each fragment was copied alone.
  */
-export class FragmentStore {
+export class FragmentStore implements ChunkHolder {
   static readonly CHUNK_BITS = 23
-  static readonly CHUNK_BYTES = 1 << FragmentStore.CHUNK_BITS // 8 MB
+  static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES // 1 << CHUNK_BITS
   /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
   static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
-  /** the chunks, as plain Uint8Arrays: a view's `subarray` is the cheapest source for `set` */
+  /** the chunks by number, as plain Uint8Arrays (a view's `subarray` is the cheapest source for `set`); empty once forgotten */
   private readonly views: Uint8Array[] = []
-  /** the last chunk, the only one written to, as a Buffer (for its UTF-8 `write`) */
-  private filling = Buffer.alloc(0)
+  /** numbers of forgotten chunks, used again first */
+  private readonly freeNumbers: number[] = []
+  /** the chunk written to, as a Buffer (for its UTF-8 `write`), and its number */
+  private filling: Buffer = Buffer.alloc(0)
+  private filled = -1
   private used = FragmentStore.CHUNK_BYTES
   /**
    * Per site, side by side (one memory read finds both): where its fragment is (chunk number in
@@ -120,22 +126,33 @@ export class FragmentStore {
    * as it fills.
    */
   private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
-  /** Bytes of fragments made, and of their copies in laid-out orders: copies never take more, so a form's bytes at most double whatever the number of tags and allow-lists. */
+  /** the same tables, weakly, for forgetting a chunk (an order dropped from its list takes its table with it) */
+  private placeTables: WeakRef<Uint32Array>[] = []
+  /**
+   * Bytes of fragments made, and of their copies in laid-out orders, per chunk: copies never
+   * take more, so a form's bytes at most double whatever the number of tags and allow-lists.
+   */
   private madeBytes = 0
   private copiedBytes = 0
+  private readonly madeIn: number[] = []
+  private readonly copiedIn: number[] = []
+  private readonly account: ChunkAccount = { bytes: 0 }
 
-  constructor (count: number, private readonly make: (position: number) => string) {
+  constructor (count: number, private readonly make: (position: number) => string, private readonly memory = new FragmentMemory()) {
     this.span = new Uint32Array(2 * count)
+    memory.register(this, this.account)
   }
 
-  /** Bytes of the chunks allocated so far. */
+  get fillingNumber (): number {
+    return this.filled
+  }
+
+  /** Bytes of the chunks held. */
   get chunkBytes (): number {
-    let bytes = 0
-    for (const view of this.views) bytes += view.length
-    return bytes
+    return this.account.bytes
   }
 
-  /** Byte length of a site's fragment, making it if needed. */
+  /** Byte length of a site's fragment, making it if needed (within an answer: see settle). */
   length (p: number): number {
     const known = this.span[2 * p + 1]
     if (known !== 0) return known
@@ -148,21 +165,66 @@ export class FragmentStore {
     this.span[2 * p] = where
     this.span[2 * p + 1] = bytes
     this.madeBytes += bytes
+    this.madeIn[this.filled] += bytes
     return bytes
   }
 
-  /** Room for `bytes` and a comma at the end of the last chunk, or in a new one: where it is. */
+  /** Room for `bytes` and a comma at the end of the chunk written to, or in a new one: where it is. */
   private reserve (bytes: number): number {
     if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
-      if (this.views.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+      let number = this.freeNumbers.pop()
+      if (number === undefined) {
+        if (this.views.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+        number = this.views.length
+      }
       // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
-      this.filling = Buffer.allocUnsafeSlow(Math.max(FragmentStore.CHUNK_BYTES, bytes + 1))
-      this.views.push(new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length))
+      this.filling = this.memory.take(this, this.account, number, bytes + 1)
+      this.filled = number
+      this.views[number] = new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length)
+      this.madeIn[number] = 0
+      this.copiedIn[number] = 0
       this.used = 0
     }
-    const where = (((this.views.length - 1) << FragmentStore.CHUNK_BITS) | this.used) >>> 0
+    const where = ((this.filled << FragmentStore.CHUNK_BITS) | this.used) >>> 0
     this.used += bytes + 1
     return where
+  }
+
+  /** Forgets chunk `number`: every span in it reads as not made again. Only between answers (FragmentMemory.settle). */
+  forget (number: number): Buffer {
+    const view = this.views[number]
+    const clear = (spans: Uint32Array) => {
+      for (let i = 0; i < spans.length; i += 2) {
+        if (spans[i + 1] !== 0 && spans[i] >>> FragmentStore.CHUNK_BITS === number) {
+          spans[i] = 0
+          spans[i + 1] = 0
+        }
+      }
+    }
+    clear(this.span)
+    const alive: WeakRef<Uint32Array>[] = []
+    for (const ref of this.placeTables) {
+      const table = ref.deref()
+      if (table === undefined) continue
+      clear(table)
+      alive.push(ref)
+    }
+    this.placeTables = alive
+    this.madeBytes -= this.madeIn[number]
+    this.copiedBytes -= this.copiedIn[number]
+    this.views[number] = EMPTY
+    this.freeNumbers.push(number)
+    if (number === this.filled) {
+      this.filling = Buffer.alloc(0)
+      this.filled = -1
+      this.used = FragmentStore.CHUNK_BYTES
+    }
+    return Buffer.from(view.buffer, view.byteOffset, view.length)
+  }
+
+  /** Forgets chunks first when the fragments are at their memory's limit: at every answer's start, never within one. */
+  private settle (): void {
+    if (this.memory.pressing) this.memory.settle()
   }
 
   copy (p: number, target: Buffer, at: number): number {
@@ -178,6 +240,7 @@ export class FragmentStore {
 
   /** `[` fragments of the sites (positions, or places in an order) joined by `,` `]`, with `head` before and `tail` after. */
   array (sites: ArrayLike<number> | Placed, head = '', tail = ''): Buffer {
+    this.settle()
     let span = this.span
     let keys: ArrayLike<number>
     let total = 0
@@ -239,6 +302,7 @@ export class FragmentStore {
       this.copyBytes(from, bytes, this.filling, at)
       this.filling[at + bytes] = 0x2c
       this.copiedBytes += bytes
+      this.copiedIn[this.filled] += bytes
     }
     span[2 * s] = where
     span[2 * s + 1] = bytes
@@ -247,12 +311,16 @@ export class FragmentStore {
 
   private placeSpansOf (order: Uint32Array): Uint32Array {
     let table = this.placeSpans.get(order)
-    if (table === undefined) this.placeSpans.set(order, table = new Uint32Array(2 * order.length))
+    if (table === undefined) {
+      this.placeSpans.set(order, table = new Uint32Array(2 * order.length))
+      this.placeTables.push(new WeakRef(table))
+    }
     return table
   }
 
   /** A site's fragment with ASCII `text` put in `tailBytes` before its end. */
   spliced (p: number, tailBytes: number, text: string): Buffer {
+    this.settle()
     const bytes = this.length(p)
     const out = Buffer.allocUnsafe(bytes + text.length)
     this.copy(p, out, 0)
@@ -263,6 +331,7 @@ export class FragmentStore {
   }
 
   one (p: number): Buffer {
+    this.settle()
     const out = Buffer.allocUnsafe(this.length(p))
     this.copy(p, out, 0)
     return out
@@ -287,88 +356,106 @@ const once = <T>(make: () => T) => {
   let value: T | undefined
   return () => (value ??= make())
 }
-const fragmentCache = new WeakMap<Dataset, Map<string, Fragments>>()
-
-function fragmentsOf (ds: Dataset, links: string): Fragments {
-  let byLinks = fragmentCache.get(ds)
-  if (!byLinks) fragmentCache.set(ds, byLinks = new Map())
-  let f = byLinks.get(links)
-  if (!f) {
-    // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
-    // byte for byte), written out by hand: ids, regions, countries and categories need no
-    // escaping by their formats, a finite number's JSON is its String, and only the name and
-    // the link prefix are escaped (the prefix once).
-    const escapedLinks = JSON.stringify(links).slice(1, -1)
-    const { ids, names, regions, countries, categories, lats, lngs } = ds
-    // The three forms share their first and last fields: `{"id":…,"category":…,` what the form
-    // adds, then `"latitude":…,"longitude":…,"helipaddy_link":…}`.
-    const record = (middle: (p: number) => string) => (p: number) => {
-      const id = ids.at(p)
-      return `{"id":"${id}","category":"${categories[p]}",${middle(p)}"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
-    }
-    const named = (p: number) => `"name":${JSON.stringify(names.at(p))},`
-    const full = record((p) => `${named(p)}"region":"${regions.at(p)}","country":"${countries.at(p)}",`)
-    // the nearest record's text but for `,"distance_nm":…`, which goes in before the link
-    const nearest = record(named)
-    const minimal = record(() => '')
-    // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
-    const feature = (record: (p: number) => string) => (p: number) =>
-      `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
-    const stores: FragmentStore[] = []
-    const store = (make: (position: number) => string) => {
-      const made = new FragmentStore(ds.count, make)
-      stores.push(made)
-      return made
-    }
-    byLinks.set(links, f = {
-      full: store(full),
-      minimal: store(minimal),
-      nearest: store(nearest),
-      nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
-      fullFeature: once(() => store(feature(full))),
-      minimalFeature: once(() => store(feature(minimal))),
-      stores
-    })
-  }
-  return f
-}
-
-/**
- * Bytes of a dataset's record fragments in memory (their chunks), every form and link prefix:
- * they grow with the sites and forms partners ask for, and are most of the service's memory
- * under load.
- */
-export function fragmentBytes (ds: Dataset): number {
-  let bytes = 0
-  for (const f of fragmentCache.get(ds)?.values() ?? []) for (const store of f.stores) bytes += store.chunkBytes
-  return bytes
-}
-
-/** JSON of a full record. */
-export const siteJson = (ds: Dataset, position: number, links: string): Buffer => fragmentsOf(ds, links).full.one(position)
-
-/** JSON of a nearest record (the same text as JSON.stringify of nearestRecord). */
-export function nearestJson (ds: Dataset, position: number, h: number, links: string): Buffer {
-  const f = fragmentsOf(ds, links)
-  return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`)
-}
-
-/** JSON array of full records. */
-export const sitesJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer => fragmentsOf(ds, links).full.array(keysOf(sites))
 
 /** A page of a list of sites (a tag's, in id order): its fragments are laid out in the list's order. */
 export type ListPage = Pick<Placed, 'order' | 'places'>
 
 const laidOut = ({ order, places }: ListPage): Placed => ({ order, places, laidOut: true })
 
-/** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
-export const minimalSitesJson = (ds: Dataset, page: ListPage, links: string, head = '', tail = ''): Buffer =>
-  fragmentsOf(ds, links).minimal.array(laidOut(page), head, tail)
+/**
+ * The records' JSON for one pilot-app URL (their links), every dataset's, from fragments made on
+ * first use and kept within `memory` (one per process: FRAGMENTS_MAX_MB).
+ */
+export class RecordJson {
+  private readonly byDataset = new WeakMap<Dataset, Fragments>()
+  private readonly links: string
 
-/** GeoJSON FeatureCollection of full records. */
-export const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string): Buffer =>
-  fragmentsOf(ds, links).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
+  constructor (pilotAppUrl: string, readonly memory = new FragmentMemory()) {
+    this.links = linkPrefix(pilotAppUrl)
+  }
 
-/** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
-export const minimalSitesGeoJson = (ds: Dataset, page: ListPage, links: string, head: string, tail: string): Buffer =>
-  fragmentsOf(ds, links).minimalFeature().array(laidOut(page), head, tail)
+  /** JSON of a full record. */
+  site (ds: Dataset, position: number): Buffer {
+    return this.fragmentsOf(ds).full.one(position)
+  }
+
+  /** JSON of a nearest record (the same text as JSON.stringify of nearestRecord). */
+  nearest (ds: Dataset, position: number, h: number): Buffer {
+    const f = this.fragmentsOf(ds)
+    return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`)
+  }
+
+  /** JSON array of full records. */
+  sites (ds: Dataset, sites: AnswerSites): Buffer {
+    return this.fragmentsOf(ds).full.array(keysOf(sites))
+  }
+
+  /** GeoJSON FeatureCollection of full records. */
+  sitesGeo (ds: Dataset, sites: AnswerSites): Buffer {
+    return this.fragmentsOf(ds).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
+  }
+
+  /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
+  minimalPage (ds: Dataset, page: ListPage, head = '', tail = ''): Buffer {
+    return this.fragmentsOf(ds).minimal.array(laidOut(page), head, tail)
+  }
+
+  /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
+  minimalPageGeo (ds: Dataset, page: ListPage, head: string, tail: string): Buffer {
+    return this.fragmentsOf(ds).minimalFeature().array(laidOut(page), head, tail)
+  }
+
+  /**
+   * Bytes of a dataset's record fragments in memory (their chunks), every form: they grow with
+   * the sites and forms partners ask for, up to the memory's limit for all datasets together.
+   */
+  fragmentBytes (ds: Dataset): number {
+    let bytes = 0
+    for (const store of this.byDataset.get(ds)?.stores ?? []) bytes += store.chunkBytes
+    return bytes
+  }
+
+  private fragmentsOf (ds: Dataset): Fragments {
+    let f = this.byDataset.get(ds)
+    if (f === undefined) this.byDataset.set(ds, f = fragmentsOf(ds, this.links, this.memory))
+    return f
+  }
+}
+
+function fragmentsOf (ds: Dataset, links: string, memory: FragmentMemory): Fragments {
+  // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
+  // byte for byte), written out by hand: ids, regions, countries and categories need no
+  // escaping by their formats, a finite number's JSON is its String, and only the name and
+  // the link prefix are escaped (the prefix once).
+  const escapedLinks = JSON.stringify(links).slice(1, -1)
+  const { ids, names, regions, countries, categories, lats, lngs } = ds
+  // The three forms share their first and last fields: `{"id":…,"category":…,` what the form
+  // adds, then `"latitude":…,"longitude":…,"helipaddy_link":…}`.
+  const record = (middle: (p: number) => string) => (p: number) => {
+    const id = ids.at(p)
+    return `{"id":"${id}","category":"${categories[p]}",${middle(p)}"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+  }
+  const named = (p: number) => `"name":${JSON.stringify(names.at(p))},`
+  const full = record((p) => `${named(p)}"region":"${regions.at(p)}","country":"${countries.at(p)}",`)
+  // the nearest record's text but for `,"distance_nm":…`, which goes in before the link
+  const nearest = record(named)
+  const minimal = record(() => '')
+  // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
+  const feature = (record: (p: number) => string) => (p: number) =>
+    `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
+  const stores: FragmentStore[] = []
+  const store = (make: (position: number) => string) => {
+    const made = new FragmentStore(ds.count, make, memory)
+    stores.push(made)
+    return made
+  }
+  return {
+    full: store(full),
+    minimal: store(minimal),
+    nearest: store(nearest),
+    nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
+    fullFeature: once(() => store(feature(full))),
+    minimalFeature: once(() => store(feature(minimal))),
+    stores
+  }
+}

@@ -1,7 +1,7 @@
 // GET /sites/by-tag: one tag's sites the partner may see, map-minimal, in id order, in pages.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { GEOJSON_TYPE, linkPrefix, minimalSitesGeoJson, minimalSitesJson } from '../answers/records.ts'
+import { GEOJSON_TYPE } from '../answers/records.ts'
 import { TagFeatureCollection } from '../schemas/geojson.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
@@ -11,8 +11,8 @@ import { tagPage } from '../sites/dataset.ts'
 
 export const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
 
-const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
-  const links = linkPrefix(options.pilotAppUrl)
+const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { records } = app
   app.get('/sites/by-tag', {
     config: { endpoint: 'by-tag', cache: true },
     schema: {
@@ -39,9 +39,9 @@ const byTagRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
     // (the tag is ASCII by its pattern, so the head is too)
     const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
     if (request.query.format === 'geojson') {
-      return reply.sendAnswer(minimalSitesGeoJson(ds, sites, links, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
+      return reply.sendAnswer(records.minimalPageGeo(ds, sites, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
     }
-    return reply.sendAnswer(minimalSitesJson(ds, sites, links, `{${paging},"sites":`, '}'))
+    return reply.sendAnswer(records.minimalPage(ds, sites, `{${paging},"sites":`, '}'))
   })
 }
 

@@ -72,14 +72,10 @@ export function tokenOf (request: FastifyRequest): string | null | false {
   return fromQuery
 }
 
-export interface PartnerApiOptions {
-  pilotAppUrl: string
-}
-
 /** What the pipeline uses, declared by the plugins that own them (a missing one fails at boot). */
-const NEEDS = ['partners', 'limiter', 'telemetry', 'datasets', 'responseCache', 'metrics', 'sendAnswer'] as const
+const NEEDS = ['partners', 'limiter', 'telemetry', 'datasets', 'responseCache', 'metrics', 'sendAnswer', 'records'] as const
 
-export default async function partnerApi (app: FastifyInstance, options: PartnerApiOptions) {
+export default async function partnerApi (app: FastifyInstance) {
   const missing = NEEDS.filter((name) => !app.hasDecorator(name) && !app.hasReplyDecorator(name))
   if (missing.length > 0) throw new Error(`the partner API needs ${missing.join(', ')}: register their plugins first`)
   const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
@@ -215,10 +211,9 @@ export default async function partnerApi (app: FastifyInstance, options: Partner
     attach(route, 'onSend', cached && store, counted && record(endpoint))
   })
 
-  const { pilotAppUrl } = options
-  await app.register(sitesRoutes, { pilotAppUrl })
-  await app.register(byTagRoutes, { pilotAppUrl })
-  await app.register(siteByIdRoutes, { pilotAppUrl })
+  await app.register(sitesRoutes)
+  await app.register(byTagRoutes)
+  await app.register(siteByIdRoutes)
   await app.register(usageRoutes)
   await app.register(discoveryRoutes)
 }

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { NULL_JSON, linkPrefix, siteJson } from '../answers/records.ts'
+import { NULL_JSON } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
@@ -11,8 +11,8 @@ import { positionOf } from '../sites/dataset.ts'
 
 export const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
 
-const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
-  const links = linkPrefix(options.pilotAppUrl)
+const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { records } = app
   app.get('/sites/:id', {
     config: { endpoint: 'site', cache: true },
     schema: {
@@ -31,7 +31,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async
     const position = positionOf(ds, request.params.id)
     if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.sendAnswer(NULL_JSON)
     request.rows = 1
-    return reply.sendAnswer(siteJson(ds, position, links))
+    return reply.sendAnswer(records.site(ds, position))
   })
 }
 

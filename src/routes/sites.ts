@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, NULL_JSON, linkPrefix, nearestJson, sitesGeoJson, sitesJson } from '../answers/records.ts'
+import { GEOJSON_TYPE, NULL_JSON } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
@@ -23,8 +23,8 @@ export function searchCategories (partner: PartnerProfile, categoryId: number | 
   return [categoryId]
 }
 
-const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (app, options) => {
-  const links = linkPrefix(options.pilotAppUrl)
+const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { records } = app
 
   const search = (request: { partner: PartnerProfile, query: NearbyQuery | SitesQuery, dataset?: Dataset }, limit: number) => {
     const { partner, query } = request
@@ -59,8 +59,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }, (request, reply) => {
     const { ds, found } = search(request, request.partner.maxResults)
     request.rows = found.hits.length
-    if (request.query.format === 'geojson') return reply.sendAnswer(sitesGeoJson(ds, found, links), GEOJSON_TYPE)
-    return reply.sendAnswer(sitesJson(ds, found, links))
+    if (request.query.format === 'geojson') return reply.sendAnswer(records.sitesGeo(ds, found), GEOJSON_TYPE)
+    return reply.sendAnswer(records.sites(ds, found))
   })
 
   app.get('/sites/nearest', {
@@ -80,7 +80,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox<{ pilotAppUrl: string }> = async (a
   }, (request, reply) => {
     const { ds, found: { hits } } = search(request, 1)
     request.rows = hits.length
-    return reply.sendAnswer(hits.length === 0 ? NULL_JSON : nearestJson(ds, hits[0].position, hits[0].h, links))
+    return reply.sendAnswer(hits.length === 0 ? NULL_JSON : records.nearest(ds, hits[0].position, hits[0].h))
   })
 }
 

@@ -6,16 +6,16 @@ import metrics from '../../plugins/metrics.ts'
 import health from '../../plugins/health.ts'
 import partnerApi from '../../src/routes/partner-api.ts'
 
-t.test('metrics before the cache it reads', async (t) => {
+t.test('metrics before the plugins whose objects it reads', async (t) => {
   const app = Fastify()
   await app.register(health)
-  await t.rejects(async () => { await app.register(metrics) }, /The dependency '(datasets|partners|cache)' of plugin 'metrics' is not registered/)
+  await t.rejects(async () => { await app.register(metrics) }, /The dependency '(answers|datasets|partners|cache)' of plugin 'metrics' is not registered/)
   await app.close()
 })
 
 t.test('the partner API before the plugins whose objects its pipeline uses', async (t) => {
   const app = Fastify()
-  await t.rejects(async () => { await app.register(partnerApi, { prefix: '/v1', pilotAppUrl: 'https://pilot.test' }) },
-    { message: 'the partner API needs partners, limiter, telemetry, datasets, responseCache, metrics, sendAnswer: register their plugins first' })
+  await t.rejects(async () => { await app.register(partnerApi, { prefix: '/v1' }) },
+    { message: 'the partner API needs partners, limiter, telemetry, datasets, responseCache, metrics, sendAnswer, records: register their plugins first' })
   await app.close()
 })

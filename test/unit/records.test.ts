@@ -1,11 +1,25 @@
 // The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { findNearby, loadDataset, tagPage, tagSitesIn } from '../../src/sites/dataset.ts'
-import { FragmentStore, mapMinimalRecord, minimalSitesGeoJson, minimalSitesJson, nearestJson, nearestRecord, siteJson, siteRecord, sitesGeoJson, sitesJson } from '../../src/answers/records.ts'
+import { findNearby, loadDataset, tagPage, tagSitesIn, type Dataset } from '../../src/sites/dataset.ts'
+import { FragmentStore, RecordJson, mapMinimalRecord, nearestRecord, siteRecord, type AnswerSites, type ListPage } from '../../src/answers/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'
+
+// one RecordJson per link prefix (`${pilotAppUrl}/pad/`), kept, as the service keeps its one
+const recordJson = new Map<string, RecordJson>()
+const records = (links: string) => {
+  let made = recordJson.get(links)
+  if (made === undefined) recordJson.set(links, made = new RecordJson(links.replace(/\/pad\/$/, '')))
+  return made
+}
+const siteJson = (ds: Dataset, p: number, links: string) => records(links).site(ds, p)
+const nearestJson = (ds: Dataset, p: number, h: number, links: string) => records(links).nearest(ds, p, h)
+const sitesJson = (ds: Dataset, sites: AnswerSites, links: string) => records(links).sites(ds, sites)
+const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string) => records(links).sitesGeo(ds, sites)
+const minimalSitesJson = (ds: Dataset, page: ListPage, links: string, head = '', tail = '') => records(links).minimalPage(ds, page, head, tail)
+const minimalSitesGeoJson = (ds: Dataset, page: ListPage, links: string, head: string, tail: string) => records(links).minimalPageGeo(ds, page, head, tail)
 
 const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', 'Tab\there', 'Emoji 🚁', '</script>', 'Null\u0000byte', '']
 const sites = NAMES.map((name, i) => site(`n-${i}`, 4, 10 + i / 100, 20, ['~odd'], { name, latitude: i % 2 ? -0.001 : 89.999, longitude: i % 3 ? 179.999 : -180 }))

@@ -1,0 +1,110 @@
+// The memory all record fragments may take (FRAGMENTS_MAX_MB). Fragment stores take their chunks
+// here; when the chunks reach the limit, the oldest chunk of any store is forgotten before the
+// next answer is assembled (its sites' fragments are made again when next asked for) and its
+// memory is used for the next chunk. Forgetting waits for an answer's start because an answer
+// under way reads the spans of the fragments it has just made.
+
+/** What holds chunks, by number: it drops every reference to a chunk it forgets and gives its bytes back. */
+export interface ChunkHolder {
+  forget (number: number): Buffer
+  /** the chunk it writes to, -1 for none */
+  readonly fillingNumber: number
+}
+
+/** Bytes of a holder's chunks, kept apart from the holder so that its finalizer can read them. */
+export interface ChunkAccount {
+  bytes: number
+}
+
+interface Held {
+  holder: WeakRef<ChunkHolder>
+  account: ChunkAccount
+  number: number
+}
+
+export class FragmentMemory {
+  static readonly CHUNK_BYTES = 1 << 23 // 8 MB
+  /** bytes of the chunks held and of the spare one */
+  private allocated = 0
+  /** chunks held, oldest first; weak, so that a dataset dropped by a reload is not kept for its fragments */
+  private readonly held: Held[] = []
+  private spare: Buffer | undefined
+  /** whether a chunk must be forgotten before the next answer (read at every answer's start) */
+  pressing = false
+  /** chunks forgotten to stay within the limit */
+  forgotten = 0
+  // A dropped dataset's chunks are freed with it; its bytes leave the count then.
+  private readonly finalizer = new FinalizationRegistry<ChunkAccount>((account) => {
+    this.allocated -= account.bytes
+    account.bytes = 0
+    this.update()
+  })
+
+  constructor (readonly limitBytes = Infinity) {}
+
+  /** Counts `holder`'s chunks, through `account`, until the holder is collected. */
+  register (holder: ChunkHolder, account: ChunkAccount): void {
+    this.finalizer.register(holder, account)
+  }
+
+  /** Bytes of all chunks, held or spare. */
+  get bytes (): number {
+    return this.allocated
+  }
+
+  /** A chunk of at least `bytes` for `holder`'s chunk `number`: the spare one, or a new one. */
+  take (holder: ChunkHolder, account: ChunkAccount, number: number, bytes: number): Buffer {
+    let chunk = this.spare
+    if (chunk !== undefined && bytes <= chunk.length) {
+      this.spare = undefined
+    } else {
+      // past the limit for now when an answer needs more than the spare: forgotten at the next answer
+      chunk = Buffer.allocUnsafeSlow(Math.max(FragmentMemory.CHUNK_BYTES, bytes))
+      this.allocated += chunk.length
+    }
+    account.bytes += chunk.length
+    this.held.push({ holder: new WeakRef(holder), account, number })
+    this.update()
+    return chunk
+  }
+
+  /**
+   * Forgets the oldest chunks until the chunks are within the limit with room for one more (the
+   * spare): called at an answer's start while `pressing`. A chunk still being written to goes
+   * last: forgetting it would make its store take a chunk again at once.
+   */
+  settle (): void {
+    while (this.overLimit() || this.noRoom()) {
+      if (this.held.length === 0) break
+      let oldest = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
+      if (oldest === -1) oldest = 0
+      const [held] = this.held.splice(oldest, 1)
+      const holder = held.holder.deref()
+      if (holder === undefined) {
+        // collected, its finalizer not run yet: its bytes leave the count now
+        this.allocated -= held.account.bytes
+        held.account.bytes = 0
+        continue
+      }
+      const chunk = holder.forget(held.number)
+      held.account.bytes -= chunk.length
+      this.forgotten++
+      // kept for the next chunk (counted, so the loop goes on while past the limit), else freed
+      if (this.spare === undefined && chunk.length === FragmentMemory.CHUNK_BYTES) this.spare = chunk
+      else this.allocated -= chunk.length
+    }
+    this.update()
+  }
+
+  private overLimit (): boolean {
+    return this.allocated > this.limitBytes
+  }
+
+  private noRoom (): boolean {
+    return this.spare === undefined && this.allocated + FragmentMemory.CHUNK_BYTES > this.limitBytes
+  }
+
+  private update (): void {
+    this.pressing = this.held.length > 0 && (this.overLimit() || this.noRoom())
+  }
+}

@@ -1,0 +1,151 @@
+// Record fragments within a memory limit: the oldest chunk of any store is forgotten at an
+// answer's start and its fragments are made again when asked for; every answer stays byte for byte.
+import t from 'tap'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
+import { FragmentStore, type Placed } from '../../src/answers/records.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+
+const CHUNK = FragmentMemory.CHUNK_BYTES
+
+t.test('answers stay byte for byte while chunks are forgotten and their fragments made again', async (t) => {
+  const count = 12_000
+  const random = seededRandom('fragment memory')
+  // about 2 kB a fragment: some 4,000 to a chunk, three chunks for every site of one store
+  const text = (form: string) => (p: number) => JSON.stringify({ form, p, pad: String.fromCharCode(97 + (p % 26)).repeat(1000 + ((p * 7919) % 2000)) })
+  const memory = new FragmentMemory(3 * CHUNK)
+  const made = [0, 0]
+  const stores = ['a', 'b'].map((form, i) => new FragmentStore(count, (p) => { made[i]++; return text(form)(p) }, memory))
+  const shuffled = () => {
+    const order = Uint32Array.from({ length: count }, (_, i) => i)
+    for (let i = count - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[order[i], order[j]] = [order[j], order[i]]
+    }
+    return order
+  }
+  // a sub-index's order (places read as they are) and a tag's list (pages laid out in it)
+  const tree = shuffled()
+  const list = shuffled()
+  const join = (form: string, positions: ArrayLike<number>) => `[${Array.from(positions, text(form)).join(',')}]`
+  let compared = 0
+  let largest = 0
+  for (let i = 0; i < 3000; i++) {
+    const s = i % 2
+    const store = stores[s]
+    const form = s === 0 ? 'a' : 'b'
+    const n = 1 + Math.floor(random() * 100)
+    let answer: string
+    let expected: string
+    switch (i % 5) {
+      case 0: { // positions
+        const positions = Array.from({ length: n }, () => Math.floor(random() * count))
+        answer = store.array(positions).toString()
+        expected = join(form, positions)
+        break
+      }
+      case 1: { // places of a sub-index
+        const places = Array.from({ length: n }, () => Math.floor(random() * count))
+        const placed: Placed = { order: tree, places, laidOut: false }
+        answer = store.array(placed, '{"x":', '}').toString()
+        expected = `{"x":${join(form, places.map((slot) => tree[slot]))}}`
+        break
+      }
+      case 2: case 3: { // a page of a laid-out list
+        const perPage = [10, 100, 500][Math.floor(random() * 3)]
+        const first = Math.floor(random() * Math.ceil(count / perPage)) * perPage
+        const places = Array.from({ length: Math.min(perPage, count - first) }, (_, k) => first + k)
+        answer = store.array({ order: list, places, laidOut: true }).toString()
+        expected = join(form, places.map((slot) => list[slot]))
+        break
+      }
+      default: { // one record, and one with text put in before its end
+        const p = Math.floor(random() * count)
+        answer = store.one(p).toString() + store.spliced(p, 2, ',"q":1').toString()
+        const own = text(form)(p)
+        expected = own + own.slice(0, -2) + ',"q":1' + own.slice(-2)
+      }
+    }
+    if (answer !== expected) { t.fail(`answer ${i} differs`); return }
+    compared++
+    largest = Math.max(largest, memory.bytes)
+    if (stores[0].chunkBytes + stores[1].chunkBytes > memory.bytes) { t.fail(`answer ${i}: chunks held outside the count`); return }
+  }
+  t.equal(compared, 3000)
+  t.ok(memory.forgotten >= 10, `chunks forgotten: ${memory.forgotten}`)
+  t.ok(made[0] > count && made[1] > count, `fragments made again: ${made.join(', ')} for ${count} sites each`)
+  t.ok(largest <= 4 * CHUNK, `at most the limit and the chunk an answer opened past it: ${largest / CHUNK} chunks`)
+})
+
+t.test('the oldest full chunk goes first, whichever store holds it, and its memory is used again', async (t) => {
+  // four fragments and their commas fill a chunk exactly
+  const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
+  const memory = new FragmentMemory(3 * CHUNK)
+  const madeA: number[] = []
+  const a = new FragmentStore(12, (p) => { madeA.push(p); return quarter(p) }, memory)
+  const b = new FragmentStore(12, quarter, memory)
+  const state = () => ({ a: a.chunkBytes / CHUNK, b: b.chunkBytes / CHUNK, all: memory.bytes / CHUNK, forgotten: memory.forgotten, pressing: memory.pressing })
+  t.equal(a.array([0, 1, 2, 3]).toString(), `[${[0, 1, 2, 3].map(quarter).join(',')}]`)
+  a.one(4) // a's second chunk
+  b.one(0)
+  t.same(state(), { a: 2, b: 1, all: 3, forgotten: 0, pressing: true }, 'at the limit, no room for another chunk')
+  t.equal(b.one(1).toString(), quarter(1))
+  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 1, pressing: false }, 'the next answer first forgot a\'s first chunk, kept as the spare')
+  t.equal(a.array([4, 0]).toString(), `[${quarter(4)},${quarter(0)}]`)
+  t.same(madeA, [0, 1, 2, 3, 4, 0], 'site 0 made again; 4 where it was')
+  t.equal(a.array([5, 6, 7]).toString(), `[${quarter(5)},${quarter(6)},${quarter(7)}]`)
+  t.same(state(), { a: 2, b: 1, all: 3, forgotten: 1, pressing: true }, 'the spare used for a\'s third chunk, nothing allocated')
+  t.equal(b.one(2).toString(), quarter(2))
+  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 2, pressing: false }, 'then a\'s second chunk, the oldest')
+  t.equal(a.array([8, 9, 10, 11]).toString(), `[${[8, 9, 10, 11].map(quarter).join(',')}]`)
+  t.same(state(), { a: 2, b: 1, all: 3, forgotten: 2, pressing: true })
+  t.equal(a.one(4).toString(), quarter(4))
+  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 3, pressing: false }, 'then a\'s full third chunk, not b\'s older one that is still being written')
+  t.equal(a.array([7, 11, 4]).toString(), `[${quarter(7)},${quarter(11)},${quarter(4)}]`)
+  t.same(madeA, [0, 1, 2, 3, 4, 0, 5, 6, 7, 8, 9, 10, 11, 4, 7], 'sites 4 and 7 made again')
+  t.equal(b.array([0, 1, 2]).toString(), `[${quarter(0)},${quarter(1)},${quarter(2)}]`)
+})
+
+t.test('a chunk still being written to is forgotten after the full ones, however old', async (t) => {
+  const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
+  const memory = new FragmentMemory(3 * CHUNK)
+  const a = new FragmentStore(8, quarter, memory)
+  const b = new FragmentStore(8, quarter, memory)
+  a.one(0) // a's only chunk, a quarter written
+  b.array([0, 1, 2, 3, 4]) // b's first chunk full, its second begun
+  t.same([a.chunkBytes, b.chunkBytes, memory.pressing], [CHUNK, 2 * CHUNK, true])
+  t.equal(a.array([1, 0]).toString(), `[${quarter(1)},${quarter(0)}]`)
+  t.same([a.chunkBytes, b.chunkBytes, memory.forgotten], [CHUNK, CHUNK, 1], 'b\'s full chunk forgotten, not a\'s older one')
+})
+
+t.test('a fragment larger than a chunk: past the limit until the next answer, then given back', async (t) => {
+  const memory = new FragmentMemory(2 * CHUNK)
+  const text = (p: number) => JSON.stringify(p === 0 ? 'x'.repeat(CHUNK + 10) : String(p))
+  const store = new FragmentStore(3, text, memory)
+  t.equal(store.one(1).toString(), text(1))
+  t.equal(store.one(0).toString(), text(0))
+  t.equal(memory.bytes, 2 * CHUNK + 13, 'its own chunk, past the limit')
+  t.equal(store.one(2).toString(), text(2))
+  t.same([memory.bytes, memory.forgotten], [CHUNK, 2], 'both forgotten: the large one freed, the first kept as the spare and used for site 2')
+  t.equal(store.array([0, 1, 2]).toString(), `[${text(0)},${text(1)},${text(2)}]`)
+})
+
+t.test('the chunks of a store that is collected (a dataset dropped by a reload) leave the count', async (t) => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const memory = new FragmentMemory(4 * CHUNK)
+  const kept = new FragmentStore(1, String, memory)
+  kept.one(0)
+  ;(() => {
+    const dropped = new FragmentStore(2, (p) => JSON.stringify(String(p).repeat(CHUNK / 2)), memory)
+    dropped.array([0, 1])
+  })()
+  t.equal(memory.bytes, 3 * CHUNK)
+  for (let i = 0; i < 50 && memory.bytes > CHUNK; i++) {
+    gc()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  t.equal(memory.bytes, CHUNK, 'only the kept store\'s chunk')
+  t.equal(kept.one(0).toString(), '0')
+})
