@@ -36,11 +36,20 @@ const { cases: CASES, buildSeconds } = setUp()
 const servicePort = await freePort()
 const helloPort = await freePort()
 const serviceUrl = `http://127.0.0.1:${servicePort}`
+const metricsPort = await freePort()
 /** Two boots: the first verifies the file and writes its index snapshot; the second is measured. */
 const bootTwice = async (build: Build, port: number) => {
-  const first = await startService(build, port)
+  const env = { METRICS_PORT: String(metricsPort) }
+  const first = await startService(build, port, env)
   await stop(first.child)
-  return { first, second: await startService(build, port) }
+  return { first, second: await startService(build, port, env) }
+}
+
+/** The service's records' JSON at the end of the load: MB held, all datasets, and chunks forgotten (FRAGMENTS_MAX_MB). */
+async function recordFragments (): Promise<{ mb: number, chunks_forgotten: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const sum = (name: string) => text.split('\n').filter((line) => line.startsWith(name)).reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0)
+  return { mb: Math.round(sum('lsp_record_fragment_bytes{') / 2 ** 20), chunks_forgotten: sum('lsp_record_fragment_chunks_forgotten_total ') }
 }
 
 // With BENCH_BASELINE: that commit, built in a worktree of its own, on a copy of the same files.
@@ -144,6 +153,7 @@ for (const c of CASES.filter((x) => FIXED_RATE_CASES.includes(x.name))) {
     `(${Math.round(run.rps)} req/s answered) ${JSON.stringify(statuses)}${Object.values(faults).some((n) => n > 0) ? ` ${JSON.stringify(faults)}` : ''}`)
 }
 clearInterval(sampler)
+const fragments = await recordFragments()
 service.kill('SIGTERM')
 hello.kill('SIGTERM')
 baseline?.child.kill('SIGTERM')
@@ -248,6 +258,7 @@ const results = {
   first_boot_ms: Math.round(first.ms),
   rss_rest_mb: Math.round(rssRestKb / 1024),
   rss_load_mb: Math.round(rssPeakKb / 1024),
+  record_fragments: fragments,
   import_1m_csv: { seconds: importFigures.seconds, peak_rss_mb: Math.round(importFigures.maxRssKb / 1024), sites: importFigures.sites },
   cases: rows,
   fixed_rate: fixedRate,
@@ -269,7 +280,7 @@ const table = [
     : []),
   '',
   `boot with ${SITES.toLocaleString('en')} sites: ${results.boot_ms} ms (first boot on a new file, verifying and writing the index snapshot: ${results.first_boot_ms} ms)`,
-  `RSS at rest ${results.rss_rest_mb} MB, under load ${results.rss_load_mb} MB`,
+  `RSS at rest ${results.rss_rest_mb} MB, under load ${results.rss_load_mb} MB; the records' JSON ${fragments.mb} MB at the end, ${fragments.chunks_forgotten} chunks forgotten (FRAGMENTS_MAX_MB)`,
   `import of a ${importFigures.sites.toLocaleString('en')}-row CSV: ${importFigures.seconds} s, peak RSS ${results.import_1m_csv.peak_rss_mb} MB`,
   `machine: ${results.machine.cpus} x ${results.machine.cpu}, ${results.machine.memory_gb} GiB, Node ${results.machine.node}`
 ]
