@@ -1,17 +1,11 @@
-// Answers sent as bytes made once: the records' JSON (app.records, its fragments kept within
-// FRAGMENTS_MAX_MB) and the cache's entries. reply.sendAnswer sends them, and gives a pooled
-// buffer's reference back once the response is done (or failed).
+// Answers sent as bytes made once (records' fragments, the cache's entries): reply.sendAnswer
+// sends them, and gives a pooled buffer's reference back once the response is done (or failed).
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { answers } from '../src/answers/pool.ts'
-import { FragmentMemory } from '../src/answers/fragment-memory.ts'
-import { JSON_TYPE, RecordJson } from '../src/answers/records.ts'
+import { JSON_TYPE } from '../src/answers/records.ts'
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** the records' JSON, every dataset's */
-    records: RecordJson
-  }
   interface FastifyReply {
     /** Sends serialised JSON (or GeoJSON, by `type`) as it is. */
     sendAnswer (body: Buffer, type?: string): void
@@ -22,8 +16,7 @@ declare module 'fastify' {
   }
 }
 
-async function answersPlugin (app: FastifyInstance, options: { pilotAppUrl: string, fragmentsMaxMb: number }) {
-  app.decorate('records', new RecordJson(options.pilotAppUrl, new FragmentMemory(options.fragmentsMaxMb * 1024 * 1024)))
+async function answersPlugin (app: FastifyInstance) {
   app.decorateRequest('pooledBody', undefined)
   app.decorateReply('sendAnswer', function (this: FastifyReply, body: Buffer, type = JSON_TYPE) {
     if (answers.holds(body)) this.request.pooledBody = body

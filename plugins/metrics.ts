@@ -24,7 +24,7 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     cache: app.responseCache,
     log: options.log,
     fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.fragmentBytes(datasets.get(name)) })),
-    fragmentsForgotten: () => records.memory.forgotten
+    fragmentMemory: records.memory
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
@@ -33,4 +33,4 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
   })
 }
 
-export default fp(metrics, { name: 'metrics', dependencies: ['health', 'answers', 'datasets', 'partners', 'cache'] })
+export default fp(metrics, { name: 'metrics', dependencies: ['health', 'records', 'datasets', 'partners', 'cache'] })

@@ -38,8 +38,7 @@ const helloPort = await freePort()
 const serviceUrl = `http://127.0.0.1:${servicePort}`
 const metricsPort = await freePort()
 /** Two boots: the first verifies the file and writes its index snapshot; the second is measured. */
-const bootTwice = async (build: Build, port: number) => {
-  const env = { METRICS_PORT: String(metricsPort) }
+const bootTwice = async (build: Build, port: number, env: Record<string, string> = {}) => {
   const first = await startService(build, port, env)
   await stop(first.child)
   return { first, second: await startService(build, port, env) }
@@ -62,7 +61,7 @@ if (BASELINE !== undefined) {
   log(`baseline ${BASELINE} (${baseline.commit}) ready in ${Math.round(second.ms)} ms`)
 }
 
-const { first, second: { child: service, ms: bootMs } } = await bootTwice(currentBuild(), servicePort)
+const { first, second: { child: service, ms: bootMs } } = await bootTwice(currentBuild(), servicePort, { METRICS_PORT: String(metricsPort) })
 log(`first boot (verify, index, write snapshot) in ${Math.round(first.ms)} ms`)
 log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))

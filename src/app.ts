@@ -24,6 +24,7 @@ import sharedState from '../plugins/shared-state.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
 import answers from '../plugins/answers.ts'
+import records from '../plugins/records.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
 import reload from '../plugins/reload.ts'
@@ -138,7 +139,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done()
   })
   await app.register(errors)
-  await app.register(answers, { pilotAppUrl: config.pilotAppUrl, fragmentsMaxMb: config.fragmentsMaxMb })
+  await app.register(answers)
+  await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body).
   app.addHook('onRequest', (request, _reply, done) => {
     done(request.headers.host === undefined && request.raw.httpVersion === '1.1' ? new ApiError('rest_bad_request') : undefined)

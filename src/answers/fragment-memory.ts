@@ -2,7 +2,8 @@
 // here; when the chunks reach the limit, the oldest chunk of any store is forgotten before the
 // next answer is assembled (its sites' fragments are made again when next asked for) and its
 // memory is used for the next chunk. Forgetting waits for an answer's start because an answer
-// under way reads the spans of the fragments it has just made.
+// under way reads the spans of the fragments it has just made. Oldest first rather than least
+// used: a chunk's fragments are read through spans, with no place to note a use that costs nothing.
 
 /** What holds chunks, by number: it drops every reference to a chunk it forgets and gives its bytes back. */
 export interface ChunkHolder {
@@ -23,20 +24,21 @@ interface Held {
 }
 
 export class FragmentMemory {
-  static readonly CHUNK_BYTES = 1 << 23 // 8 MB
+  /** a chunk's offsets take the low 23 bits of a span's position, its number the 9 above */
+  static readonly CHUNK_BITS = 23
+  static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS // 8 MB
   /** bytes of the chunks held and of the spare one */
   private allocated = 0
   /** chunks held, oldest first; weak, so that a dataset dropped by a reload is not kept for its fragments */
-  private readonly held: Held[] = []
+  private held: Held[] = []
   private spare: Buffer | undefined
-  /** whether a chunk must be forgotten before the next answer (read at every answer's start) */
-  pressing = false
-  /** chunks forgotten to stay within the limit */
-  forgotten = 0
-  // A dropped dataset's chunks are freed with it; its bytes leave the count then.
+  private mustSettle = false
+  private forgottenChunks = 0
+  // A dropped dataset's chunks are freed with it; its bytes and entries leave the count then.
   private readonly finalizer = new FinalizationRegistry<ChunkAccount>((account) => {
     this.allocated -= account.bytes
     account.bytes = 0
+    this.held = this.held.filter((held) => held.account !== account)
     this.update()
   })
 
@@ -47,9 +49,19 @@ export class FragmentMemory {
     this.finalizer.register(holder, account)
   }
 
-  /** Bytes of all chunks, held or spare. */
+  /** Bytes of all chunks, held or spare: what the limit bounds. */
   get bytes (): number {
     return this.allocated
+  }
+
+  /** Chunks forgotten to stay within the limit, since the start. */
+  get forgotten (): number {
+    return this.forgottenChunks
+  }
+
+  /** Whether a chunk must be forgotten before the next answer (read at every answer's start). */
+  get pressing (): boolean {
+    return this.mustSettle
   }
 
   /** A chunk of at least `bytes` for `holder`'s chunk `number`: the spare one, or a new one. */
@@ -88,7 +100,7 @@ export class FragmentMemory {
       }
       const chunk = holder.forget(held.number)
       held.account.bytes -= chunk.length
-      this.forgotten++
+      this.forgottenChunks++
       // kept for the next chunk (counted, so the loop goes on while past the limit), else freed
       if (this.spare === undefined && chunk.length === FragmentMemory.CHUNK_BYTES) this.spare = chunk
       else this.allocated -= chunk.length
@@ -105,6 +117,6 @@ export class FragmentMemory {
   }
 
   private update (): void {
-    this.pressing = this.held.length > 0 && (this.overLimit() || this.noRoom())
+    this.mustSettle = this.held.length > 0 && (this.overLimit() || this.noRoom())
   }
 }

@@ -100,8 +100,8 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
  * page's when each fragment was copied alone.
  */
 export class FragmentStore implements ChunkHolder {
-  static readonly CHUNK_BITS = 23
-  static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES // 1 << CHUNK_BITS
+  static readonly CHUNK_BITS = FragmentMemory.CHUNK_BITS
+  static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES
   /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
   static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
   /** the chunks by number, as plain Uint8Arrays (a view's `subarray` is the cheapest source for `set`); empty once forgotten */
@@ -128,6 +128,8 @@ export class FragmentStore implements ChunkHolder {
   private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
   /** the same tables, weakly, for forgetting a chunk (an order dropped from its list takes its table with it) */
   private placeTables: WeakRef<Uint32Array>[] = []
+  /** tables listed when the list was last rid of collected ones */
+  private placeTablesKept = 0
   /**
    * Bytes of fragments made, and of their copies in laid-out orders, per chunk: copies never
    * take more, so a form's bytes at most double whatever the number of tags and allow-lists.
@@ -153,7 +155,7 @@ export class FragmentStore implements ChunkHolder {
   }
 
   /** Byte length of a site's fragment, making it if needed (within an answer: see settle). */
-  length (p: number): number {
+  private length (p: number): number {
     const known = this.span[2 * p + 1]
     if (known !== 0) return known
     const json = this.make(p)
@@ -193,6 +195,7 @@ export class FragmentStore implements ChunkHolder {
   /** Forgets chunk `number`: every span in it reads as not made again. Only between answers (FragmentMemory.settle). */
   forget (number: number): Buffer {
     const view = this.views[number]
+    if (view === undefined || view === EMPTY) throw new Error(`chunk ${number} is not held`)
     const clear = (spans: Uint32Array) => {
       for (let i = 0; i < spans.length; i += 2) {
         if (spans[i + 1] !== 0 && spans[i] >>> FragmentStore.CHUNK_BITS === number) {
@@ -202,14 +205,7 @@ export class FragmentStore implements ChunkHolder {
       }
     }
     clear(this.span)
-    const alive: WeakRef<Uint32Array>[] = []
-    for (const ref of this.placeTables) {
-      const table = ref.deref()
-      if (table === undefined) continue
-      clear(table)
-      alive.push(ref)
-    }
-    this.placeTables = alive
+    for (const table of this.livePlaceTables()) clear(table)
     this.madeBytes -= this.madeIn[number]
     this.copiedBytes -= this.copiedIn[number]
     this.views[number] = EMPTY
@@ -227,7 +223,7 @@ export class FragmentStore implements ChunkHolder {
     if (this.memory.pressing) this.memory.settle()
   }
 
-  copy (p: number, target: Buffer, at: number): number {
+  private copy (p: number, target: Buffer, at: number): number {
     return this.copyBytes(this.span[2 * p], this.span[2 * p + 1], target, at)
   }
 
@@ -313,9 +309,23 @@ export class FragmentStore implements ChunkHolder {
     let table = this.placeSpans.get(order)
     if (table === undefined) {
       this.placeSpans.set(order, table = new Uint32Array(2 * order.length))
+      // an allow-list's orders come and go (an LRU of them per dataset): their list is kept short
+      if (this.placeTables.length >= 2 * this.placeTablesKept + 8) this.livePlaceTables()
       this.placeTables.push(new WeakRef(table))
     }
     return table
+  }
+
+  /** The place tables not collected, the list rid of the others. */
+  private livePlaceTables (): Uint32Array[] {
+    const tables: Uint32Array[] = []
+    this.placeTables = this.placeTables.filter((ref) => {
+      const table = ref.deref()
+      if (table !== undefined) tables.push(table)
+      return table !== undefined
+    })
+    this.placeTablesKept = tables.length
+    return tables
   }
 
   /** A site's fragment with ASCII `text` put in `tailBytes` before its end. */

@@ -14,8 +14,8 @@ export interface MetricSources {
   log?: { droppedLines: number }
   /** bytes allocated for each dataset's record fragments */
   fragmentBytes?: () => { dataset: string, bytes: number }[]
-  /** chunks of record fragments forgotten to stay within FRAGMENTS_MAX_MB */
-  fragmentsForgotten?: () => number
+  /** all record fragments' chunks, within FRAGMENTS_MAX_MB */
+  fragmentMemory?: { bytes: number, forgotten: number }
 }
 
 export interface Metrics {
@@ -94,7 +94,7 @@ export function createMetrics (sources: MetricSources): Metrics {
   register(scraped('lsp_log_lines_dropped_total', 'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter', () =>
     [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
   register(scraped('lsp_record_fragment_chunks_forgotten_total', 'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; their records are made again when asked for', 'counter', () =>
-    [{ labels: {}, value: sources.fragmentsForgotten?.() ?? 0 }]))
+    [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
   register(scraped('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter', () =>
     [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
   new Gauge({ // eslint-disable-line no-new
@@ -110,6 +110,12 @@ export function createMetrics (sources: MetricSources): Metrics {
     labelNames: ['dataset'],
     registers: [registry],
     collect () { for (const d of sources.fragmentBytes?.() ?? []) this.set({ dataset: d.dataset }, d.bytes) }
+  })
+  new Gauge({ // eslint-disable-line no-new
+    name: 'lsp_record_fragment_memory_bytes',
+    help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, and those of a dataset dropped by a reload until they are freed',
+    registers: [registry],
+    collect () { this.set(sources.fragmentMemory?.bytes ?? 0) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_built_timestamp_seconds',

@@ -1,28 +1,29 @@
-// A real server with FRAGMENTS_MAX_MB=32 and a sandbox whose tag pages need more: the records'
-// JSON stays within the limit (lsp_record_fragment_bytes), chunks are forgotten
-// (lsp_record_fragment_chunks_forgotten_total), and every page comes back the same.
+// A real server with FRAGMENTS_MAX_MB at its minimum and a sandbox whose tag pages need more: the
+// records' JSON stays within the limit (lsp_record_fragment_memory_bytes), chunks are forgotten
+// (lsp_record_fragment_chunks_forgotten_total), and every page is right and the same again.
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
 import { admin, startServer } from '../run.ts'
 import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
 
 const MB = 1024 * 1024
+const LIMIT_MB = 64
 
-t.test('tag pages past the fragments\' memory limit come back the same, within the limit', async (t) => {
+interface Page { tag: string, page: number, per_page: number, total: number, total_pages: number, sites: { id: string, latitude: number, longitude: number, helipaddy_link: string }[] }
+interface GeoPage { features: { id: string, geometry: { coordinates: number[] }, properties: Page['sites'][number] }[] }
+
+t.test('tag pages past the fragments\' memory limit are right and the same again, within the limit', async (t) => {
   const dir = tmpDataDir(t)
   // no response cache: every page is assembled from the fragments
-  const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '60000', NODE_ENV: 'production', FRAGMENTS_MAX_MB: '32', CACHE_TTL_SECONDS: '0' }
+  const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '120000', NODE_ENV: 'production', FRAGMENTS_MAX_MB: String(LIMIT_MB), CACHE_TTL_SECONDS: '0' }
   const created = JSON.parse(admin(['partners', 'create', '--name', 'Pages', '--tier', 'scale', '--json'], env).stdout)
   admin(['partners', 'update', created.slug, '--categories', '2,3,4,5,6,7,8,9', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   const metricsUrl = /"msg":"metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.output())![1]
-  const scrape = async () => {
-    const values = new Map<string, number>()
-    for (const line of (await (await fetch(metricsUrl)).text()).split('\n')) {
-      if (line !== '' && !line.startsWith('#')) values.set(line.slice(0, line.lastIndexOf(' ')), Number(line.slice(line.lastIndexOf(' ') + 1)))
-    }
-    return values
+  const scrape = async (name: string) => {
+    const line = (await (await fetch(metricsUrl)).text()).split('\n').find((l) => l.startsWith(`${name} `))
+    return Number(line?.slice(name.length + 1))
   }
   const get = async (path: string) => {
     const res = await fetch(`${server.url}/v1${path}`, { headers: { authorization: `Bearer ${created.token}` } })
@@ -31,25 +32,39 @@ t.test('tag pages past the fragments\' memory limit come back the same, within t
   }
   const tags = (JSON.parse(await get('/tags')) as { tags: { tag: string, sites: number }[] }).tags
   const pages: string[] = []
-  for (const { tag, sites } of tags) {
-    for (let page = 1; page <= Math.ceil(sites / 500); page++) {
-      for (const format of ['json', 'geojson']) pages.push(`/sites/by-tag?tag=${encodeURIComponent(tag)}&per_page=500&page=${page}&format=${format}`)
-    }
-  }
   const first = new Map<string, string>()
   let largest = 0
-  for (const path of pages) {
-    first.set(path, await get(path))
-    largest = Math.max(largest, (await scrape()).get('lsp_record_fragment_bytes{dataset="sandbox"}') ?? 0)
+  let wrong = 0
+  for (const { tag, sites } of tags) {
+    const ids: string[] = []
+    for (let page = 1; page <= Math.ceil(sites / 500); page++) {
+      const path = `/sites/by-tag?tag=${encodeURIComponent(tag)}&per_page=500&page=${page}`
+      const json = await get(`${path}&format=json`)
+      const geo = await get(`${path}&format=geojson`)
+      pages.push(`${path}&format=json`, `${path}&format=geojson`)
+      first.set(`${path}&format=json`, json).set(`${path}&format=geojson`, geo)
+      // right by themselves: the page's place in the tag, its records' links, and the same records in both forms
+      const { sites: records, total } = JSON.parse(json) as Page
+      const features = (JSON.parse(geo) as GeoPage).features
+      const right = total === sites && records.length === Math.min(500, sites - (page - 1) * 500) &&
+        records.every((r) => r.helipaddy_link === `https://helipaddy.com/pad/${r.id}`) &&
+        features.length === records.length &&
+        features.every((f, i) => f.id === records[i].id && JSON.stringify(f.properties) === JSON.stringify(records[i]) &&
+          f.geometry.coordinates[0] === records[i].longitude && f.geometry.coordinates[1] === records[i].latitude)
+      if (!right) wrong++
+      ids.push(...records.map((r) => r.id))
+    }
+    if (ids.some((id, i) => i > 0 && id <= ids[i - 1])) t.fail(`${tag}: ids not in ascending order, or one twice`)
+    largest = Math.max(largest, await scrape('lsp_record_fragment_memory_bytes'))
   }
-  const afterFirst = await scrape()
-  const forgotten = afterFirst.get('lsp_record_fragment_chunks_forgotten_total') ?? 0
+  t.equal(wrong, 0, 'every page right')
+  const forgotten = await scrape('lsp_record_fragment_chunks_forgotten_total')
   t.ok(forgotten > 0, `chunks forgotten in the first pass: ${forgotten}`)
   // within the limit, but for the chunk an answer opens past it until the next answer
-  t.ok(largest <= 32 * MB + FragmentMemory.CHUNK_BYTES, `fragments at most ${largest / MB} MB`)
+  t.ok(largest <= LIMIT_MB * MB + FragmentMemory.CHUNK_BYTES, `fragments at most ${largest / MB} MB`)
   let same = 0
   for (const path of [...pages].reverse()) if (await get(path) === first.get(path)) same++
   t.equal(same, pages.length, 'every page the same again, its fragments made again where forgotten')
-  t.ok((await scrape()).get('lsp_record_fragment_chunks_forgotten_total')! > forgotten, 'more forgotten in the second pass')
+  t.ok(await scrape('lsp_record_fragment_chunks_forgotten_total') > forgotten, 'more forgotten in the second pass')
   t.equal(await server.stop('SIGTERM'), 0)
 })

@@ -1,0 +1,27 @@
+// The records' JSON (src/answers/records.ts) for the partner routes: every dataset's records,
+// their fragments made on first use and kept within FRAGMENTS_MAX_MB.
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import { FragmentMemory } from '../src/answers/fragment-memory.ts'
+import { RecordJson } from '../src/answers/records.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** the records' JSON, every dataset's */
+    records: RecordJson
+  }
+}
+
+export interface RecordsOptions {
+  /** PILOT_APP_URL, whose `/pad/<id>` is each record's link */
+  pilotAppUrl: string
+  /** FRAGMENTS_MAX_MB */
+  maxMb: number
+}
+
+async function records (app: FastifyInstance, options: RecordsOptions) {
+  if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) throw new Error('the records plugin needs pilotAppUrl and maxMb')
+  app.decorate('records', new RecordJson(options.pilotAppUrl, new FragmentMemory(options.maxMb * 1024 * 1024)))
+}
+
+export default fp(records, { name: 'records' })
