@@ -137,14 +137,18 @@ t.test('a fragment larger than a chunk: past the limit until the next answer, th
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
+/** A store holding one chunk, returned, and one holding two, used and let go. */
+function keptBesideDropped (memory: FragmentMemory): FragmentStore {
+  const kept = new FragmentStore(4, String, memory)
+  kept.one(0)
+  const dropped = new FragmentStore(2, (p) => JSON.stringify(String(p).repeat(CHUNK / 2)), memory)
+  dropped.array([0, 1])
+  return kept
+}
+
 t.test('the chunks of a store that is collected (a dataset dropped by a reload) leave the count', async (t) => {
   const memory = new FragmentMemory(4 * CHUNK)
-  const kept = new FragmentStore(1, String, memory)
-  kept.one(0)
-  ;(() => {
-    const dropped = new FragmentStore(2, (p) => JSON.stringify(String(p).repeat(CHUNK / 2)), memory)
-    dropped.array([0, 1])
-  })()
+  const kept = keptBesideDropped(memory)
   t.equal(memory.bytes, 3 * CHUNK)
   for (let i = 0; i < 50 && memory.bytes > CHUNK; i++) {
     gc()
@@ -156,12 +160,7 @@ t.test('the chunks of a store that is collected (a dataset dropped by a reload) 
 
 t.test('a store collected before its finalizer has run: its chunks leave the count when met', async (t) => {
   const memory = new FragmentMemory(3 * CHUNK)
-  const kept = new FragmentStore(4, String, memory)
-  kept.one(0)
-  ;(() => {
-    const dropped = new FragmentStore(2, (p) => JSON.stringify(String(p).repeat(CHUNK / 2)), memory)
-    dropped.array([0, 1])
-  })()
+  const kept = keptBesideDropped(memory)
   t.same([memory.bytes, memory.pressing], [3 * CHUNK, true])
   await new Promise((resolve) => setImmediate(resolve)) // the job that used the store is over
   // collected, and met by the next answer's start in the same job, before any finalizer runs
