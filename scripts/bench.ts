@@ -44,11 +44,11 @@ const bootTwice = async (build: Build, port: number, env: Record<string, string>
   return { first, second: await startService(build, port, env) }
 }
 
-/** The service's records' JSON at the end of the load: MB held, all datasets, and chunks forgotten (FRAGMENTS_MAX_MB). */
+/** The service's records' JSON at the end of the load (FRAGMENTS_MAX_MB): MB held, and chunks forgotten. */
 async function recordFragments (): Promise<{ mb: number, chunks_forgotten: number }> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
-  const sum = (name: string) => text.split('\n').filter((line) => line.startsWith(name)).reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0)
-  return { mb: Math.round(sum('lsp_record_fragment_bytes{') / 2 ** 20), chunks_forgotten: sum('lsp_record_fragment_chunks_forgotten_total ') }
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
+  return { mb: Math.round(value('lsp_record_fragment_memory_bytes') / 2 ** 20), chunks_forgotten: value('lsp_record_fragment_chunks_forgotten_total') }
 }
 
 // With BENCH_BASELINE: that commit, built in a worktree of its own, on a copy of the same files.

@@ -8,7 +8,7 @@
 /** Owners, most specific first; a frame is tested against them in this order. */
 const JS_OWNERS: Array<[string, RegExp]> = [
   ['the search', /src\/sites\/spatial\.js|findNearby/],
-  ['answer assembly (record fragments)', /src\/answers\/|src\/sites\/fragments/],
+  ['answer assembly (record fragments)', /src\/answers\//],
   ['access line (made and written)', /access-log\.js|sonic-boom|log-destination\.js/],
   ['query validation', /src\/http\/query\.js/],
   ['compression (zlib)', /src\/http\/encoding\.js|node:zlib/],

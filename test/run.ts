@@ -88,3 +88,18 @@ export function startServer (env: Record<string, string>, timeoutMs = 60_000, op
     child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${out}`)) })
   })
 }
+
+/** Where a server started by startServer() serves /metrics (its log says, METRICS_PORT being 0). */
+export const metricsUrlOf = (server: Server): string =>
+  /"msg":"metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.output())![1]
+
+/** Prometheus text → Map of `name{labels}` → value. */
+export function parseMetrics (text: string): Map<string, number> {
+  const values = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const at = line.lastIndexOf(' ')
+    values.set(line.slice(0, at), Number(line.slice(at + 1)))
+  }
+  return values
+}

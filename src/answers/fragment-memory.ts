@@ -32,14 +32,12 @@ export class FragmentMemory {
   /** chunks held, oldest first; weak, so that a dataset dropped by a reload is not kept for its fragments */
   private held: Held[] = []
   private spare: Buffer | undefined
-  private mustSettle = false
   private forgottenChunks = 0
   // A dropped dataset's chunks are freed with it; its bytes and entries leave the count then.
   private readonly finalizer = new FinalizationRegistry<ChunkAccount>((account) => {
     this.allocated -= account.bytes
     account.bytes = 0
     this.held = this.held.filter((held) => held.account !== account)
-    this.update()
   })
 
   constructor (readonly limitBytes = Infinity) {}
@@ -61,7 +59,7 @@ export class FragmentMemory {
 
   /** Whether a chunk must be forgotten before the next answer (read at every answer's start). */
   get pressing (): boolean {
-    return this.mustSettle
+    return this.held.length > 0 && (this.overLimit() || this.noRoom())
   }
 
   /** A chunk of at least `bytes` for `holder`'s chunk `number`: the spare one, or a new one. */
@@ -76,7 +74,6 @@ export class FragmentMemory {
     }
     account.bytes += chunk.length
     this.held.push({ holder: new WeakRef(holder), account, number })
-    this.update()
     return chunk
   }
 
@@ -86,8 +83,7 @@ export class FragmentMemory {
    * last: forgetting it would make its store take a chunk again at once.
    */
   settle (): void {
-    while (this.overLimit() || this.noRoom()) {
-      if (this.held.length === 0) break
+    while (this.pressing) {
       let oldest = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
       if (oldest === -1) oldest = 0
       const [held] = this.held.splice(oldest, 1)
@@ -105,7 +101,6 @@ export class FragmentMemory {
       if (this.spare === undefined && chunk.length === FragmentMemory.CHUNK_BYTES) this.spare = chunk
       else this.allocated -= chunk.length
     }
-    this.update()
   }
 
   private overLimit (): boolean {
@@ -114,9 +109,5 @@ export class FragmentMemory {
 
   private noRoom (): boolean {
     return this.spare === undefined && this.allocated + FragmentMemory.CHUNK_BYTES > this.limitBytes
-  }
-
-  private update (): void {
-    this.mustSettle = this.held.length > 0 && (this.overLimit() || this.noRoom())
   }
 }

@@ -427,12 +427,12 @@ export class RecordJson {
 
   private fragmentsOf (ds: Dataset): Fragments {
     let f = this.byDataset.get(ds)
-    if (f === undefined) this.byDataset.set(ds, f = fragmentsOf(ds, this.links, this.memory))
+    if (f === undefined) this.byDataset.set(ds, f = makeFragments(ds, this.links, this.memory))
     return f
   }
 }
 
-function fragmentsOf (ds: Dataset, links: string, memory: FragmentMemory): Fragments {
+function makeFragments (ds: Dataset, links: string, memory: FragmentMemory): Fragments {
   // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
   // byte for byte), written out by hand: ids, regions, countries and categories need no
   // escaping by their formats, a finite number's JSON is its String, and only the name and

@@ -33,7 +33,7 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const perPage = Math.min(request.query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
     const sites = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
-    const total = sites.total
+    const { total } = sites
     request.rows = sites.places.length
     // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
     // (the tag is ASCII by its pattern, so the head is too)

@@ -3,7 +3,7 @@
 // (lsp_record_fragment_chunks_forgotten_total), and every page is right and the same again.
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
-import { admin, startServer } from '../run.ts'
+import { admin, metricsUrlOf, parseMetrics, startServer } from '../run.ts'
 import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
 
 const MB = 1024 * 1024
@@ -20,11 +20,8 @@ t.test('tag pages past the fragments\' memory limit are right and the same again
   admin(['partners', 'update', created.slug, '--categories', '2,3,4,5,6,7,8,9', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
-  const metricsUrl = /"msg":"metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.output())![1]
-  const scrape = async (name: string) => {
-    const line = (await (await fetch(metricsUrl)).text()).split('\n').find((l) => l.startsWith(`${name} `))
-    return Number(line?.slice(name.length + 1))
-  }
+  const metricsUrl = metricsUrlOf(server)
+  const scrape = async (name: string) => parseMetrics(await (await fetch(metricsUrl)).text()).get(name) ?? 0
   const get = async (path: string) => {
     const res = await fetch(`${server.url}/v1${path}`, { headers: { authorization: `Bearer ${created.token}` } })
     if (res.status !== 200) t.fail(`${path}: ${res.status}`)

@@ -2,19 +2,8 @@
 // partner port), and after traffic the counters have moved by exactly what was sent.
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
-import { admin, adminAsync, startServer } from '../run.ts'
+import { admin, adminAsync, metricsUrlOf, parseMetrics, startServer } from '../run.ts'
 import { FragmentStore } from '../../src/answers/records.ts'
-
-/** Prometheus text → Map of `name{labels}` → value. */
-function parse (text: string): Map<string, number> {
-  const values = new Map<string, number>()
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue
-    const at = line.lastIndexOf(' ')
-    values.set(line.slice(0, at), Number(line.slice(at + 1)))
-  }
-  return values
-}
 
 t.test('counters, histograms and gauges move with the traffic', async (t) => {
   const dir = tmpDataDir(t)
@@ -22,13 +11,13 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   const created = JSON.parse(admin(['partners', 'create', '--name', 'Metered', '--json'], env).stdout)
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
-  const metricsUrl = /"msg":"metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.output())![1]
+  const metricsUrl = metricsUrlOf(server)
   t.not(new URL(metricsUrl).port, new URL(server.url).port, 'a port of its own')
   t.equal((await fetch(`${server.url}/metrics`)).status, 404, 'not on the partner port')
   const scrape = async () => {
     const res = await fetch(metricsUrl)
     t.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')
-    return parse(await res.text())
+    return parseMetrics(await res.text())
   }
   const before = await scrape()
   t.equal(before.get('lsp_dataset_sites{dataset="sandbox"}'), 3000)
