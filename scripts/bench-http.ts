@@ -13,9 +13,13 @@ const EMPTY = Buffer.alloc(0)
 
 /**
  * Splits a connection's bytes into answers (every answer these processes get has a
- * Content-Length) and calls back with each one's status once its body has arrived.
+ * Content-Length) and calls back with each one's status once its body has arrived. Bodies are
+ * counted, not kept, and only a head split across reads is copied: `push` may be given a read
+ * buffer that is used again for the next read, and the generator allocates next to nothing per
+ * answer (its collector's pauses, on the service's 2 cores, were half the p99 it measured).
  */
 export class AnswerFramer {
+  /** the start of a head that has not fully arrived */
   private pending = EMPTY
   /** bytes of body still to come; -1 while in the head */
   private need = -1
@@ -24,24 +28,37 @@ export class AnswerFramer {
   constructor (private readonly onAnswer: (status: number) => void) {}
 
   push (chunk: Buffer) {
-    let data = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk
+    let data = chunk
+    let at = 0
     for (;;) {
       if (this.need < 0) {
-        const end = data.indexOf('\r\n\r\n')
-        if (end < 0) break
-        const head = data.toString('latin1', 0, end)
+        if (at === data.length) return
+        if (this.pending.length > 0) {
+          data = Buffer.concat([this.pending, data.subarray(at)])
+          at = 0
+          this.pending = EMPTY
+        }
+        const end = data.indexOf('\r\n\r\n', at)
+        if (end < 0) {
+          // a copy: the read buffer is used again
+          this.pending = Buffer.from(data.subarray(at))
+          return
+        }
+        const head = data.toString('latin1', at, end)
         const length = /\r\ncontent-length: *(\d+)/i.exec(head)
         if (length === null) throw new Error(`an answer without Content-Length: ${head.slice(0, 200)}`)
         this.status = Number(head.slice(9, 12))
         this.need = Number(length[1])
-        data = data.subarray(end + 4)
+        at = end + 4
       }
-      if (data.length < this.need) break
-      data = data.subarray(this.need)
+      const available = data.length - at
+      if (available < this.need) {
+        this.need -= available
+        return
+      }
+      at += this.need
       this.need = -1
       this.onAnswer(this.status)
     }
-    // a copy: the rest must not keep the whole chunk it came in alive
-    this.pending = data.length > 0 ? Buffer.from(data) : EMPTY
   }
 }

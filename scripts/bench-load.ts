@@ -40,6 +40,8 @@ async function fullSpeed () {
 
 /** Answers of the first second are not counted: the connections are being opened. */
 const LEAD_IN_MS = 1000
+/** A connection's read buffer: a few answers of 19 kB a read. */
+const READ_BYTES = 64 * 1024
 /** How long answers still due after the last request are waited for, then counted as timeouts. */
 const DRAIN_MS = 10_000
 
@@ -108,11 +110,13 @@ async function fixedRate (rate: number) {
   // every connection is in `conns` before any can end, and each ends once: the open ones are the rest
   const anyOpen = () => closed < conns.length
   await Promise.all(Array.from({ length: job.connections }, () => new Promise<void>((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port), noDelay: true })
+    const framer = new AnswerFramer((code) => finish(conn, code))
+    // one read buffer per connection, used again for every read: no Buffer made per read
+    const reads = Buffer.allocUnsafe(READ_BYTES)
+    const onread = { buffer: reads, callback: (bytes: number) => { framer.push(reads.subarray(0, bytes)); return true } }
+    const socket = connect({ host: hostname, port: Number(port), noDelay: true, onread })
     const conn: Conn = { socket, busy: -1, open: true }
     conns.push(conn)
-    const framer = new AnswerFramer((code) => finish(conn, code))
-    socket.on('data', (chunk: Buffer) => framer.push(chunk))
     // from the server's end (or an error) on, nothing more is sent on it; its 'close' follows
     const ended = () => {
       if (!conn.open) return
