@@ -1,13 +1,21 @@
 // The memory all record fragments may take (FRAGMENTS_MAX_MB). Fragment stores take their chunks
-// here; when the chunks reach the limit, the oldest chunk of any store is forgotten before the
-// next answer is assembled (its sites' fragments are made again when next asked for) and its
-// memory is used for the next chunk. Forgetting waits for an answer's start because an answer
-// under way reads the spans of the fragments it has just made. Oldest first rather than least
-// used: a chunk's fragments are read through spans, with no place to note a use that costs nothing.
+// here; when the chunks reach the limit, a chunk of some store is forgotten before the next answer
+// is assembled (its sites' fragments are made again when next asked for) and its memory is used
+// for the next chunk. Forgetting waits for an answer's start because an answer under way reads
+// the spans of the fragments it has just made.
+//
+// Which chunk: the oldest not used since it last came up, a second chance (CLOCK) in place of
+// least recently used. Reads go through spans, so the one place to note a use cheaply is the
+// chunk: a mark per chunk, set when an answer copies out of it (not the one being written to). A chunk marked
+// when it comes up has its mark cleared and goes behind the others. Records partners keep asking
+// for are then not made again each time their chunk is the oldest, and chunks nobody used after
+// they were made go first.
 
 /** What holds chunks, by number: it drops every reference to a chunk it forgets and gives its bytes back. */
 export interface ChunkHolder {
   forget (number: number): Buffer
+  /** whether an answer has copied out of chunk `number` (while not writing to it) since last asked; clears the mark */
+  wasRead (number: number): boolean
   /** the chunk it writes to, -1 for none */
   readonly fillingNumber: number
 }
@@ -29,7 +37,7 @@ export class FragmentMemory {
   static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS // 8 MB
   /** bytes of the chunks held and of the spare one */
   private allocated = 0
-  /** chunks held, oldest first; weak, so that a dataset dropped by a reload is not kept for its fragments */
+  /** chunks held, oldest first (a chunk given a second chance goes last); weak, so that a dataset dropped by a reload is not kept for its fragments */
   private held: Held[] = []
   private spare: Buffer | undefined
   private forgottenChunks = 0
@@ -78,15 +86,14 @@ export class FragmentMemory {
   }
 
   /**
-   * Forgets the oldest chunks until the chunks are within the limit with room for one more (the
-   * spare): called at an answer's start while `pressing`. A chunk still being written to goes
-   * last: forgetting it would make its store take a chunk again at once.
+   * Forgets chunks until the chunks are within the limit with room for one more (the spare):
+   * called at an answer's start while `pressing`. Each time the oldest chunk not used since it last
+   * came up; a chunk still being written to goes last: forgetting it would make its store take a
+   * chunk again at once.
    */
   settle (): void {
     while (this.pressing) {
-      let oldest = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
-      if (oldest === -1) oldest = 0
-      const [held] = this.held.splice(oldest, 1)
+      const [held] = this.held.splice(this.nextToForget(), 1)
       const holder = held.holder.deref()
       if (holder === undefined) {
         // collected, its finalizer not run yet: its bytes leave the count now
@@ -101,6 +108,21 @@ export class FragmentMemory {
       if (this.spare === undefined && chunk.length === FragmentMemory.CHUNK_BYTES) this.spare = chunk
       else this.allocated -= chunk.length
     }
+  }
+
+  /**
+   * The place in `held` of the chunk to forget. A full chunk used since it last came up has its
+   * mark cleared and goes to the end; after one pass over them every mark is clear, so this ends.
+   */
+  private nextToForget (): number {
+    for (let passed = 0; passed <= this.held.length; passed++) {
+      const at = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
+      if (at === -1) return 0 // only chunks being written to
+      const { holder, number } = this.held[at]
+      if (holder.deref()?.wasRead(number) !== true) return at // unread, or of a collected store
+      this.held.push(...this.held.splice(at, 1))
+    }
+    return 0
   }
 
   private overLimit (): boolean {

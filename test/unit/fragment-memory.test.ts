@@ -1,5 +1,6 @@
-// Record fragments within a memory limit: the oldest chunk of any store is forgotten at an
-// answer's start and its fragments are made again when asked for; every answer stays byte for byte.
+// Record fragments within a memory limit: past it, the oldest chunk not used since it last came up
+// is forgotten at an answer's start and its fragments are made again when asked for; every answer
+// stays byte for byte.
 import t from 'tap'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -107,6 +108,56 @@ t.test('the oldest full chunk goes first, whichever store holds it, and its memo
   t.equal(a.array([7, 11, 4]).toString(), `[${quarter(7)},${quarter(11)},${quarter(4)}]`)
   t.same(madeA, [0, 1, 2, 3, 4, 0, 5, 6, 7, 8, 9, 10, 11, 4, 7], 'sites 4 and 7 made again')
   t.equal(b.array([0, 1, 2]).toString(), `[${quarter(0)},${quarter(1)},${quarter(2)}]`)
+})
+
+t.test('a chunk answers keep reading is passed over: the oldest unread one goes, and a read chunk goes behind the rest', async (t) => {
+  for (const by of ['positions', 'places in an order'] as const) {
+    await t.test(by, async (t) => {
+      // four fragments and their commas fill a chunk exactly
+      const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + (p % 26)).repeat(CHUNK / 4 - 3))
+      const memory = new FragmentMemory(4 * CHUNK)
+      const made = new Map<number, number>()
+      const a = new FragmentStore(200, (p) => { made.set(p, (made.get(p) ?? 0) + 1); return quarter(p) }, memory)
+      // sites 0 and 1 are hot: asked for before every cold site; the cold ones are each asked for once
+      const order = Uint32Array.from({ length: 200 }, (_, i) => i)
+      const hot = (first: number, second: number) => a.array(by === 'positions' ? [first, second] : { order, places: [first, second], laidOut: false }).toString()
+      t.equal(hot(0, 1), `[${quarter(0)},${quarter(1)}]`)
+      let compared = 0
+      for (let cold = 2; cold < 150; cold++) {
+        if (hot(1, 0) !== `[${quarter(1)},${quarter(0)}]`) { t.fail(`hot answer before ${cold} differs`); return }
+        if (a.one(cold).toString() !== quarter(cold)) { t.fail(`cold site ${cold} differs`); return }
+        compared++
+      }
+      t.equal(compared, 148)
+      t.equal(memory.forgotten, 35, 'chunk after chunk of cold sites forgotten: 38 made, the hot one and the last two held')
+      t.same([made.get(0), made.get(1)], [1, 1], 'the hot sites\' chunk kept all along: made once')
+      t.ok([...made.entries()].every(([p, n]) => n === 1), 'no cold site made twice either')
+      t.ok(memory.bytes <= 4 * CHUNK)
+    })
+  }
+})
+
+t.test('a chunk used since it last came up goes behind the others, its mark cleared; one only made in goes first', async (t) => {
+  const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
+  const memory = new FragmentMemory(3 * CHUNK)
+  const madeA: number[] = []
+  const a = new FragmentStore(20, (p) => { madeA.push(p); return quarter(p) }, memory)
+  a.array([0, 1, 2, 3]) // chunk 0: copied out of while being written to (no mark)
+  a.array([4, 5, 6, 7]) // chunk 1
+  t.equal(a.one(0).toString(), quarter(0), 'site 0 used again: chunk 0 marked')
+  a.one(8) // chunk 2: at the limit
+  t.equal(memory.pressing, true)
+  a.one(9) // this answer's start: chunk 0 passed over (its mark cleared, behind chunk 2), chunk 1 forgotten
+  t.same([memory.forgotten, memory.pressing], [1, false])
+  t.equal(a.array([0, 4]).toString(), `[${quarter(0)},${quarter(4)}]`)
+  t.same(madeA, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 4], 'site 4 made again; site 0 not (chunk 0, the oldest, kept), and chunk 0 marked again')
+  a.array([10]) // chunk 2 full (8, 9, 4, 10)
+  a.one(11) // opens the next chunk from the spare
+  t.equal(memory.pressing, true)
+  a.one(12) // chunk 2 comes up first, only ever copied out of while written to: forgotten; chunk 0 not even asked
+  t.equal(a.array([0, 8]).toString(), `[${quarter(0)},${quarter(8)}]`)
+  t.same(madeA, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 4, 10, 11, 12, 8], 'site 8 made again, site 0 still not')
+  t.equal(memory.forgotten, 2)
 })
 
 t.test('a chunk still being written to is forgotten after the full ones, however old', async (t) => {
