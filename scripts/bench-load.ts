@@ -111,7 +111,7 @@ async function fixedRate (rate: number) {
   const anyOpen = () => closed < conns.length
   await Promise.all(Array.from({ length: job.connections }, () => new Promise<void>((resolve) => {
     const framer = new AnswerFramer((code) => finish(conn, code))
-    // one read buffer per connection, used again for every read: no Buffer made per read
+    // one read buffer per connection, used again for every read: a read makes only a view of it
     const reads = Buffer.allocUnsafe(READ_BYTES)
     const onread = { buffer: reads, callback: (bytes: number) => { framer.push(reads.subarray(0, bytes)); return true } }
     const socket = connect({ host: hostname, port: Number(port), noDelay: true, onread })

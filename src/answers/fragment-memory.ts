@@ -6,7 +6,7 @@
 //
 // Which chunk: the oldest not used since it last came up, a second chance (CLOCK) in place of
 // least recently used. Reads go through spans, so the one place to note a use cheaply is the
-// chunk: a mark per chunk, set when an answer copies out of it (not the one being written to). A chunk marked
+// chunk: a mark per chunk, set when an answer copies out of it (unless that answer wrote to it). A chunk marked
 // when it comes up has its mark cleared and goes behind the others. Records partners keep asking
 // for are then not made again each time their chunk is the oldest, and chunks nobody used after
 // they were made go first.
@@ -14,7 +14,7 @@
 /** What holds chunks, by number: it drops every reference to a chunk it forgets and gives its bytes back. */
 export interface ChunkHolder {
   forget (number: number): Buffer
-  /** whether an answer has copied out of chunk `number` (while not writing to it) since last asked; clears the mark */
+  /** whether an answer that did not write to chunk `number` has copied out of it since last asked; clears the mark */
   wasRead (number: number): boolean
   /** the chunk it writes to, -1 for none */
   readonly fillingNumber: number
@@ -115,14 +115,15 @@ export class FragmentMemory {
    * mark cleared and goes to the end; after one pass over them every mark is clear, so this ends.
    */
   private nextToForget (): number {
+    let at = 0
     for (let passed = 0; passed <= this.held.length; passed++) {
-      const at = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
+      at = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
       if (at === -1) return 0 // only chunks being written to
       const { holder, number } = this.held[at]
       if (holder.deref()?.wasRead(number) !== true) return at // unread, or of a collected store
       this.held.push(...this.held.splice(at, 1))
     }
-    return 0
+    return at // not reached: after one pass every mark is clear
   }
 
   private overLimit (): boolean {

@@ -110,13 +110,15 @@ export class FragmentStore implements ChunkHolder {
   private readonly freeNumbers: number[] = []
   /**
    * Per chunk number, 1 once an answer has copied out of the chunk since FragmentMemory last asked
-   * (wasRead): a chunk partners keep asking for gets a second chance before it is forgotten. One
-   * store a run copied, not a site (a store a site cost by-tag pages 3-5% in an A/B). Copies out of
-   * the chunk being written to do not count: they are mostly of the fragments the answer has just
-   * made, and that chunk goes last anyway. (An answer that fills a chunk and opens the next marks
-   * the one it filled: one second chance unearned.)
+   * (wasRead), unless that answer wrote to it: a chunk partners keep asking for gets a second
+   * chance before it is forgotten, and one only read by the answers that made its fragments does
+   * not. Set once a run copied, not once a site (a mark a site cost by-tag pages 5% in an A/B).
    */
   private readonly read = new Uint8Array(FragmentStore.MAX_CHUNKS)
+  /** per chunk number, the answer (by `answers`) that last wrote to it */
+  private readonly writtenIn = new Uint32Array(FragmentStore.MAX_CHUNKS)
+  /** answers begun, the one under way included */
+  private answers = 0
   /** the chunk written to, as a Buffer (for its UTF-8 `write`), and its number */
   private filling: Buffer = Buffer.alloc(0)
   private filled = -1
@@ -198,10 +200,11 @@ export class FragmentStore implements ChunkHolder {
     }
     const where = ((this.filled << FragmentStore.CHUNK_BITS) | this.used) >>> 0
     this.used += bytes + 1
+    this.writtenIn[this.filled] = this.answers
     return where
   }
 
-  /** Whether an answer has copied out of chunk `number`, while another was written to, since last asked; the mark is cleared. */
+  /** Whether an answer that did not write to chunk `number` has copied out of it since last asked; the mark is cleared. */
   wasRead (number: number): boolean {
     const read = this.read[number] === 1
     this.read[number] = 0
@@ -237,19 +240,25 @@ export class FragmentStore implements ChunkHolder {
 
   /** Forgets chunks first when the fragments are at their memory's limit: at every answer's start, never within one. */
   private settle (): void {
+    this.answers = (this.answers + 1) >>> 0
     if (this.memory.pressing) this.memory.settle()
   }
 
+  /** An answer copies `where`'s chunk: marked used (see `read`) unless this answer wrote to it. */
+  private use (where: number): void {
+    const number = where >>> FragmentStore.CHUNK_BITS
+    if (this.writtenIn[number] !== this.answers) this.read[number] = 1
+  }
+
   private copy (p: number, target: Buffer, at: number): number {
+    this.use(this.span[2 * p])
     return this.copyBytes(this.span[2 * p], this.span[2 * p + 1], target, at)
   }
 
   /** Copies `bytes` from `where` (a span's chunk and offset) into `target` (which has room) at `at`. */
   private copyBytes (where: number, bytes: number, target: Uint8Array, at: number): number {
     const start = where & (FragmentStore.CHUNK_BYTES - 1)
-    const number = where >>> FragmentStore.CHUNK_BITS
-    if (number !== this.filled) this.read[number] = 1
-    target.set(this.views[number].subarray(start, start + bytes), at)
+    target.set(this.views[where >>> FragmentStore.CHUNK_BITS].subarray(start, start + bytes), at)
     return bytes
   }
 
@@ -288,13 +297,17 @@ export class FragmentStore implements ChunkHolder {
         continue
       }
       if (runBytes >= 0) {
+        this.use(runWhere)
         at += this.copyBytes(runWhere, runBytes, out, at)
         out[at++] = 0x2c // ,
       }
       runWhere = where
       runBytes = bytes
     }
-    if (runBytes >= 0) at += this.copyBytes(runWhere, runBytes, out, at)
+    if (runBytes >= 0) {
+      this.use(runWhere)
+      at += this.copyBytes(runWhere, runBytes, out, at)
+    }
     out[at++] = 0x5d // ]
     out.write(tail, at, 'latin1')
     return out

@@ -160,6 +160,42 @@ t.test('a chunk used since it last came up goes behind the others, its mark clea
   t.equal(memory.forgotten, 2)
 })
 
+t.test('no mark for the answer that wrote to a chunk, nor for a page\'s copy laid out from it; a mark serves once', async (t) => {
+  const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
+  const memory = new FragmentMemory(3 * CHUNK)
+  const madeA: number[] = []
+  const a = new FragmentStore(24, (p) => { madeA.push(p); return quarter(p) }, memory)
+  const last = () => madeA[madeA.length - 1]
+  a.array([0, 1, 2, 3, 4]) // chunk 0 filled and chunk 1 opened by one answer, which copies out of both
+  for (const p of [5, 6, 7, 8]) a.one(p) // chunk 1 filled by answers of one site each (no mark), chunk 2 opened: at the limit
+  t.equal(memory.pressing, true)
+  a.one(9) // chunk 0 unmarked: forgotten
+  t.equal(a.array([0, 4]).toString(), `[${quarter(0)},${quarter(4)}]`)
+  t.same(madeA.slice(-2), [9, 0], 'site 0 made again, site 4 not: chunk 0 went first, chunk 1 (now read by another answer) kept')
+  a.array([10, 11]) // chunk 2 full (8, 9, 0, 10); 11 opens the next from the spare
+  a.one(12) // chunk 1 marked: passed over, its mark cleared; chunk 2 forgotten
+  t.same(madeA.slice(-3), [10, 11, 12])
+  a.array([13, 14]) // chunk 3 full (11, 12, 13, 14)
+  a.one(15) // opens the next
+  a.one(16) // chunk 3 goes (chunk 1 is behind it)
+  a.array([17, 18]) // chunk 4 full
+  a.one(19) // opens the next
+  a.one(20) // chunk 1 comes up again, not read since its mark was cleared: forgotten now
+  t.equal(memory.forgotten, 4)
+  t.equal(a.one(4).toString(), quarter(4))
+  t.equal(last(), 4, 'site 4 made again: a mark gives one second chance, not two')
+
+  // a page laid out in a tag's order copies fragments made elsewhere: the copies are what the page reads
+  const b = new FragmentStore(8, (p) => { madeA.push(100 + p); return quarter(p) }, new FragmentMemory(3 * CHUNK))
+  const order = Uint32Array.from({ length: 8 }, (_, i) => i)
+  b.array([0, 1, 2, 3]) // chunk 0
+  t.equal(b.array({ order, places: [0, 1], laidOut: true }).toString(), `[${quarter(0)},${quarter(1)}]`, 'sites 0 and 1 copied into chunk 1')
+  for (const p of [4, 5, 6]) b.one(p) // chunk 1 full (copies of 0 and 1, then 4, 5); 6 opens chunk 2: at the limit
+  b.one(7) // chunk 0, only copied from: forgotten
+  t.equal(b.one(2).toString(), quarter(2))
+  t.equal(last(), 102, 'site 2 made again: chunk 0 was not marked by the copies laid out from it')
+})
+
 t.test('a chunk still being written to is forgotten after the full ones, however old', async (t) => {
   const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
   const memory = new FragmentMemory(3 * CHUNK)
