@@ -93,7 +93,7 @@ export class FragmentMemory {
    */
   settle (): void {
     while (this.pressing) {
-      const [held] = this.held.splice(this.nextToForget(), 1)
+      const held = this.takeNextToForget()
       const holder = held.holder.deref()
       if (holder === undefined) {
         // collected, its finalizer not run yet: its bytes leave the count now
@@ -111,19 +111,27 @@ export class FragmentMemory {
   }
 
   /**
-   * The place in `held` of the chunk to forget. A full chunk used since it last came up has its
-   * mark cleared and goes to the end; after one pass over them every mark is clear, so this ends.
+   * Takes the chunk to forget out of `held`: the oldest full one not used since it last came up
+   * (or of a collected store). The full chunks passed over on the way had their marks cleared by
+   * asking; they go behind the others, in their order. If every full chunk was marked, the oldest
+   * of them goes (its mark is clear now); if none is full, the oldest chunk.
    */
-  private nextToForget (): number {
+  private takeNextToForget (): Held {
+    const passed: Held[] = []
     let at = 0
-    for (let passed = 0; passed <= this.held.length; passed++) {
-      at = this.held.findIndex(({ holder, number }) => holder.deref()?.fillingNumber !== number)
-      if (at === -1) return 0 // only chunks being written to
+    for (; at < this.held.length; at++) {
       const { holder, number } = this.held[at]
-      if (holder.deref()?.wasRead(number) !== true) return at // unread, or of a collected store
-      this.held.push(...this.held.splice(at, 1))
+      const store = holder.deref()
+      if (store === undefined || store.fillingNumber !== number) {
+        if (store === undefined || !store.wasRead(number)) break
+        passed.push(this.held[at])
+      }
     }
-    return at // not reached: after one pass every mark is clear
+    const victim = at < this.held.length ? this.held[at] : (passed[0] ?? this.held[0])
+    const behind = new Set(passed)
+    behind.add(victim)
+    this.held = [...this.held.filter((held) => !behind.has(held)), ...passed.filter((held) => held !== victim)]
+    return victim
   }
 
   private overLimit (): boolean {
