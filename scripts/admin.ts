@@ -2,7 +2,8 @@
 // Exit 0 on success; 1 when the operation fails (unknown slug, bad file...); 2 on bad usage.
 // Errors are one line on stderr; --json prints one JSON document on stdout. main() is the whole
 // CLI, callable in-process (tests); this file runs it only when it is the program started.
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs'
+import { basename, dirname, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Command, CommanderError, Help, Option } from 'commander'
 import Database from 'better-sqlite3'
@@ -11,6 +12,7 @@ import { requestReload, requestSharedReload } from '../src/instances/instances.t
 import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
 import { importSites } from '../src/sites/import.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
+import { replaceFile } from '../src/setup/replace-file.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
@@ -178,13 +180,51 @@ async function partnersRotate ({ config, args }: Context): Promise<Result> {
   return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
 }
 
+/** The path a file name stands for, links followed (as far as they exist). */
+function canonical (path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    try {
+      return resolve(realpathSync(dirname(path)), basename(path))
+    } catch {
+      return resolve(path) // no such directory: the write fails on its own
+    }
+  }
+}
+
+/**
+ * Exports never replace a file the service reads: a dataset, its index snapshot, control.db or
+ * their SQLite companions, by name or through a link (an export onto sandbox.db made it a CSV).
+ */
+function refuseServiceFile (config: Config, file: string): void {
+  const own = [...DATASETS.flatMap((dataset) => [datasetPath(config.dataDir, dataset), `${datasetPath(config.dataDir, dataset)}.index`]), controlPath(config.dataDir)]
+    .flatMap((path) => [path, `${path}-wal`, `${path}-shm`, `${path}-journal`])
+  const target = canonical(file)
+  const inode = (path: string) => {
+    try {
+      const { dev, ino } = statSync(path)
+      return `${dev}:${ino}`
+    } catch {
+      return undefined
+    }
+  }
+  const targetInode = inode(file)
+  for (const path of own) {
+    if (canonical(path) === target || (targetInode !== undefined && inode(path) === targetInode)) {
+      throw new FailedError(`${file} is the service's own ${basename(path)}: export to another file`)
+    }
+  }
+}
+
 async function partnersExport ({ config, options }: Context): Promise<Result> {
   const rows = await withStore(config, (store) => store.exportRows())
   const document = JSON.stringify(exportDocument(rows), null, 2) + '\n'
   const file = options.file
   if (file !== undefined) {
     if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
-    writeFileSync(file, document, { mode: 0o600 })
+    refuseServiceFile(config, file)
+    await replaceFile(file, 0o600, async (out) => { out.write(document) })
     return { json: { exported: rows.length, file }, text: `exported ${rows.length} partners to ${file}` }
   }
   return { json: JSON.parse(document), text: document.trimEnd() }
@@ -256,6 +296,7 @@ async function datasetsExport ({ config, options }: Context): Promise<Result> {
   const { dataset, file, format } = fileOptions(options)
   const source = datasetPath(config.dataDir, dataset)
   if (!existsSync(source)) throw new FailedError(`no dataset file at ${source}`)
+  refuseServiceFile(config, file)
   const count = await writeSitesFile(file, format, readSites(source))
   return { json: { dataset, file, format, site_count: count }, text: `wrote ${count} sites of ${dataset} to ${file}` }
 }

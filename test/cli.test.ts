@@ -2,8 +2,8 @@
 // parsing, output and exit codes), and as the real processes an operator starts at the end.
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
@@ -220,6 +220,47 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   const importReload = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
   t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
   t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
+})
+
+t.test('an export never replaces a file the service reads, and a failed one leaves the old file', async (t) => {
+  const files = ['sandbox.db', 'production.db', 'control.db'].map((name) => join(dir, name))
+  const before = files.map((file) => readFileSync(file))
+  const link = join(tmpDataDir(t), 'looks-like-an-export.csv')
+  symlinkSync(join(dir, 'production.db'), link)
+  const refusals: [string[], string][] = [
+    [['datasets', 'export', '--dataset', 'sandbox', '--file', join(dir, 'sandbox.db'), '--format', 'csv'], 'sandbox.db'],
+    [['datasets', 'export', '--dataset', 'sandbox', '--file', join(dir, 'production.db'), '--format', 'ndjson'], 'production.db'],
+    [['datasets', 'export', '--dataset', 'sandbox', '--file', join(dir, 'sandbox.db.index'), '--format', 'csv'], 'sandbox.db.index'],
+    [['datasets', 'export', '--dataset', 'sandbox', '--file', link], 'production.db'],
+    [['partners', 'export', '--file', join(dir, 'control.db')], 'control.db'],
+    [['partners', 'export', '--file', join(dir, 'control.db-wal')], 'control.db-wal']
+  ]
+  for (const [args, own] of refusals) {
+    const r = await run(...args)
+    t.equal(r.status, 1, args.join(' '))
+    t.equal(r.stderr, `error: ${args[args.indexOf('--file') + 1]} is the service's own ${own}: export to another file\n`)
+  }
+  t.same(files.map((file) => readFileSync(file)), before, 'every file as it was')
+
+  // a dataset that cannot be read: the file at the target stays, and no temporary file is left
+  const broken = tmpDataDir(t)
+  writeFileSync(join(broken, 'sandbox.db'), 'not a database')
+  const target = join(broken, 'exports', 'sandbox.csv')
+  mkdirSync(dirname(target))
+  writeFileSync(target, 'the export of yesterday\n')
+  const failed = await adminInProcess(['datasets', 'export', '--dataset', 'sandbox', '--file', target], { DATA_DIR: broken })
+  t.equal(failed.status, 1)
+  t.equal(failed.stderr, 'error: file is not a database\n')
+  t.equal(readFileSync(target, 'utf8'), 'the export of yesterday\n')
+  t.same(readdirSync(dirname(target)), ['sandbox.csv'])
+
+  // the partners' file is 0600 even where an older file was readable by all
+  const partners = join(tmpDataDir(t), 'partners.json')
+  writeFileSync(partners, '{}', { mode: 0o644 })
+  const exported = await run('partners', 'export', '--file', partners)
+  t.equal(exported.status, 0, exported.stderr)
+  t.equal(statSync(partners).mode & 0o777, 0o600)
+  t.equal(JSON.parse(readFileSync(partners, 'utf8')).format, 'lsp-partners')
 })
 
 t.test('datasets import on a terminal: its progress bar on the stderr main() was given', async (t) => {

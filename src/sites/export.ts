@@ -1,9 +1,10 @@
 // Sites written in the import formats: `datasets export`, and the files of tests and benchmarks.
-import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
+import type { WriteStream } from 'node:fs'
 import Database from 'better-sqlite3'
 import { CSV_HEADER, type ImportFormat } from './import-formats.ts'
 import type { SiteRow } from './dataset-file.ts'
+import { replaceFile } from '../setup/replace-file.ts'
 
 const csvField = (value: string) => /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value
 
@@ -20,9 +21,15 @@ export function siteLine (site: SiteRow, format: ImportFormat): string {
   }
 }
 
-/** Writes sites to a file in the format, streaming (a million sites take no more memory than ten). */
-export async function writeSitesFile (path: string, format: ImportFormat, sites: Iterable<SiteRow>): Promise<number> {
-  const out = createWriteStream(path)
+/**
+ * Writes sites to a file in the format, streaming (a million sites take no more memory than ten),
+ * through a temporary file: a failed export leaves the file that was at `path` as it was.
+ */
+export function writeSitesFile (path: string, format: ImportFormat, sites: Iterable<SiteRow>): Promise<number> {
+  return replaceFile(path, 0o644, (out) => writeSites(out, format, sites))
+}
+
+async function writeSites (out: WriteStream, format: ImportFormat, sites: Iterable<SiteRow>): Promise<number> {
   let count = 0
   const write = async (text: string) => {
     if (!out.write(text)) await once(out, 'drain')
@@ -34,8 +41,6 @@ export async function writeSitesFile (path: string, format: ImportFormat, sites:
     count++
   }
   if (format === 'geojson') await write('\n]}\n')
-  out.end()
-  await once(out, 'finish')
   return count
 }
 
