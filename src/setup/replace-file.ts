@@ -24,7 +24,7 @@ export async function replaceFile<T> (path: string, mode: number, write: (out: W
   } catch (err) {
     // writes still queued fail with the stream: the error reported is the first one
     out.on('error', () => {})
-    await new Promise((resolve) => out.once('close', resolve).destroy())
+    await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy())
     rmSync(tmpPath, { force: true })
     throw err
   }

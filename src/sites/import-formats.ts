@@ -2,6 +2,7 @@
 // stream-json's tokenizer, NDJSON a line at a time. Each yields raw records with the label an
 // operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of one read's worth
 // (64 kB), holding only those in memory, so a file of any size reads in bounded memory.
+import { isUtf8 } from 'node:buffer'
 import { createReadStream } from 'node:fs'
 import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
 import { jsonParser, type Token } from 'stream-json/core/parser.js'
@@ -34,24 +35,82 @@ export function formatFromPath (path: string): ImportFormat | undefined {
  */
 export const readOptions = { chunkBytes: 1 << 16 }
 
-/** Text chunks of a file, with the count of bytes read so far. */
-async function * chunks (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<string> {
+/** Bytes that are not UTF-8: the import is refused at the first (a decoder would make them U+FFFD). */
+class NotUtf8Error extends Error {
+  constructor (readonly offset: number, readonly line: number) {
+    super(`not UTF-8 at byte ${offset + 1}`)
+  }
+}
+
+/** Bytes in the UTF-8 sequence a lead byte starts; 0 for a byte no sequence starts with. */
+const sequenceLength = (byte: number) => byte < 0x80 ? 1 : byte < 0xc2 ? 0 : byte < 0xe0 ? 2 : byte < 0xf0 ? 3 : byte < 0xf5 ? 4 : 0
+
+/** Where `bytes` (known not to be UTF-8) first is not: the start of the first bad sequence. */
+function firstNotUtf8 (bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length;) {
+    const n = sequenceLength(bytes[i])
+    if (n === 0 || i + n > bytes.length || !isUtf8(bytes.subarray(i, i + n))) return i
+    i += n
+  }
+  return bytes.length
+}
+
+/**
+ * The file's bytes, read by readOptions.chunkBytes, checked to be UTF-8 (NotUtf8Error at the first
+ * that are not); a sequence cut by the end of a read is checked with the next read.
+ */
+async function * utf8Buffers (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<Buffer> {
   const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
-  const decoder = new TextDecoder('utf-8', { fatal: false })
   let bytes = 0
+  let held: Buffer | undefined // the start of a sequence the last read cut
+  let heldAt = 0 // its file offset
+  let breaks = 0 // line breaks before it
+  try {
+    for await (const buffer of stream as AsyncIterable<Buffer>) {
+      bytes += buffer.length
+      const data = held ? Buffer.concat([held, buffer]) : buffer
+      // the last lead byte (at most 3 back): its sequence may go on in the next read
+      let cut = data.length
+      for (let i = data.length - 1; i >= Math.max(0, data.length - 3); i--) {
+        if ((data[i] & 0xc0) === 0x80) continue
+        if (i + Math.max(1, sequenceLength(data[i])) > data.length) cut = i
+        break
+      }
+      const whole = data.subarray(0, cut)
+      if (!isUtf8(whole)) {
+        const at = firstNotUtf8(whole)
+        throw new NotUtf8Error(heldAt + at, breaks + lineBreaks(whole, at) + 1)
+      }
+      breaks += lineBreaks(whole, whole.length)
+      heldAt += cut
+      held = cut < data.length ? Buffer.from(data.subarray(cut)) : undefined
+      onBytes?.(bytes)
+      if (whole.length > 0) yield whole
+    }
+    if (held) throw new NotUtf8Error(heldAt, breaks + 1) // the file ends inside a sequence
+  } finally {
+    stream.destroy()
+  }
+}
+
+const lineBreaks = (bytes: Uint8Array, end: number) => {
+  let n = 0
+  for (let i = bytes.indexOf(10); i >= 0 && i < end; i = bytes.indexOf(10, i + 1)) n++
+  return n
+}
+
+/** Text chunks of a file (UTF-8, checked), with the count of bytes read so far. */
+async function * chunks (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8')
   let first = true
-  for await (const buffer of stream as AsyncIterable<Buffer>) {
-    bytes += buffer.length
-    let text = decoder.decode(buffer, { stream: true })
+  for await (const buffer of utf8Buffers(path, onBytes)) {
+    let text = decoder.decode(buffer)
     if (first) {
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
       first = false
     }
-    onBytes?.(bytes)
     yield text
   }
-  const rest = decoder.decode()
-  if (rest) yield rest
 }
 
 interface LineBatch {
@@ -66,21 +125,28 @@ interface LineBatch {
  * async generator per row cost more than reading the row.
  */
 async function * lineBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<LineBatch> {
-  let carry = ''
+  // the start of a line no break has ended yet, in pieces: a long line is joined once, and each
+  // chunk is searched once (joining and searching it again per chunk took minutes for a 100 MB line)
+  let carry: string[] = []
   for await (const chunk of chunks(path, onBytes)) {
-    const text = carry + chunk
+    let nl = chunk.indexOf('\n')
+    if (nl < 0) {
+      carry.push(chunk)
+      continue
+    }
+    const text = carry.length > 0 ? carry.join('') + chunk : chunk
     const lines: string[] = []
     let start = 0
-    let nl: number
-    while ((nl = text.indexOf('\n', start)) >= 0) {
+    for (nl += text.length - chunk.length; nl >= 0; nl = text.indexOf('\n', start)) {
       const end = nl > start && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
       lines.push(text.slice(start, end))
       start = nl + 1
     }
-    carry = text.slice(start)
-    if (lines.length > 0) yield { lines, unterminated: false }
+    carry = start < text.length ? [text.slice(start)] : []
+    yield { lines, unterminated: false }
   }
-  if (carry !== '') yield { lines: [carry.endsWith('\r') ? carry.slice(0, -1) : carry], unterminated: true }
+  const rest = carry.join('')
+  if (rest !== '') yield { lines: [rest.endsWith('\r') ? rest.slice(0, -1) : rest], unterminated: true }
 }
 
 /**
@@ -201,13 +267,10 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
   }, onRecord)
   let failure: Error | undefined // none expected: every error of a record goes to on_skip
   parser.on('error', (err) => { failure = err })
-  const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
-  let bytes = 0
+  const buffers = utf8Buffers(path, onBytes)
   try {
-    for await (const buffer of stream as AsyncIterable<Buffer>) {
+    for await (const buffer of buffers) {
       if (failure) throw failure
-      bytes += buffer.length
-      onBytes?.(bytes)
       lines.add(buffer)
       parser.write(buffer) // parsed at once: its records reach onRecord before write returns
       if (batch.length > 0) {
@@ -221,7 +284,7 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
     if (!done && !column) headerError()
     if (batch.length > 0) yield batch
   } finally {
-    stream.destroy()
+    await buffers.return(undefined)
   }
 }
 
@@ -357,11 +420,14 @@ function featureRecord (value: unknown, n: number): RawRecord {
   return { label, fields: { ...(p as Record<string, unknown>), longitude: g.coordinates[0], latitude: g.coordinates[1] } }
 }
 
-/** Records in file order, a chunk of the file's worth at a time. */
-export function readRecordBatches (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
-  switch (format) {
-    case 'csv': return readCsvBatches(path, onBytes)
-    case 'ndjson': return readNdjsonBatches(path, onBytes)
-    case 'geojson': return readGeojsonBatches(path, onBytes)
+const readers = { csv: readCsvBatches, ndjson: readNdjsonBatches, geojson: readGeojsonBatches }
+
+/** Records in file order, a chunk of the file's worth at a time; bytes that are not UTF-8 end the file with an error. */
+export async function * readRecordBatches (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+  try {
+    yield * readers[format](path, onBytes)
+  } catch (err) {
+    if (!(err instanceof NotUtf8Error)) throw err
+    yield [{ label: `line ${err.line}`, error: `not UTF-8 text (byte ${err.offset + 1} of the file): the file must be saved as UTF-8` }]
   }
 }

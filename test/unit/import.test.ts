@@ -70,6 +70,52 @@ t.test('CSV line numbers are the file\'s, CRLF line breaks inside quoted fields 
   }
 })
 
+t.test('bytes that are not UTF-8 are refused at the first, with its line and byte, in every format', async (t) => {
+  const bytes = (...parts: (string | number[] | Buffer)[]) => Buffer.concat(parts.map((p) => Buffer.isBuffer(p) ? p : typeof p === 'string' ? Buffer.from(p) : Buffer.from(p)))
+  const csvLine = (id: string, name: string | number[]) => bytes(`${id},4,`, name, ',EUR,GB,1,1,\n')
+  const ndLine = (id: string, name: string | number[]) => bytes(`{"id":"${id}","name":"`, name, '"}\n')
+  const files: [ImportFormat, Buffer][] = [
+    ['csv', bytes(HEADER + '\n', csvLine('ok', 'Caf\u00e9 \u20ac \u{1F681}'), csvLine('bad', [0x43, 0x61, 0x66, 0xe9]))],
+    ['ndjson', bytes(ndLine('ok', 'Caf\u00e9 \u20ac \u{1F681}'), ndLine('bad', [0x43, 0x61, 0x66, 0xe9]))],
+    ['geojson', bytes('{"type":"FeatureCollection","features":[\n{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"name":"Caf\u00e9 \u20ac \u{1F681}"}},\n{"type":"Feature","properties":{"name":"Caf', [0xe9], '"}}]}\n')]
+  ]
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const [format, file] of files) {
+    const bad = file.indexOf(0xe9) // the only byte 0xE9 of the file: é, € and 🚁 have none
+    const line = file.subarray(0, bad).toString('latin1').split('\n').length
+    const refusal = { label: `line ${line}`, error: `not UTF-8 text (byte ${bad + 1} of the file): the file must be saved as UTF-8` }
+    const path = join(dir, `not-utf8.${format}`)
+    writeFileSync(path, file)
+    for (const size of [1, 2, 3, 5, 64, 65536]) { // sequences split across reads anywhere
+      readOptions.chunkBytes = size
+      const records: RawRecord[] = []
+      for await (const batch of readRecordBatches(format, path)) records.push(...batch)
+      t.same(records.filter((r) => r.error), [refusal], `${format} in chunks of ${size} bytes`)
+      const names = records.filter((r) => r.fields).map((r) => r.fields!.name)
+      t.ok(names.every((name) => name === 'Caf\u00e9 \u20ac \u{1F681}'), `${format}: what was read before is read right`)
+    }
+  }
+  readOptions.chunkBytes = original
+  const cases: [string, number[], number][] = [
+    ['a sequence the file ends inside', [0xe2, 0x82], 0],
+    ['an overlong encoding', [0xc0, 0x80], 0],
+    ['a surrogate', [0xed, 0xa0, 0x80], 0],
+    ['a continuation byte alone', [0x41, 0x80], 1]
+  ]
+  for (const [what, tail, at] of cases) {
+    for (const size of [1, 2, 64]) {
+      readOptions.chunkBytes = size
+      const file = bytes('{"id":"a"}\n', tail)
+      writeFileSync(join(dir, 'tail.ndjson'), file)
+      const records: RawRecord[] = []
+      for await (const batch of readRecordBatches('ndjson', join(dir, 'tail.ndjson'))) records.push(...batch)
+      t.same(records.filter((r) => r.error), [{ label: 'line 2', error: `not UTF-8 text (byte ${12 + at} of the file): the file must be saved as UTF-8` }], `${what}, chunks of ${size}`)
+    }
+  }
+  readOptions.chunkBytes = original
+})
+
 t.test('NDJSON: one object a line, blank lines skipped but counted', async (t) => {
   const records = await collect('ndjson', '{"id":"a"}\n\n[1]\nnot json\n{"id":"b"}')
   t.same(records, [
