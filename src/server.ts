@@ -11,6 +11,11 @@ import { logDestination } from './http/log-destination.ts'
 
 async function main () {
   holdTickShape() // before any quiet spell: see src/http/tick-shape.ts
+  // A SIGHUP before the app can reload (a boot takes seconds, and its log lines carry the pid)
+  // must not end the process, as Node's default does: it is kept, and the reload runs once ready.
+  let reloadAsked = false
+  const askedEarly = () => { reloadAsked = true }
+  process.on('SIGHUP', askedEarly)
   let config: Config
   try {
     config = loadConfig()
@@ -37,9 +42,11 @@ async function main () {
     },
     afterClose: () => destination.settled()
   })
-  process.on('SIGHUP', () => {
+  const reload = () => {
     if (!shutdown.closing()) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
-  })
+  }
+  process.off('SIGHUP', askedEarly).on('SIGHUP', reload)
+  if (reloadAsked) reload()
 
   metrics = await startMetricsServer(app.metrics.registry, config.metricsPort)
   app.log.info({ url: metrics.url }, `metrics listening at ${metrics.url}`)

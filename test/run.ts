@@ -58,11 +58,12 @@ export interface Server {
  * Starts src/server.ts and resolves once it listens (its log says where). `wrap` is a command
  * that runs the server as its last arguments (used to give it a file system of its own).
  */
-export function startServer (env: Record<string, string>, timeoutMs = 60_000, options: { wrap?: string[] } = {}): Promise<Server> {
+export function startServer (env: Record<string, string>, timeoutMs = 60_000, options: { wrap?: string[], onSpawn?: (child: ChildProcessWithoutNullStreams) => void } = {}): Promise<Server> {
   const command = [...(options.wrap ?? []), process.execPath, '--import', 'tsx', join(REPO_ROOT, 'src/server.ts')]
   const child = spawn(command[0], command.slice(1), {
     cwd: REPO_ROOT, env: baseEnv({ PORT: '0', METRICS_PORT: '0', ...env })
   })
+  options.onSpawn?.(child)
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })
