@@ -3,8 +3,8 @@
 // category and per large tag, and the sites of every tag in id order.
 import Database from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
-import { SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
-import { COUNTRY_CODE, REGION_CODE, readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
+import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
+import { COUNTRY_CODE, MAX_PRECISION, REGION_CODE, SCHEMA_VERSION, isSiteName, readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
 
@@ -88,6 +88,10 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   for (const key of ['schema_version', 'built_at', 'source', 'site_count', 'precision']) {
     if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
   }
+  // the values too: a file of another schema, or edited by hand, is not served as if it were ours
+  if (meta.schema_version !== SCHEMA_VERSION) throw new DatasetError(path, `meta.schema_version is ${JSON.stringify(meta.schema_version)}; this service reads ${SCHEMA_VERSION}`)
+  if (!/^\d+$/.test(meta.precision) || Number(meta.precision) > MAX_PRECISION) throw new DatasetError(path, `meta.precision must be a whole number from 0 to ${MAX_PRECISION}`)
+  if (!/^\d{4}-\d\d-\d\dT/.test(meta.built_at) || Number.isNaN(Date.parse(meta.built_at))) throw new DatasetError(path, 'meta.built_at must be an ISO 8601 time')
 
   const count = db.prepare('SELECT count(*) FROM sites').pluck().get() as number
   if (String(count) !== meta.site_count) throw new DatasetError(path, `meta.site_count is ${meta.site_count} but sites holds ${count} rows`)
@@ -105,12 +109,12 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   for (const row of rows) {
     const [id, category, siteName, region, country, latitude, longitude] = row as [string, number, string, string, string, number, number]
     if (typeof id !== 'string' || !siteIdPattern.test(id)) throw new DatasetError(path, `site ${JSON.stringify(id)}: bad id`)
-    if (!Number.isInteger(category) || category < 1) throw new DatasetError(path, `site ${id}: bad category ${String(category)}`)
+    if (!Number.isInteger(category) || category < 1 || category > CATEGORY_MAX) throw new DatasetError(path, `site ${id}: bad category ${String(category)}`)
     if (typeof latitude !== 'number' || !(latitude >= -90 && latitude <= 90)) throw new DatasetError(path, `site ${id}: bad latitude`)
     if (typeof longitude !== 'number' || !(longitude >= -180 && longitude <= 180)) throw new DatasetError(path, `site ${id}: bad longitude`)
     if (typeof region !== 'string' || !REGION_CODE.test(region)) throw new DatasetError(path, `site ${id}: bad region`)
     if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) throw new DatasetError(path, `site ${id}: bad country`)
-    if (typeof siteName !== 'string') throw new DatasetError(path, `site ${id}: bad name`)
+    if (!isSiteName(siteName)) throw new DatasetError(path, `site ${id}: bad name ${JSON.stringify(siteName)}`)
     ids[i] = id
     names[i] = siteName
     regions.set(i, region)

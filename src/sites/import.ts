@@ -3,11 +3,10 @@
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
-import { COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
+import { COUNTRY_CODE, MAX_NAME_LENGTH, REGION_CODE, isSiteName, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
 import { readRecordBatches, type ImportFormat } from './import-formats.ts'
 
 export const MAX_REPORTED_ERRORS = 20
-export const MAX_NAME_LENGTH = 200
 
 const siteId = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
@@ -32,7 +31,7 @@ export function validateRecord (fields: Record<string, unknown>, precision: numb
   }
 
   const name = fields.name
-  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME_LENGTH || /\p{Cc}/u.test(name)) {
+  if (!isSiteName(name)) {
     reasons.push(`name must be 1 to ${MAX_NAME_LENGTH} characters without control characters`)
   }
   const region = fields.region

@@ -121,11 +121,22 @@ t.test('the loader refuses broken files with the reason', async (t) => {
     ['id.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a b',4,'A','EUR','GB',1,1)", /bad id/],
     ['tag.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'A','EUR','GB',1,1); INSERT INTO site_tags VALUES ('a','fuel')", /bad tag/],
     ['orphan.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'A','EUR','GB',1,1); INSERT INTO site_tags VALUES ('b','~fuel')", /unknown site "b"/],
-    ['nometa.db', "DELETE FROM meta WHERE key = 'precision'; INSERT INTO meta VALUES ('site_count','0')", /meta has no precision/]
+    ['nometa.db', "DELETE FROM meta WHERE key = 'precision'; INSERT INTO meta VALUES ('site_count','0')", /meta has no precision/],
+    // every value by the import's rules, and the meta's values too (what a hand edit can leave)
+    ['blank.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'','EUR','GB',1,1)", /site a: bad name ""$/],
+    ['spaces.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'   ','EUR','GB',1,1)", /site a: bad name " {3}"/],
+    ['control.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'A' || char(10) || 'B','EUR','GB',1,1)", /site a: bad name "A\\nB"/],
+    ['long.db', `INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',4,'${'n'.repeat(201)}','EUR','GB',1,1)`, /site a: bad name/],
+    ['bigcat.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',2147483648,'A','EUR','GB',1,1)", /site a: bad category 2147483648/],
+    ['schema.db', "UPDATE meta SET value = '2' WHERE key = 'schema_version'; INSERT INTO meta VALUES ('site_count','0')", /meta.schema_version is "2"; this service reads 1/],
+    ['precision.db', "UPDATE meta SET value = '-1' WHERE key = 'precision'; INSERT INTO meta VALUES ('site_count','0')", /meta.precision must be a whole number from 0 to 10/],
+    ['precision11.db', "UPDATE meta SET value = '11' WHERE key = 'precision'; INSERT INTO meta VALUES ('site_count','0')", /meta.precision must be a whole number from 0 to 10/],
+    ['built.db', "UPDATE meta SET value = 'yesterday' WHERE key = 'built_at'; INSERT INTO meta VALUES ('site_count','0')", /meta.built_at must be an ISO 8601 time/]
   ]
   for (const [name, sql, reason] of cases) {
-    t.throws(() => loadDataset(make(name, sql), 'sandbox'), reason, name)
+    t.throws(() => loadDataset(make(name, sql), 'sandbox'), { message: reason }, name)
   }
+  t.equal(loadDataset(make('fine.db', "INSERT INTO meta VALUES ('site_count','1'); INSERT INTO sites VALUES ('a',2147483647,'  Padded name ','EUR','GB',1,1)"), 'sandbox').count, 1, 'the limits themselves load')
   t.throws(() => loadDataset(join(dir, 'absent.db'), 'sandbox'), DatasetError)
   const garbage = join(dir, 'garbage.db')
   writeFileSync(garbage, 'this is not a database')
