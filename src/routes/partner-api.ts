@@ -177,8 +177,10 @@ export default async function partnerApi (app: FastifyInstance) {
     cache.store(key, entry)
     const encoding = represent(request, reply, entry)
     if (encoding === 'not-modified') {
-      reply.code(304)
-      return done(null, '')
+      // as a 304 from the cache: no body, no Content-Type, no Content-Length (RFC 9110 8.6); a
+      // HEAD's body is dropped by Fastify's own hook after this one, which takes no null
+      reply.code(304).removeHeader('content-type')
+      return done(null, request.method === 'HEAD' ? '' : null)
     }
     if (encoding === undefined) return done(null, body)
     reply.header('content-encoding', encoding)
@@ -220,10 +222,17 @@ export default async function partnerApi (app: FastifyInstance) {
 
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
 
-/** Adds hooks after the route's own (the `false`s are hooks this route does not take). */
+/**
+ * Adds hooks after the route's own (the `false`s are hooks this route does not take). The HEAD
+ * route Fastify makes for a GET ends its onSend with its own hook, which drops the body: the
+ * answer's hooks go before it, so that a HEAD is stored, tagged and recorded as its GET is.
+ */
 function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {
-  const own = route[name]
+  const given = route[name]
+  const own: unknown[] = given === undefined ? [] : Array.isArray(given) ? [...given] : [given]
   const added = hooks.filter((hook) => hook !== false) as unknown[]
   if (added.length === 0) return
-  ;(route as unknown as Record<HookName, unknown[]>)[name] = [...(own === undefined ? [] : Array.isArray(own) ? own : [own]), ...added]
+  const at = name === 'onSend' && route.method === 'HEAD' ? own.length - 1 : own.length
+  own.splice(at, 0, ...added)
+  ;(route as unknown as Record<HookName, unknown[]>)[name] = own
 }

@@ -124,6 +124,40 @@ t.test('a repeated request is answered from the cache with the same bytes and he
   t.equal(other.headers.etag, first.headers.etag, 'the same question asked another way: the same entry')
 })
 
+t.test('HEAD on a miss: the status and headers of its GET, stored like it; a 304 on a miss as one from the cache', async (t) => {
+  const head = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'HEAD', url, headers: { authorization: `Bearer ${tokens.hotels}`, ...headers } })
+  for (const url of [`${Q}&radius=6`, '/v1/sites/nearest?lat=51.5&lng=-0.12&radius=6', '/v1/categories', '/v1/tags']) {
+    for (const encoding of [undefined, 'gzip']) {
+      app.responseCache.clear()
+      const headers: Record<string, string> = encoding ? { 'accept-encoding': encoding } : {}
+      const first = await head(url, headers)
+      t.equal(first.statusCode, 200, `HEAD ${url} ${encoding ?? ''}: ${first.body}`)
+      t.equal(first.body, '')
+      const after = await bearer('hotels', url, headers)
+      t.equal(after.statusCode, 200)
+      for (const h of ['etag', 'cache-control', 'vary', 'content-type', 'content-length', 'content-encoding']) t.equal(first.headers[h], after.headers[h], `${url} ${encoding ?? ''}: ${h}`)
+      t.equal(Number(first.headers['content-length']), after.rawPayload.length, 'the length of the GET\'s body')
+      t.equal(app.responseCache.size, 1, 'the HEAD stored the answer: the GET was a hit')
+    }
+  }
+  // a 304 on a miss (the entry expired or another instance answered before) has what one from the cache has
+  const url = `${Q}&radius=7`
+  const { etag } = (await bearer('hotels', url)).headers
+  for (let round = 0; round < 2; round++) {
+    app.responseCache.clear()
+    const fromCache = round === 1
+    if (fromCache) await bearer('hotels', url)
+    const notModified = await bearer('hotels', url, { 'if-none-match': etag as string })
+    t.equal(notModified.statusCode, 304)
+    t.equal(notModified.body, '')
+    t.equal(notModified.headers['content-length'], undefined, `no Content-Length (${fromCache ? 'hit' : 'miss'})`)
+    t.equal(notModified.headers['content-type'], undefined, `no Content-Type (${fromCache ? 'hit' : 'miss'})`)
+    t.equal(notModified.headers.etag, etag)
+    t.equal(notModified.headers['cache-control'], 'private, max-age=60')
+    t.equal((await head(url, { 'if-none-match': etag as string })).statusCode, 304, 'and a HEAD')
+  }
+})
+
 t.test('the same URL for partners of other permissions or datasets', async (t) => {
   const url = `${Q}&radius=4`
   t.equal(app.partners.byToken(tokens.live)!.fingerprint, app.partners.byToken(tokens.hotels)!.fingerprint, 'live and hotels differ only by dataset')
