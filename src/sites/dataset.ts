@@ -23,7 +23,7 @@ export interface Dataset {
   path: string
   meta: DatasetMeta
   builtAt: string
-  /** Names the file's content (built_at, site count, source): part of cache keys and ETags. */
+  /** The dataset's name and its file's content (built_at, site count, source): part of cache keys and ETags. */
   version: string
   count: number
   /** ascending (ids are ASCII: byte order is string order) */
@@ -49,7 +49,12 @@ export interface NearbyQuery extends SearchArea {
 }
 
 /** Names the file's content: part of cache keys and ETags, the same in every process. */
-export const datasetVersion = (meta: DatasetMeta) => `${meta.built_at}|${meta.site_count}|${meta.source}`
+/**
+ * A dataset's version: its name, then what names the file's content. The name first: a sandbox and
+ * a production file with the same meta (one copied from the other, then edited) never share
+ * cached answers or ETags.
+ */
+export const datasetVersion = (name: DatasetName, meta: DatasetMeta) => `${name}|${meta.built_at}|${meta.site_count}|${meta.source}`
 
 const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
@@ -162,7 +167,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     path,
     meta,
     builtAt: meta.built_at,
-    version: datasetVersion(meta),
+    version: datasetVersion(name, meta),
     count,
     ids: StringColumn.from(ids),
     names: StringColumn.from(names),

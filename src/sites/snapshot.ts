@@ -187,7 +187,7 @@ export function readSnapshot (path: string, name: DatasetName, unusable?: (reaso
     for (const tag of header.indexedTags) tagIndexes.set(tag, index(`tagkd:${tag}`, tagSites.get(tag)!))
 
     return {
-      name, path, meta, builtAt: meta.built_at, version: datasetVersion(meta),
+      name, path, meta, builtAt: meta.built_at, version: datasetVersion(name, meta),
       count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes
     }
   })

@@ -1,5 +1,7 @@
 // The response cache: isolation between partners, reloads, ETag and 304, what is cached.
+import { copyFileSync } from 'node:fs'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import t from 'tap'
 import { writeDataset } from '../../src/sites/dataset-file.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
@@ -178,4 +180,24 @@ t.test('a reload makes new data visible at once', async (t) => {
   t.equal((await app.reloadDatasets('test')).ok, true)
   t.same(ids((await get('hotels')).body), ['new-4'])
   t.same(ids((await bearer('hotels', Q)).body), ['new-4'])
+})
+
+t.test('a sandbox and a production file with the same meta never share an answer or an ETag', async (t) => {
+  // production.db a copy of sandbox.db (meta and all), then its sites renamed: what a file copied
+  // and edited by hand looks like
+  copyFileSync(join(dataDir, 'sandbox.db'), join(dataDir, 'production.db'))
+  const db = new Database(join(dataDir, 'production.db'))
+  db.exec("UPDATE sites SET id = 'p' || substr(id, 2)")
+  db.close()
+  t.equal((await app.reloadDatasets('test')).ok, true)
+  t.equal(app.datasets.get('production')!.meta.built_at, app.datasets.get('sandbox')!.meta.built_at, 'the same meta')
+  const url = `${Q}&radius=8`
+  for (const order of [['hotels', 'live'], ['live', 'hotels']]) {
+    app.responseCache.clear()
+    const answers = Object.fromEntries(await Promise.all(order.map(async (slug) => [slug, await bearer(slug, url)] as const)))
+    for (const slug of order) answers[slug] = await bearer(slug, url) // the second asker of the URL, after the first stored it
+    t.same(ids(answers.hotels.body), ['new-4'], `${order.join(' then ')}: sandbox`)
+    t.same(ids(answers.live.body), ['pew-4'], `${order.join(' then ')}: production`)
+    t.not(answers.hotels.headers.etag, answers.live.headers.etag)
+  }
 })
