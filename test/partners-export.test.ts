@@ -1,11 +1,13 @@
 // partners export / import with the real CLI: a version 1 file an earlier build wrote imports and
 // shows as that build showed it; the version 2 export of it imports into an empty control.db and
-// into Redis, and every partner then shows exactly as before; a bad file writes nothing.
+// into Redis, and every partner then shows exactly as before; a bad file writes nothing, and into
+// Redis neither does a file whose id or token digest another partner already has there.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
-import { admin } from './run.ts'
+import { admin, adminInProcess } from './run.ts'
 import { skippedWithoutRedis, startRedis } from './redis.ts'
 
 const V1_FILE = join(REPO_ROOT, 'test/fixtures/partners-v1.json')
@@ -61,4 +63,43 @@ t.test('a bad entry: exit 1, the partner and the field named, nothing written', 
   const newer = admin(['partners', 'import', '--file', file], env)
   t.equal(newer.status, 1)
   t.equal(newer.stderr, `error: ${file} is a partners export of version 3, which this build cannot read (it reads versions 1 and 2)\n`)
+})
+
+t.test('into Redis: an id or token digest another partner keeps there refuses the whole file, nothing written', async (t) => {
+  if (skippedWithoutRedis(t)) return
+  const redis = await startRedis(t)
+  const client = new Redis(redis.url)
+  t.teardown(() => client.disconnect())
+  const shared = { DATA_DIR: tmpDataDir(t), STATE_URL: redis.url }
+  const control = { DATA_DIR: tmpDataDir(t), STATE_URL: '' }
+  const [acme, demo, pending] = JSON.parse(readFileSync(V1_FILE, 'utf8')).partners as Record<string, unknown>[]
+  const file = join(shared.DATA_DIR, 'partners.json')
+  const importing = async (partners: Record<string, unknown>[], env: Record<string, string>) => {
+    writeFileSync(file, JSON.stringify({ format: 'lsp-partners', version: 1, partners }))
+    return await adminInProcess(['partners', 'import', '--file', file], env)
+  }
+  for (const env of [shared, control]) t.equal((await importing([acme, demo], env)).status, 0)
+  const stored = async () => [await client.hgetall('lsp:partners'), await client.hgetall('lsp:partner-digests'), await client.get('lsp:partners:version')]
+  const before = await stored()
+
+  const cases: [string, Record<string, unknown>[], string][] = [
+    ['a new partner with acme\'s id (two partners, one rate-limit log)', [{ ...pending, id: acme.id }],
+      'error: partner "pending-co": its id is also partner "acme"\'s, in the shared state\n'],
+    ['a new partner, then one with another partner\'s token digest: the first is not written either', [pending, { ...acme, token_sha256: demo.token_sha256 }],
+      'error: partner "acme": its token_sha256 is also partner "demo"\'s, in the shared state\n']
+  ]
+  for (const [name, partners, error] of cases) {
+    const r = await importing(partners, shared)
+    t.same([r.status, r.stderr, r.stdout], [1, error, ''], name)
+    t.same(await stored(), before, `${name}: nothing written`)
+    t.equal((await importing(partners, control)).status, 1, `${name}: control.db refuses it too`)
+  }
+  t.same(listed(t, shared).map((p: { slug: string }) => p.slug), ['acme', 'demo'])
+
+  // the file replaces both: after it no two partners share a digest (control.db, taking the rows
+  // one at a time, refuses a swap)
+  const swapped = [{ ...acme, token_sha256: demo.token_sha256 }, { ...demo, token_sha256: acme.token_sha256 }]
+  const r = await importing(swapped, shared)
+  t.equal(r.status, 0, r.stderr)
+  t.same(await client.hgetall('lsp:partner-digests'), { [acme.token_sha256 as string]: 'demo', [demo.token_sha256 as string]: 'acme' }, 'tokens swapped, the index right')
 })

@@ -12,19 +12,15 @@ import {
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
 
-// KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, new digest, old digest ('' if
-// none), mode ('create': the slug must be new; 'replace': it must exist; 'upsert'), a fresh epoch.
-const PUT = `
-local exists = redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1
-if ARGV[5] == 'create' and exists then return 'conflict' end
-if ARGV[5] == 'replace' and not exists then return 'not_found' end
-local owner = redis.call('HGET', KEYS[2], ARGV[3])
-if owner and owner ~= ARGV[1] then return 'digest' end
-if ARGV[4] ~= '' and ARGV[4] ~= ARGV[3] then redis.call('HDEL', KEYS[2], ARGV[4]) end
+// KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, digest, a fresh epoch. A new
+// partner: 'conflict' if the slug exists, 'digest' if another partner has the digest.
+const CREATE = `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'conflict' end
+if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then return 'digest' end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
 redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[4], ARGV[6], 'NX')
+redis.call('SET', KEYS[4], ARGV[4], 'NX')
 return 'ok'
 `
 
@@ -47,6 +43,46 @@ redis.call('HSET', KEYS[1], ARGV[1], json)
 redis.call('INCR', KEYS[3])
 redis.call('SET', KEYS[4], ARGV[4], 'NX')
 return json
+`
+
+// KEYS: partners, digests, version, epoch. ARGV: a fresh epoch, then slug, id, digest and row JSON
+// of each entry. Adds or replaces partners by slug, all or none: every entry is checked first,
+// against the others and against the partners Redis keeps (those no entry replaces), as
+// control.db's UNIQUE columns would in its one transaction. Two partners with one id would share
+// a rate-limit log; with one digest, a token. Returns { 'ok', created, replaced }, or the clash:
+// { key, entry's slug, other slug, 'file' or 'stored' }.
+const IMPORT = `
+local slugs, ids, digests = {}, {}, {}
+for i = 2, #ARGV, 4 do
+  local slug, id, digest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if slugs[slug] then return { 'slug', slug, slug, 'file' } end
+  if ids[id] then return { 'id', slug, ids[id], 'file' } end
+  if digests[digest] then return { 'token_sha256', slug, digests[digest], 'file' } end
+  slugs[slug], ids[id], digests[digest] = true, slug, slug
+end
+local kept, old = {}, {}
+local stored = redis.call('HGETALL', KEYS[1])
+for i = 1, #stored, 2 do
+  local row = cjson.decode(stored[i + 1])
+  if slugs[stored[i]] then old[stored[i]] = row['token_sha256'] else kept[row['id']] = stored[i] end
+end
+for i = 2, #ARGV, 4 do
+  if kept[ARGV[i + 1]] then return { 'id', ARGV[i], kept[ARGV[i + 1]], 'stored' } end
+  local owner = redis.call('HGET', KEYS[2], ARGV[i + 2])
+  if owner and not slugs[owner] then return { 'token_sha256', ARGV[i], owner, 'stored' } end
+end
+if #ARGV == 1 then return { 'ok', 0, 0 } end
+-- the replaced rows' digests out first: one may be another entry's new digest
+for _, digest in pairs(old) do redis.call('HDEL', KEYS[2], digest) end
+local created = 0
+for i = 2, #ARGV, 4 do
+  if not old[ARGV[i]] then created = created + 1 end
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 3])
+  redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
+end
+redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[4], ARGV[1], 'NX')
+return { 'ok', created, (#ARGV - 1) / 4 - created }
 `
 
 // KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, digest, for each row. Puts back
@@ -74,16 +110,18 @@ return { redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[2]) }
 export class RedisPartnerStore {
   private readonly keys: { partners: string, digests: string, version: string, epoch: string }
   private readonly scripts: {
-    lspPutPartner (...args: string[]): Promise<string>
+    lspCreatePartner (...args: string[]): Promise<string>
     lspPatchPartner (...args: string[]): Promise<string>
+    lspImportPartners (...args: string[]): Promise<[string, number | string, number | string, string?]>
     lspMergePartners (...args: string[]): Promise<number>
     lspPartnersState (...args: string[]): Promise<[string, string]>
   }
 
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
     this.keys = { partners: `${prefix}partners`, digests: `${prefix}partner-digests`, version: `${prefix}partners:version`, epoch: `${prefix}partners:epoch` }
-    redis.defineCommand('lspPutPartner', { numberOfKeys: 4, lua: PUT })
+    redis.defineCommand('lspCreatePartner', { numberOfKeys: 4, lua: CREATE })
     redis.defineCommand('lspPatchPartner', { numberOfKeys: 4, lua: PATCH })
+    redis.defineCommand('lspImportPartners', { numberOfKeys: 4, lua: IMPORT })
     redis.defineCommand('lspMergePartners', { numberOfKeys: 4, lua: MERGE })
     redis.defineCommand('lspPartnersState', { numberOfKeys: 2, lua: STATE })
     this.scripts = redis as unknown as RedisPartnerStore['scripts']
@@ -91,13 +129,6 @@ export class RedisPartnerStore {
 
   private get allKeys () {
     return [this.keys.partners, this.keys.digests, this.keys.version, this.keys.epoch]
-  }
-
-  private async put (row: PartnerRow, oldDigest: string, mode: 'create' | 'replace' | 'upsert') {
-    const result = await this.scripts.lspPutPartner(...this.allKeys, row.slug, JSON.stringify(row), row.token_sha256, oldDigest, mode, randomUUID())
-    if (result === 'conflict') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
-    if (result === 'not_found') throw new PartnerStoreError('not_found', `no partner with slug '${row.slug}'`)
-    if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${row.slug}': its token digest belongs to another partner`)
   }
 
   private async row (slug: string): Promise<PartnerRow> {
@@ -144,7 +175,9 @@ export class RedisPartnerStore {
 
   async create (input: NewPartner): Promise<{ partner: Partner, token: string }> {
     const { row, token } = newPartnerRow(input)
-    await this.put(row, '', 'create')
+    const result = await this.scripts.lspCreatePartner(...this.allKeys, row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
+    if (result === 'conflict') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
+    if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${row.slug}': its token digest belongs to another partner`)
     return { partner: fromRow(row), token }
   }
 
@@ -168,18 +201,17 @@ export class RedisPartnerStore {
     return await this.scripts.lspMergePartners(...this.allKeys, ...args)
   }
 
+  /**
+   * Adds or replaces partners by slug, digests and all, in one script: all or none, refused when
+   * two partners would then share a slug, an id or a token digest (for `partners import`).
+   */
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
-    let created = 0
-    let replaced = 0
-    const checked = rows.map(checkedRow)
-    for (const row of checked) {
-      const json = await this.redis.hget(this.keys.partners, row.slug)
-      const old = json === null ? '' : (JSON.parse(json) as PartnerRow).token_sha256
-      await this.put(row, old, 'upsert')
-      if (json === null) created++
-      else replaced++
-    }
-    return { created, replaced }
+    const args: string[] = []
+    for (const row of rows.map(checkedRow)) args.push(row.slug, row.id, row.token_sha256, JSON.stringify(row))
+    const [result, a, b, where] = await this.scripts.lspImportPartners(...this.allKeys, randomUUID(), ...args)
+    if (result === 'ok') return { created: Number(a), replaced: Number(b) }
+    if (result === 'slug') throw new PartnerStoreError('conflict', `partner ${JSON.stringify(a)} is in the file twice`)
+    throw new PartnerStoreError('conflict', `partner ${JSON.stringify(a)}: its ${result} is also partner ${JSON.stringify(b)}'s${where === 'stored' ? ', in the shared state' : ''}`)
   }
 
   close () {

@@ -189,4 +189,25 @@ if (!skippedWithoutRedis(t)) {
     store.clockOffsetMs = 0
     t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
   })
+
+  t.test('partners imported in one script: checked against each other and what Redis keeps, then all written or none', async (t) => {
+    const store = new RedisPartnerStore(clients[0], 'rtest-import:')
+    const source = new RedisPartnerStore(clients[0], 'rtest-import-source:')
+    for (const name of ['Lima', 'Mike', 'November']) await source.create({ name })
+    const [lima, mike, november] = await source.exportRows()
+    t.same(await store.importRows([lima]), { created: 1, replaced: 0 })
+    const version = await store.version()
+    const message = (p: Promise<unknown>) => p.then(() => 'no error', (err: Error) => err.message)
+    t.equal(await message(store.importRows([mike, { ...november, slug: 'mike' }])), 'partner "mike" is in the file twice')
+    t.equal(await message(store.importRows([mike, { ...november, id: mike.id }])), 'partner "november": its id is also partner "mike"\'s')
+    t.equal(await message(store.importRows([mike, { ...november, token_sha256: mike.token_sha256 }])), 'partner "november": its token_sha256 is also partner "mike"\'s')
+    t.equal(await message(store.importRows([mike, { ...november, id: lima.id }])), 'partner "november": its id is also partner "lima"\'s, in the shared state')
+    t.equal(await message(store.importRows([mike, { ...november, token_sha256: lima.token_sha256 }])), 'partner "november": its token_sha256 is also partner "lima"\'s, in the shared state')
+    t.same([await store.version(), (await store.exportRows()).map((r) => r.slug)], [version, ['lima']], 'none written')
+    // lima replaced by a row with another id and token: its old ones are free for the others
+    t.same(await store.importRows([mike, { ...lima, id: november.id, token_sha256: november.token_sha256 }, { ...november, id: lima.id, token_sha256: lima.token_sha256 }]),
+      { created: 2, replaced: 1 })
+    t.same(await clients[0].hgetall('rtest-import:partner-digests'), { [mike.token_sha256]: 'mike', [november.token_sha256]: 'lima', [lima.token_sha256]: 'november' })
+    t.equal(await store.version(), version + 1, 'the version moved once')
+  })
 }
