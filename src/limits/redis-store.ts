@@ -6,22 +6,15 @@
 // after the partner's last accepted request. The counts of each partner's last answer are kept,
 // for limiting without Redis while it is away (failover-store.ts).
 import type { Redis } from 'ioredis'
+import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
 import type { AsyncLimiterStore, HitResult, WindowSpec, WindowState } from './limiter.ts'
 
 const DAY_MS = 86_400_000
 const KEEP_MS = DAY_MS + 60_000
 
-// A script that reaches Redis after its sender gave up on it (a Redis that hung, then went on)
-// must change nothing: the sender has already decided that request alone and counts it itself.
-// ARGV[2] is the latest time (Redis's clock, ms) it may run, -1: any time.
-const TOO_LATE = `
-redis.replicate_commands()
-local deadline = tonumber(ARGV[2])
-if deadline >= 0 then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline then return { -1 } end
-end
-`
+// A script that reaches Redis after its sender gave up on it changes nothing: the sender has
+// already decided that request alone and counts it itself. ARGV[2] is the deadline, -1: any time.
+const TOO_LATE = tooLate('ARGV[2]', '{ -1 }')
 
 // KEYS: log, seq, rows. ARGV: now, deadline, then limit (-1: unlimited) and length in ms of each
 // window. Returns: allowed (-1: too late), seq, now, refused window (1-based, 0: none), wait ms,
@@ -169,17 +162,11 @@ export class RedisStore implements AsyncLimiterStore {
    * Updated in place, holding the answer's own window states: no copy per request.
    */
   readonly answers = new Map<string, Answer>()
-  /**
-   * Redis's clock less this process's (ms), as last measured; null: not yet, and scripts then run
-   * whenever they arrive.
-   */
-  clockOffsetMs: number | null = null
-  /** how long after it is sent a script may still run: within the command timeout, less a margin for the answer's way back */
-  private readonly graceMs: number
+  /** the connection's script deadlines, shared with the partners' store on it */
+  private readonly deadlines: ScriptDeadline
 
   constructor (redis: Redis, private readonly prefix = 'lsp:') {
-    const timeoutMs = redis.options.commandTimeout
-    this.graceMs = timeoutMs ? Math.floor(timeoutMs * 0.8) : -1
+    this.deadlines = scriptDeadline(redis)
     redis.defineCommand('lspHit', { numberOfKeys: 3, lua: HIT })
     redis.defineCommand('lspSetRows', { numberOfKeys: 2, lua: SET_ROWS })
     redis.defineCommand('lspState', { numberOfKeys: 2, lua: STATE })
@@ -195,7 +182,7 @@ export class RedisStore implements AsyncLimiterStore {
 
   async hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
     const k = this.keys(key)
-    const args = [now, this.deadline()]
+    const args = [now, this.deadlines.now()]
     for (const w of windows) args.push(w.limit ?? -1, w.seconds * 1000)
     const r = await this.scripts.lspHit(k.log, k.seq, k.rows, ...args)
     if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
@@ -219,8 +206,16 @@ export class RedisStore implements AsyncLimiterStore {
     return states
   }
 
-  private deadline (): number {
-    return this.clockOffsetMs === null || this.graceMs < 0 ? -1 : Date.now() + this.clockOffsetMs + this.graceMs
+  /**
+   * Redis's clock less this process's (ms), as last measured (the heartbeat does); null: not yet,
+   * and scripts then run whenever they arrive.
+   */
+  get clockOffsetMs (): number | null {
+    return this.deadlines.clockOffsetMs
+  }
+
+  set clockOffsetMs (ms: number | null) {
+    this.deadlines.clockOffsetMs = ms
   }
 
   private remember (key: string, at: number, windows: Answer['windows']) {
@@ -245,7 +240,7 @@ export class RedisStore implements AsyncLimiterStore {
     let i = 0
     do {
       const counts = i === 0 && known ? [known.at, ...known.windows.map((w) => w.used)] : [-1, ...seconds.map(() => 0)]
-      head[1] = this.deadline()
+      head[1] = this.deadlines.now()
       r = await this.scripts.lspRejoin(k.log, k.seq, ...head, ...counts, ...times.slice(i, i + 1000))
       if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
       i += 1000

@@ -11,49 +11,57 @@ import {
   type NewPartner, type Partner, type PartnerChanges, type PartnerRow
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
+import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
 
-// KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, digest, a fresh epoch. A new
-// partner: 'conflict' if the slug exists, 'digest' if another partner has the digest.
-const CREATE = `
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'conflict' end
-if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then return 'digest' end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
+const LATE_MESSAGE = 'Redis reached the write after its deadline (it was slow) and refused it: nothing was written'
+
+// Every write script starts with tooLate(): ARGV[1] is its deadline (Redis's clock, ms; -1: any
+// time), past which it writes nothing. A CLI command that timed out has exited 1 and printed no
+// token: a rotation Redis ran later would leave the partner with no working token.
+const LATE = tooLate('ARGV[1]', "'late'")
+
+// KEYS: partners, digests, version, epoch. ARGV: deadline, slug, row JSON, digest, a fresh epoch.
+// A new partner: 'conflict' if the slug exists, 'digest' if another partner has the digest.
+const CREATE = `${LATE}
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then return 'conflict' end
+if redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then return 'digest' end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[4], ARGV[2])
 redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[4], ARGV[4], 'NX')
+redis.call('SET', KEYS[4], ARGV[5], 'NX')
 return 'ok'
 `
 
-// KEYS: partners, digests, version, epoch. ARGV: slug, fields JSON (column → value), new digest
-// ('' to keep it), a fresh epoch. The stored row with those fields changed; 'not_found' or 'digest'.
-const PATCH = `
-local json = redis.call('HGET', KEYS[1], ARGV[1])
+// KEYS: partners, digests, version, epoch. ARGV: deadline, slug, fields JSON (column → value), new
+// digest ('' to keep it), a fresh epoch. The stored row with those fields changed; 'not_found' or 'digest'.
+const PATCH = `${LATE}
+local json = redis.call('HGET', KEYS[1], ARGV[2])
 if not json then return 'not_found' end
 local row = cjson.decode(json)
-for column, value in pairs(cjson.decode(ARGV[2])) do row[column] = value end
-if ARGV[3] ~= '' then
-  local owner = redis.call('HGET', KEYS[2], ARGV[3])
-  if owner and owner ~= ARGV[1] then return 'digest' end
+for column, value in pairs(cjson.decode(ARGV[3])) do row[column] = value end
+if ARGV[4] ~= '' then
+  local owner = redis.call('HGET', KEYS[2], ARGV[4])
+  if owner and owner ~= ARGV[2] then return 'digest' end
   redis.call('HDEL', KEYS[2], row['token_sha256'])
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
-  row['token_sha256'] = ARGV[3]
+  redis.call('HSET', KEYS[2], ARGV[4], ARGV[2])
+  row['token_sha256'] = ARGV[4]
 end
 json = cjson.encode(row)
-redis.call('HSET', KEYS[1], ARGV[1], json)
+redis.call('HSET', KEYS[1], ARGV[2], json)
 redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[4], ARGV[4], 'NX')
+redis.call('SET', KEYS[4], ARGV[5], 'NX')
 return json
 `
 
-// KEYS: partners, digests, version, epoch. ARGV: a fresh epoch, then slug, id, digest and row JSON
-// of each entry. Adds or replaces partners by slug, all or none: every entry is checked first,
-// against the others and against the partners Redis keeps (those no entry replaces), as
+// KEYS: partners, digests, version, epoch. ARGV: deadline, a fresh epoch, then slug, id, digest and
+// row JSON of each entry. Adds or replaces partners by slug, all or none: every entry is checked
+// first, against the others and against the partners Redis keeps (those no entry replaces), as
 // control.db's UNIQUE columns would in its one transaction. Two partners with one id would share
 // a rate-limit log; with one digest, a token. Returns { 'ok', created, replaced }, or the clash:
-// { key, entry's slug, other slug, 'file' or 'stored' }.
-const IMPORT = `
+// { key, entry's slug, other slug, 'file' or 'stored' }; 'late'.
+const IMPORT = `${tooLate('ARGV[1]', "{ 'late' }")}
 local slugs, ids, digests = {}, {}, {}
-for i = 2, #ARGV, 4 do
+for i = 3, #ARGV, 4 do
   local slug, id, digest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if slugs[slug] then return { 'slug', slug, slug, 'file' } end
   if ids[id] then return { 'id', slug, ids[id], 'file' } end
@@ -66,31 +74,32 @@ for i = 1, #stored, 2 do
   local row = cjson.decode(stored[i + 1])
   if slugs[stored[i]] then old[stored[i]] = row['token_sha256'] else kept[row['id']] = stored[i] end
 end
-for i = 2, #ARGV, 4 do
+for i = 3, #ARGV, 4 do
   if kept[ARGV[i + 1]] then return { 'id', ARGV[i], kept[ARGV[i + 1]], 'stored' } end
   local owner = redis.call('HGET', KEYS[2], ARGV[i + 2])
   if owner and not slugs[owner] then return { 'token_sha256', ARGV[i], owner, 'stored' } end
 end
-if #ARGV == 1 then return { 'ok', 0, 0 } end
+if #ARGV == 2 then return { 'ok', 0, 0 } end
 -- the replaced rows' digests out first: one may be another entry's new digest
 for _, digest in pairs(old) do redis.call('HDEL', KEYS[2], digest) end
 local created = 0
-for i = 2, #ARGV, 4 do
+for i = 3, #ARGV, 4 do
   if not old[ARGV[i]] then created = created + 1 end
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 3])
   redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
 end
 redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[4], ARGV[1], 'NX')
-return { 'ok', created, (#ARGV - 1) / 4 - created }
+redis.call('SET', KEYS[4], ARGV[2], 'NX')
+return { 'ok', created, (#ARGV - 2) / 4 - created }
 `
 
-// KEYS: partners, digests, version, epoch. ARGV: slug, row JSON, digest, for each row. Puts back
-// the rows whose slug and digest are both missing (a row written since the loss is newer, and
-// stays), all in one step: an instance reading meanwhile sees none or all of them. The count written.
-const MERGE = `
+// KEYS: partners, digests, version, epoch. ARGV: deadline, then slug, row JSON, digest, for each
+// row. Puts back the rows whose slug and digest are both missing (a row written since the loss is
+// newer, and stays), all in one step: an instance reading meanwhile sees none or all of them. The
+// count written; -1: too late.
+const MERGE = `${tooLate('ARGV[1]', '-1')}
 local written = 0
-for i = 1, #ARGV, 3 do
+for i = 2, #ARGV, 3 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 and redis.call('HEXISTS', KEYS[2], ARGV[i + 2]) == 0 then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
     redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
@@ -110,14 +119,18 @@ return { redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[2]) }
 export class RedisPartnerStore {
   private readonly keys: { partners: string, digests: string, version: string, epoch: string }
   private readonly scripts: {
-    lspCreatePartner (...args: string[]): Promise<string>
-    lspPatchPartner (...args: string[]): Promise<string>
-    lspImportPartners (...args: string[]): Promise<[string, number | string, number | string, string?]>
-    lspMergePartners (...args: string[]): Promise<number>
+    lspCreatePartner (...args: (string | number)[]): Promise<string>
+    lspPatchPartner (...args: (string | number)[]): Promise<string>
+    lspImportPartners (...args: (string | number)[]): Promise<[string, number | string, number | string, string?]>
+    lspMergePartners (...args: (string | number)[]): Promise<number>
     lspPartnersState (...args: string[]): Promise<[string, string]>
   }
 
+  /** the connection's script deadlines, shared with the limiter's store on it (whose heartbeat measures the clock) */
+  private readonly deadlines: ScriptDeadline
+
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
+    this.deadlines = scriptDeadline(redis)
     this.keys = { partners: `${prefix}partners`, digests: `${prefix}partner-digests`, version: `${prefix}partners:version`, epoch: `${prefix}partners:epoch` }
     redis.defineCommand('lspCreatePartner', { numberOfKeys: 4, lua: CREATE })
     redis.defineCommand('lspPatchPartner', { numberOfKeys: 4, lua: PATCH })
@@ -150,7 +163,8 @@ export class RedisPartnerStore {
 
   /** Changes fields of the stored row in one script; a new token digest moves the index with it. */
   private async patch (slug: string, fields: Partial<PartnerRow>, digest = ''): Promise<PartnerRow> {
-    const result = await this.scripts.lspPatchPartner(...this.allKeys, slug, JSON.stringify(fields), digest, randomUUID())
+    const result = await this.scripts.lspPatchPartner(...this.allKeys, await this.deadlines.measured(), slug, JSON.stringify(fields), digest, randomUUID())
+    if (result === 'late') throw new Error(LATE_MESSAGE)
     if (result === 'not_found') throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
     if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
     return JSON.parse(result) as PartnerRow
@@ -175,7 +189,8 @@ export class RedisPartnerStore {
 
   async create (input: NewPartner): Promise<{ partner: Partner, token: string }> {
     const { row, token } = newPartnerRow(input)
-    const result = await this.scripts.lspCreatePartner(...this.allKeys, row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
+    const result = await this.scripts.lspCreatePartner(...this.allKeys, await this.deadlines.measured(), row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
+    if (result === 'late') throw new Error(LATE_MESSAGE)
     if (result === 'conflict') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
     if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${row.slug}': its token digest belongs to another partner`)
     return { partner: fromRow(row), token }
@@ -198,7 +213,9 @@ export class RedisPartnerStore {
   async mergeRows (rows: PartnerRow[]): Promise<number> {
     const args: string[] = []
     for (const row of rows.map(checkedRow)) args.push(row.slug, JSON.stringify(row), row.token_sha256)
-    return await this.scripts.lspMergePartners(...this.allKeys, ...args)
+    const written = await this.scripts.lspMergePartners(...this.allKeys, await this.deadlines.measured(), ...args)
+    if (written === -1) throw new Error(LATE_MESSAGE)
+    return written
   }
 
   /**
@@ -208,8 +225,9 @@ export class RedisPartnerStore {
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
     const args: string[] = []
     for (const row of rows.map(checkedRow)) args.push(row.slug, row.id, row.token_sha256, JSON.stringify(row))
-    const [result, a, b, where] = await this.scripts.lspImportPartners(...this.allKeys, randomUUID(), ...args)
+    const [result, a, b, where] = await this.scripts.lspImportPartners(...this.allKeys, await this.deadlines.measured(), randomUUID(), ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
+    if (result === 'late') throw new Error(LATE_MESSAGE)
     if (result === 'slug') throw new PartnerStoreError('conflict', `partner ${JSON.stringify(a)} is in the file twice`)
     throw new PartnerStoreError('conflict', `partner ${JSON.stringify(a)}: its ${result} is also partner ${JSON.stringify(b)}'s${where === 'stored' ? ', in the shared state' : ''}`)
   }

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { PartnerDirectory } from '../../src/partners/directory.ts'
 import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
 import { PartnerStore } from '../../src/partners/store.ts'
+import { scriptDeadline } from '../../src/shared-state/script-deadline.ts'
 import { tokenDigest } from '../../src/partners/tokens.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
@@ -188,6 +189,44 @@ if (!skippedWithoutRedis(t)) {
     t.same((await limiters[0].state('late', limits)).windows.map((w) => w.used), [0, 0, 0])
     store.clockOffsetMs = 0
     t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
+  })
+
+  t.test('a rotation whose command timed out here is not applied by a Redis that was slow and goes on', async (t) => {
+    const client = new Redis(redis.url, { commandTimeout: 1000 })
+    const other = new Redis(redis.url)
+    t.teardown(() => { client.disconnect(); other.disconnect() })
+    const store = new RedisPartnerStore(client, 'rtest-slow:')
+    const { token } = await store.create({ name: 'India' })
+    await store.update('india', { maxResults: 5 }) // the script is loaded: a later call is one EVALSHA
+    // for 1.5 s Redis holds every write it receives (reads are answered), then runs them
+    await other.call('CLIENT', 'PAUSE', '1500', 'WRITE')
+    await t.rejects(store.rotate('india'), { message: 'Command timed out' }, 'the CLI exits 1 and prints no token')
+    await client.ping() // answered after the rotation's script (at the pause's end): Redis has run or refused it
+    t.same(await client.hgetall('rtest-slow:partner-digests'), { [tokenDigest(token)]: 'india' }, 'the working token still works')
+    t.equal((await store.get('india')).maxResults, 5)
+  })
+
+  t.test('every partner write that reaches Redis after its deadline changes nothing', async (t) => {
+    const client = new Redis(redis.url, { commandTimeout: 500 })
+    t.teardown(() => client.disconnect())
+    const store = new RedisPartnerStore(client, 'rtest-late:')
+    const { token } = await store.create({ name: 'Juliet' })
+    const rows = await store.exportRows()
+    const stored = async () => [await client.hgetall('rtest-late:partners'), await client.hgetall('rtest-late:partner-digests'), await store.version()]
+    const before = await stored()
+    scriptDeadline(client).clockOffsetMs = -60_000 // as if each had waited a minute in a Redis that hung
+    const late = { message: /after its deadline/ }
+    await t.rejects(store.create({ name: 'Kilo' }), late)
+    await t.rejects(store.update('juliet', { status: 'suspended' }), late)
+    await t.rejects(store.rotate('juliet'), late)
+    await t.rejects(store.importRows([{ ...rows[0], name: 'Juliet renamed' }]), late)
+    t.same(await stored(), before, 'nothing written')
+    await client.del('rtest-late:partners', 'rtest-late:partner-digests') // Redis lost them
+    await t.rejects(store.mergeRows(rows), late)
+    t.equal(await client.hlen('rtest-late:partners'), 0, 'nothing put back')
+    scriptDeadline(client).clockOffsetMs = 0
+    t.equal(await store.mergeRows(rows), 1, 'in time: put back')
+    t.same((await store.listWithDigests()).map((e) => e.digest), [tokenDigest(token)])
   })
 
   t.test('partners imported in one script: checked against each other and what Redis keeps, then all written or none', async (t) => {
