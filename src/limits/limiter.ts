@@ -215,12 +215,16 @@ export class RateLimiter {
 
 const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
 
-/** The limited window with the least remaining (the first such, minute before hour before day). */
+/**
+ * The limited window with the least remaining (the first such, minute before hour before day);
+ * of windows all spent, the one that frees up last: a request is accepted only once every spent
+ * window has room, so its reset is the one a client must wait for (the 429's Retry-After).
+ */
 export function tightestWindow (windows: WindowState[]): WindowState | undefined {
   let tightest: WindowState | undefined
   for (const w of windows) {
     if (w.remaining === null) continue
-    if (!tightest || w.remaining < tightest.remaining!) tightest = w
+    if (!tightest || w.remaining < tightest.remaining! || (w.remaining === 0 && tightest.remaining === 0 && w.resetsInMs! > tightest.resetsInMs!)) tightest = w
   }
   return tightest
 }

@@ -142,6 +142,22 @@ t.test('headers: policy, the tightest window, GitHub-style fields', async (t) =>
   t.same(rateLimitHeaders((await limiter.hit('v', { minute: null, hour: null, day: null })).windows, 0), {}, 'no limited window, no fields')
 })
 
+t.test('headers of a refusal when two windows are spent: the one that frees up last, as Retry-After', async (t) => {
+  const { limiter, at } = setup()
+  const limits: Limits = { minute: 2, hour: 2, day: 100 }
+  at(0); await limiter.hit('p', limits)
+  at(1000); await limiter.hit('p', limits)
+  at(2000)
+  const r = await limiter.hit('p', limits)
+  t.same([r.allowed, r.refusedBy, retryAfterSeconds(r.retryAfterMs!)], [false, 'hour', 3598])
+  const headers = rateLimitHeaders(r.windows, r.now)
+  t.equal(headers.ratelimit, '"hour";r=0;t=3598')
+  t.equal(headers['x-ratelimit-reset'], '3600')
+  t.equal(headers['x-ratelimit-limit'], '2')
+  const room = await limiter.hit('q', { minute: 5, hour: 5, day: 100 })
+  t.equal(rateLimitHeaders(room.windows, room.now).ratelimit, '"minute";r=4;t=60', 'with room left in both, the first of the tightest')
+})
+
 t.test('limits that change (tier or override) keep the windows exact', async (t) => {
   const { limiter, store, at } = setup()
   at(0)
