@@ -15,8 +15,20 @@ const negotiator = new Negotiator<Encoding>({ supportedValues: ['gzip', 'br'], c
 /** The encoding to send an answer of `size` bytes in, or undefined for the bytes as they are. */
 export function encodingFor (acceptEncoding: string | undefined, size: number): Encoding | undefined {
   if (acceptEncoding === undefined || size < COMPRESS_MIN_BYTES) return undefined
-  return negotiator.negotiate(acceptEncoding) ?? undefined
+  const chosen = negotiator.negotiate(acceptEncoding) ?? undefined
+  // The negotiator lets `*` stand for a coding the header refuses by name (`gzip;q=0, *`), which
+  // RFC 9110 12.5.3 forbids: the other coding, if the header does not refuse it too.
+  if (chosen === undefined || !acceptEncoding.includes('*') || !refuses(acceptEncoding, chosen)) return chosen
+  const other = chosen === 'gzip' ? 'br' : 'gzip'
+  return refuses(acceptEncoding, other) ? undefined : other
 }
+
+const REFUSED: Record<Encoding, RegExp> = {
+  gzip: /(?:^|,)\s*gzip\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:,|$)/i,
+  br: /(?:^|,)\s*br\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:,|$)/i
+}
+/** Whether the header gives `encoding` by name with q=0. */
+const refuses = (acceptEncoding: string, encoding: Encoding) => REFUSED[encoding].test(acceptEncoding)
 
 /**
  * Fast levels: a miss pays for its compression on the request path (figures of a 20 kB answer in

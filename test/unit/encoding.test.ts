@@ -2,7 +2,7 @@
 // checked through the routes, test/routes/compression.test.ts; here also past zlib's 16 kB chunk).
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
-import { compress } from '../../src/http/encoding.ts'
+import { COMPRESS_MIN_BYTES, compress, encodingFor, type Encoding } from '../../src/http/encoding.ts'
 
 const records = (n: number) => Buffer.from(JSON.stringify(Array.from({ length: n }, (_, i) =>
   ({ id: `site-${i * 7919 % 100003}`, name: `Pad ${i}`, category: i % 9 + 2, latitude: 51 + i / 1000, longitude: -0.1 - i / 997 }))))
@@ -20,4 +20,15 @@ t.test('a compressed answer keeps at most a Buffer pool slab or its own length, 
         `${encoding}, ${n} records: ${compressed.length} bytes in an ArrayBuffer of ${compressed.buffer.byteLength}`)
     }
   }
+})
+
+t.test('the encoding an Accept-Encoding header takes: a coding refused by name is never sent, * or not', async (t) => {
+  const cases: [string, Encoding | undefined][] = [
+    ['gzip', 'gzip'], ['br', 'br'], ['gzip, br', 'gzip'], ['br;q=1, gzip;q=0.5', 'br'], ['*', 'gzip'], ['identity', undefined],
+    ['gzip;q=0', undefined], ['*;q=0', undefined],
+    ['gzip;q=0, *', 'br'], ['*, gzip;q=0', 'br'], ['GZIP ; Q=0.000 , *', 'br'], ['br;q=0, *', 'gzip'],
+    ['gzip;q=0, br;q=0, *', undefined], ['gzip;q=0.001, *', 'gzip']
+  ]
+  for (const [header, expected] of cases) t.equal(encodingFor(header, COMPRESS_MIN_BYTES), expected, header)
+  t.equal(encodingFor('gzip', COMPRESS_MIN_BYTES - 1), undefined, 'a small answer as it is')
 })
