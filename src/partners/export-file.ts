@@ -64,9 +64,10 @@ function rowFromEntry (entry: PartnerEntry): PartnerRow {
 export function readExportDocument (text: string, source = 'the file'): { version: 1 | 2, rows: PartnerRow[] } {
   let parsed: { format?: unknown, version?: unknown, partners?: unknown }
   try {
-    parsed = JSON.parse(text)
+    // a BOM (an editor's) is not JSON; the first line of V8's message says where the JSON breaks
+    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
   } catch (err) {
-    throw new ExportFileError(`cannot read ${source}: ${(err as Error).message}`)
+    throw new ExportFileError(`${source} is not valid JSON: ${(err as Error).message.split('\n')[0]}`)
   }
   if (typeof parsed !== 'object' || parsed === null || parsed.format !== EXPORT_FORMAT || !Array.isArray(parsed.partners)) {
     throw new ExportFileError(`${source} is not a partners export (format ${EXPORT_FORMAT})`)

@@ -62,7 +62,9 @@ test('version 1, as an earlier build wrote it, still reads', async (t) => {
 })
 
 test('a file that is no export this build reads', async (t) => {
-  t.match(failure('{"format": "lsp-partners",'), /^ExportFileError: cannot read partners.json: /)
+  t.match(failure('{"format": "lsp-partners",'), /^ExportFileError: partners.json is not valid JSON: [^\n]+$/)
+  t.match(failure('{"format": "lsp-partners",\n"version": 2,\n'), /^ExportFileError: partners.json is not valid JSON: [^\n\uFEFF]+$/, 'one line')
+  t.same(readExportDocument('\uFEFF{"format": "lsp-partners", "version": 2, "partners": []}'), { version: 2, rows: [] }, 'a BOM is skipped')
   t.equal(failure('[]'), 'ExportFileError: partners.json is not a partners export (format lsp-partners)')
   t.equal(failure('null'), 'ExportFileError: partners.json is not a partners export (format lsp-partners)')
   t.equal(failure('{"format": "other", "version": 2, "partners": []}'), 'ExportFileError: partners.json is not a partners export (format lsp-partners)')
