@@ -428,6 +428,7 @@ export async function * readRecordBatches (format: ImportFormat, path: string, o
     yield * readers[format](path, onBytes)
   } catch (err) {
     if (!(err instanceof NotUtf8Error)) throw err
-    yield [{ label: `line ${err.line}`, error: `not UTF-8 text (byte ${err.offset + 1} of the file): the file must be saved as UTF-8` }]
+    // GeoJSON's labels count features: a file-level problem is feature 0 there
+    yield [{ label: format === 'geojson' ? 'feature 0' : `line ${err.line}`, error: `not UTF-8 text at byte ${err.offset + 1} (line ${err.line}): the file must be saved as UTF-8` }]
   }
 }

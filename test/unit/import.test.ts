@@ -84,7 +84,7 @@ t.test('bytes that are not UTF-8 are refused at the first, with its line and byt
   for (const [format, file] of files) {
     const bad = file.indexOf(0xe9) // the only byte 0xE9 of the file: é, € and 🚁 have none
     const line = file.subarray(0, bad).toString('latin1').split('\n').length
-    const refusal = { label: `line ${line}`, error: `not UTF-8 text (byte ${bad + 1} of the file): the file must be saved as UTF-8` }
+    const refusal = { label: format === 'geojson' ? 'feature 0' : `line ${line}`, error: `not UTF-8 text at byte ${bad + 1} (line ${line}): the file must be saved as UTF-8` }
     const path = join(dir, `not-utf8.${format}`)
     writeFileSync(path, file)
     for (const size of [1, 2, 3, 5, 64, 65536]) { // sequences split across reads anywhere
@@ -110,7 +110,7 @@ t.test('bytes that are not UTF-8 are refused at the first, with its line and byt
       writeFileSync(join(dir, 'tail.ndjson'), file)
       const records: RawRecord[] = []
       for await (const batch of readRecordBatches('ndjson', join(dir, 'tail.ndjson'))) records.push(...batch)
-      t.same(records.filter((r) => r.error), [{ label: 'line 2', error: `not UTF-8 text (byte ${12 + at} of the file): the file must be saved as UTF-8` }], `${what}, chunks of ${size}`)
+      t.same(records.filter((r) => r.error), [{ label: 'line 2', error: `not UTF-8 text at byte ${12 + at} (line 2): the file must be saved as UTF-8` }], `${what}, chunks of ${size}`)
     }
   }
   readOptions.chunkBytes = original
