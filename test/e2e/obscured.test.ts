@@ -25,14 +25,23 @@ writeFileSync(join(dir, 'a.csv'), csv(A))
 writeFileSync(join(dir, 'b.csv'), csv(B))
 // the first admin call creates control.db; the datasets come from the importer alone
 const created = admin(['partners', 'create', '--name', 'Sand', '--tier', 'growth', '--json'], env)
-t.equal(created.status, 0, created.stderr)
+if (created.status !== 0) throw new Error(created.stderr)
 const sandToken = JSON.parse(created.stdout).token as string
 const live = JSON.parse(admin(['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json'], env).stdout)
 for (const s of ['sandbox', 'production']) {
   const r = admin(['datasets', 'import', '--dataset', s, '--file', join(dir, s === 'sandbox' ? 'a.csv' : 'b.csv')], env)
-  t.equal(r.status, 0, r.stderr)
+  if (r.status !== 0) throw new Error(r.stderr)
 }
 for (const slug of [JSON.parse(created.stdout).slug, live.slug]) admin(['partners', 'update', slug, '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
+
+// no assertion at the top level before this await: tap would end the file's test meanwhile, and
+// refuse the subtests below (setup failures throw instead)
+const app = await buildApp(testConfig(dir))
+t.teardown(() => app.close())
+const nearest = async (token: string, lat: number, lng: number) =>
+  (await app.inject({ url: `/v1/sites/nearest?lat=${lat}&lng=${lng}&radius=75`, headers: { authorization: `Bearer ${token}` } })).json()
+const found = async (token: string, lat: number, lng: number, radius: number) =>
+  (await app.inject({ url: `/v1/sites?lat=${lat}&lng=${lng}&radius=${radius}`, headers: { authorization: `Bearer ${token}` } })).json().length > 0
 
 t.test('the dataset files hold only the rounded positions', async (t) => {
   for (const [file, id] of [['sandbox.db', A.id], ['production.db', B.id]]) {
@@ -42,13 +51,6 @@ t.test('the dataset files hold only the rounded positions', async (t) => {
     db.close()
   }
 })
-
-const app = await buildApp(testConfig(dir))
-t.teardown(() => app.close())
-const nearest = async (token: string, lat: number, lng: number) =>
-  (await app.inject({ url: `/v1/sites/nearest?lat=${lat}&lng=${lng}&radius=75`, headers: { authorization: `Bearer ${token}` } })).json()
-const found = async (token: string, lat: number, lng: number, radius: number) =>
-  (await app.inject({ url: `/v1/sites?lat=${lat}&lng=${lng}&radius=${radius}`, headers: { authorization: `Bearer ${token}` } })).json().length > 0
 
 t.test('two true positions, one stored point: identical answers from every query point', async (t) => {
   const random = seededRandom('obscured')
