@@ -77,3 +77,27 @@ t.test('small answers and refused encodings go as they are', async (t) => {
     t.equal(JSON.parse(res.body).length, 40)
   }
 })
+
+t.test('/usage, made for each request: compressed when asked and large enough, with Vary', async (t) => {
+  for (let i = 0; i < 5; i++) await get(`${SITES}&radius=${i + 1}`)
+  const url = '/v1/usage?expand=telemetry'
+  const plain = await get(url)
+  t.equal(plain.statusCode, 200)
+  t.equal(plain.headers.vary, 'accept-encoding')
+  t.equal(plain.headers['content-encoding'], undefined)
+  t.ok(plain.rawPayload.length >= 1024, `${plain.rawPayload.length} bytes`)
+  const shape = (body: Buffer) => Object.keys(JSON.parse(body.toString()))
+  for (const [encoding, inflate] of [['gzip', gunzipSync], ['br', brotliDecompressSync]] as const) {
+    const packed = await get(url, { 'accept-encoding': encoding })
+    t.equal(packed.headers['content-encoding'], encoding)
+    t.equal(packed.headers.vary, 'accept-encoding')
+    t.equal(Number(packed.headers['content-length']), packed.rawPayload.length)
+    t.same(shape(inflate(packed.rawPayload)), shape(plain.rawPayload), `${encoding}: the report`)
+  }
+  const small = await get('/v1/usage', { 'accept-encoding': 'gzip' })
+  t.ok(small.rawPayload.length < 1024)
+  t.equal(small.headers['content-encoding'], undefined, 'a small report as it is')
+  const error = await get('/v1/usage?expand=nope', { 'accept-encoding': 'gzip' })
+  t.equal(error.statusCode, 400)
+  t.equal(error.headers['content-encoding'], undefined, 'errors as they are')
+})
