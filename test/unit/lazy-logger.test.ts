@@ -1,7 +1,7 @@
 // Each request's logger is made when it first logs (src/http/lazy-logger.ts): a request that logs
 // nothing makes no pino child, and one that logs writes the lines the eager child would have.
 import t from 'tap'
-import Fastify from 'fastify'
+import Fastify, { LogController } from 'fastify'
 import pino from 'pino'
 import { LazyChildLogger, lazyChildLogger } from '../../src/http/lazy-logger.ts'
 import { logCapture } from '../helper.ts'
@@ -16,7 +16,7 @@ async function appWith (lazy: boolean) {
   const child = logger.child.bind(logger)
   logger.child = ((bindings, options) => { made.children++; return child(bindings, options) }) as typeof logger.child
   let n = 0
-  const app = Fastify({ loggerInstance: logger, disableRequestLogging: true, genReqId: () => `req-${++n}`, ...(lazy ? { childLoggerFactory: lazyChildLogger } : {}) })
+  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), genReqId: () => `req-${++n}`, ...(lazy ? { childLoggerFactory: lazyChildLogger } : {}) })
   app.get('/quiet', async () => 'quiet')
   app.get('/talks', async (request) => {
     request.log.info({ n: 1 }, 'first')
