@@ -18,6 +18,8 @@ export interface DeclaredRoute {
   counted: boolean
   /** a partner route whose answers are cached (its `cache` flag) */
   cached: boolean
+  /** a partner route whose 200s are compressed when asked: the cached ones, and those with the `compressed` flag */
+  compressed: boolean
 }
 
 declare module 'fastify' {
@@ -78,7 +80,8 @@ async function openapi (app: FastifyInstance) {
       declared.push({
         method, url: route.url, hidden: schema?.hide === true, summary: schema?.summary ?? '', endpoint,
         counted: endpoint !== undefined && route.config?.counted !== false,
-        cached: endpoint !== undefined && route.config?.cache === true
+        cached: endpoint !== undefined && route.config?.cache === true,
+        compressed: endpoint !== undefined && (route.config?.cache === true || route.config?.compressed === true)
       })
     }
   })

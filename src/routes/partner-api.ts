@@ -25,8 +25,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** the partner endpoint a route serves (its feature switch and telemetry name) */
     endpoint?: Endpoint
-    /** answers of this route may be cached */
+    /** answers of this route may be cached (and are compressed when asked, with the cache's entry) */
     cache?: boolean
+    /** answers of this uncached route are compressed when asked (the route's context does it) */
+    compressed?: boolean
     /** false: never counted against the limits nor recorded as usage (/usage, /categories, /tags) */
     counted?: boolean
   }

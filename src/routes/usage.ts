@@ -14,8 +14,8 @@ import { compress, encodingFor } from '../http/encoding.ts'
 export const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
 
 const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // A report is made for each request, never cached: compressed here when asked, by the rules of
-  // the cached answers (src/http/encoding.ts), which compress themselves.
+  // A report is made for each request, never cached: compressed here when asked (the route's
+  // `compressed` flag, for the document), by the rules of the cached answers (src/http/encoding.ts).
   app.addHook('onSend', (request, reply, payload, done) => {
     if (reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
     reply.header('vary', 'accept-encoding')
@@ -25,7 +25,7 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     done(null, compress(Buffer.from(payload), encoding))
   })
   app.get('/usage', {
-    config: { endpoint: 'usage', counted: false },
+    config: { endpoint: 'usage', counted: false, compressed: true },
     schema: {
       operationId: 'usage',
       tags: ['usage'],

@@ -74,17 +74,19 @@ const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing wind
  * The response headers of a partner operation, added to its documented responses (OpenAPI form):
  * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
  * operations, not refused before it), Retry-After on 429; on cached operations ETag, Cache-Control
- * and Vary on 200, and a 304 with them, and Cache-Control: no-store on errors.
+ * and Vary on 200, and a 304 with them, and Cache-Control: no-store on errors; Vary on the 200 of
+ * the other operations whose answers are compressed.
  */
-export function withHeaders (responses: Record<string, OpenApiResponse>, route: { counted: boolean, cached: boolean, cacheControl: string }) {
+export function withHeaders (responses: Record<string, OpenApiResponse>, route: { counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }) {
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
     const when = required ? '' : ` Sent ${only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''}when at least one of the partner's windows is limited.`
     return Object.fromEntries(Object.entries(RATE_LIMIT).map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
   }
+  const vary = header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or br-compressed (Content-Encoding) when Accept-Encoding asks for it`, 'string', true)
   const fresh = {
     ETag: header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the closing quote): send it back in If-None-Match to be answered 304 while the answer is current', 'string', true),
     'Cache-Control': header(`${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`, 'string', true),
-    Vary: header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or br-compressed (Content-Encoding) when Accept-Encoding asks for it`, 'string', true)
+    Vary: vary
   }
   const out: Record<string, OpenApiResponse> = {}
   for (const [status, response] of Object.entries(responses)) {
@@ -92,6 +94,7 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
     if (status === '200') {
       if (route.counted) Object.assign(headers, rateLimit(false))
       if (route.cached) Object.assign(headers, fresh)
+      else if (route.compressed) headers.Vary = vary
     } else {
       const codes = (response.content?.['application/json']?.schema as { properties?: { code?: { enum?: ErrorCode[] } } } | undefined)?.properties?.code?.enum ?? []
       const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))

@@ -74,8 +74,9 @@ t.test('each partner operation: parameters, answers, exact error codes, security
 })
 
 // The headers of each documented operation, by status: `rate` the six rate-limit headers (`rate!`
-// required), `fresh` ETag, Cache-Control and Vary (required), `no-store` Cache-Control (required),
-// `retry` Retry-After (required); X-Request-Id (required) on every answer.
+// required), `fresh` ETag, Cache-Control and Vary (required), `vary` Vary alone (required),
+// `no-store` Cache-Control (required), `retry` Retry-After (required); X-Request-Id (required) on
+// every answer.
 const HEADERS: Record<string, Record<string, string>> = {
   '/v1/sites': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
   '/v1/sites/nearest': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
@@ -83,7 +84,7 @@ const HEADERS: Record<string, Record<string, string>> = {
   '/v1/sites/{id}': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
   '/v1/categories': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
   '/v1/tags': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
-  '/v1/usage': { 200: '', 400: '', 401: '', 403: '', 500: '' },
+  '/v1/usage': { 200: 'vary', 400: '', 401: '', 403: '', 500: '' },
   '/v1': { 200: '' }
 }
 const RATE = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']
@@ -94,6 +95,7 @@ function expectedHeaders (spec: string): Record<string, boolean> {
   for (const part of spec.split(' ').filter(Boolean)) {
     if (part === 'rate' || part === 'rate!') for (const name of RATE) headers[name] = part === 'rate!'
     if (part === 'fresh') Object.assign(headers, { ETag: true, 'Cache-Control': true, Vary: true })
+    if (part === 'vary') headers.Vary = true
     if (part === 'no-store') headers['Cache-Control'] = true
     if (part === 'retry') headers['Retry-After'] = true
   }
