@@ -126,7 +126,7 @@ interface LineBatch {
  */
 async function * lineBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<LineBatch> {
   // the start of a line no break has ended yet, in pieces: a long line is joined once, and each
-  // chunk is searched once (joining and searching it again per chunk took minutes for a 100 MB line)
+  // chunk is searched once (joining and searching it again per chunk took 4 s for a 30 MB line)
   let carry: string[] = []
   for await (const chunk of chunks(path, onBytes)) {
     let nl = chunk.indexOf('\n')
