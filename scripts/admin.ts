@@ -19,7 +19,7 @@ import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { partnerUsage, partnersReport } from './admin-usage.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
-import { DATASETS, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
+import { DATASETS, MAX_PRECISION, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
 import { ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
 import {
   PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
@@ -267,7 +267,7 @@ async function datasetsGenerate ({ config, options }: Context): Promise<Result> 
 
 async function datasetsImport ({ config, options, stderr }: Context): Promise<Result> {
   const { dataset, file, format } = fileOptions(options)
-  const precision = integer('precision', options.precision, 0, 10) ?? 3
+  const precision = integer('precision', options.precision, 0, MAX_PRECISION) ?? 3
   if (!existsSync(file)) throw new FailedError(`no file at ${file}`)
   const target = datasetPath(config.dataDir, dataset)
   const progress = stderr.isTTY ? progressBar(stderr, dataset) : undefined

@@ -23,10 +23,8 @@ export function encodingFor (acceptEncoding: string | undefined, size: number): 
   return refuses(acceptEncoding, other) ? undefined : other
 }
 
-const REFUSED: Record<Encoding, RegExp> = {
-  gzip: /(?:^|,)\s*gzip\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:,|$)/i,
-  br: /(?:^|,)\s*br\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:,|$)/i
-}
+const refusal = (encoding: Encoding) => new RegExp(`(?:^|,)\\s*${encoding}\\s*;\\s*q\\s*=\\s*0(?:\\.0{0,3})?\\s*(?:,|$)`, 'i')
+const REFUSED: Record<Encoding, RegExp> = { gzip: refusal('gzip'), br: refusal('br') }
 /** Whether the header gives `encoding` by name with q=0. */
 const refuses = (acceptEncoding: string, encoding: Encoding) => REFUSED[encoding].test(acceptEncoding)
 

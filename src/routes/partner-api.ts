@@ -5,7 +5,8 @@
 //   onRequest   token → partner → status → endpoint open (refused: counted nowhere);
 //               then the three windows (not /usage, /categories, /tags: never counted)
 //   preHandler  the dataset (after validation, so demo= is known); then the cache lookup
-//   onSend      the cache's store and its ETag/304; then the usage record (rows, telemetry)
+//   onSend      the cache's store and its ETag/304 (or, uncached, the compression); then the
+//               usage record (rows, telemetry)
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
@@ -13,7 +14,7 @@ import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '..
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
-import { encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
+import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
@@ -27,7 +28,7 @@ declare module 'fastify' {
     endpoint?: Endpoint
     /** answers of this route may be cached (and are compressed when asked, with the cache's entry) */
     cache?: boolean
-    /** answers of this uncached route are compressed when asked (the route's context does it) */
+    /** answers of this uncached route are compressed when asked (a cached route's always are) */
     compressed?: boolean
     /** false: never counted against the limits nor recorded as usage (/usage, /categories, /tags) */
     counted?: boolean
@@ -207,12 +208,23 @@ export default async function partnerApi (app: FastifyInstance) {
     done(null, payload)
   }
 
+  // An answer made for each request (never cached) and sent as JSON text: compressed when asked,
+  // by the rules of the cached answers, which keep their compressed bytes with the entry (store).
+  const compressAnswer: onSendHookHandler = (request, reply, payload, done) => {
+    if (reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
+    reply.header('vary', 'accept-encoding')
+    const encoding = encodingFor(request.headers['accept-encoding'], Buffer.byteLength(payload))
+    if (encoding === undefined) return done(null, payload)
+    reply.header('content-encoding', encoding)
+    done(null, compress(Buffer.from(payload), encoding))
+  }
+
   app.addHook('onRoute', (route) => {
-    const { endpoint, cache: cached = false, counted = true } = route.config ?? {}
+    const { endpoint, cache: cached = false, compressed = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
-    attach(route, 'onSend', cached && store, counted && record(endpoint))
+    attach(route, 'onSend', cached ? store : compressed && compressAnswer, counted && record(endpoint))
   })
 
   await app.register(sitesRoutes)
@@ -234,7 +246,7 @@ function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOp
   const own: unknown[] = given === undefined ? [] : Array.isArray(given) ? [...given] : [given]
   const added = hooks.filter((hook) => hook !== false) as unknown[]
   if (added.length === 0) return
-  const at = name === 'onSend' && route.method === 'HEAD' ? own.length - 1 : own.length
+  const at = name === 'onSend' && route.method === 'HEAD' && (own.at(-1) as { name?: string } | undefined)?.name === 'headRouteOnSendHandler' ? own.length - 1 : own.length
   own.splice(at, 0, ...added)
   ;(route as unknown as Record<HookName, unknown[]>)[name] = own
 }

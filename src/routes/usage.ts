@@ -9,21 +9,10 @@ import { EXAMPLES } from '../schemas/examples.ts'
 import { UsageQuery } from '../schemas/queries.ts'
 import { UsageReport } from '../schemas/usage.ts'
 import { usageReport } from '../usage/report.ts'
-import { compress, encodingFor } from '../http/encoding.ts'
 
 export const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
 
 const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // A report is made for each request, never cached: compressed here when asked (the route's
-  // `compressed` flag, for the document), by the rules of the cached answers (src/http/encoding.ts).
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
-    reply.header('vary', 'accept-encoding')
-    const encoding = encodingFor(request.headers['accept-encoding'], Buffer.byteLength(payload))
-    if (encoding === undefined) return done(null, payload)
-    reply.header('content-encoding', encoding)
-    done(null, compress(Buffer.from(payload), encoding))
-  })
   app.get('/usage', {
     config: { endpoint: 'usage', counted: false, compressed: true },
     schema: {
