@@ -307,12 +307,16 @@ function datasetsReload ({ config, options }: Context): Promise<Result> {
   return reloadShared(config)
 }
 
+/** Exit 1 when a dataset file cannot be read (the service would refuse it); a missing one is a state, reported. */
 function datasetsInfo ({ config }: Context): Result {
   const infos = DATASETS.map((dataset) => datasetInfo(config, dataset))
-  const text = infos.map((i) => i.error
+  const lines = infos.map((i) => i.error
     ? `${i.dataset.padEnd(11)} ${i.error}`
-    : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`).join('\n')
-  return { json: infos, text }
+    : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`)
+  const unreadable = infos.filter((i) => i.error !== undefined && i.error !== 'missing')
+  if (unreadable.length === 0) return { json: infos, text: lines.join('\n') }
+  lines.push(`error: ${unreadable.map((i) => i.path).join(' and ')} cannot be read; the service would refuse ${unreadable.length === 1 ? 'it' : 'them'} (import or generate the dataset again, or restore it from a backup)`)
+  return { exitCode: 1, json: infos, text: lines.join('\n') }
 }
 
 type ReloadAsked = Awaited<ReturnType<typeof requestReload>>
@@ -553,11 +557,10 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
       const config = loadConfig(env)
       mkdirSync(config.dataDir, { recursive: true }) // as the service does: a new DATA_DIR is made, not an error
       const result = await body({ config, options, args: cmd.processedArgs as string[], json, stderr })
-      if (result.exitCode && !json) {
-        stderr.write(result.text + '\n')
-      } else {
-        stdout.write((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n')
-      }
+      if (json) stdout.write(JSON.stringify(result.json, null, 2) + '\n')
+      // a failure's text goes to stderr; with --json, its last line (the one-line reason) does
+      if (result.exitCode) stderr.write((json ? result.text.slice(result.text.lastIndexOf('\n') + 1) : result.text) + '\n')
+      else if (!json) stdout.write(result.text + '\n')
       exitCode = result.exitCode ?? 0
     })
 

@@ -8,6 +8,7 @@ export class UsageError extends Error {}
 export class FailedError extends Error {}
 
 export type Options = Record<string, string | boolean | undefined>
+/** A command's outcome. A failure (exitCode) ends its text with its one-line reason, `error: ...`. */
 export interface Result { text: string, json: unknown, exitCode?: number }
 
 /** `--name`'s value as a whole number from min to max; `why` is added to the message. */

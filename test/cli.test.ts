@@ -176,6 +176,24 @@ t.test('datasets generate and info', async (t) => {
   t.equal(info[0].site_count, 1500)
   t.equal(info[0].source, 'generated count=1500 seed=cli')
   t.equal(info[1].error, 'missing')
+  t.equal((await run('datasets', 'info')).status, 0, 'a missing dataset is reported, not a failure')
+})
+
+t.test('datasets info fails on a dataset file that cannot be read', async (t) => {
+  const broken = tmpDataDir(t)
+  writeFileSync(join(broken, 'production.db'), 'not a database')
+  const reason = `error: ${join(broken, 'production.db')} cannot be read; the service would refuse it (import or generate the dataset again, or restore it from a backup)\n`
+  const text = await adminInProcess(['datasets', 'info'], { DATA_DIR: broken })
+  t.equal(text.status, 1)
+  t.equal(text.stdout, '')
+  t.equal(text.stderr, 'sandbox     missing\nproduction  unreadable: file is not a database\n' + reason)
+  const json = await adminInProcess(['datasets', 'info', '--json'], { DATA_DIR: broken })
+  t.equal(json.status, 1)
+  t.same(JSON.parse(json.stdout), [
+    { dataset: 'sandbox', path: join(broken, 'sandbox.db'), error: 'missing' },
+    { dataset: 'production', path: join(broken, 'production.db'), error: 'unreadable: file is not a database' }
+  ])
+  t.equal(json.stderr, reason)
 })
 
 t.test('datasets export, import and reload as an operator runs them', async (t) => {
@@ -200,6 +218,10 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
     'region must be three upper-case letters; country must be two upper-case letters; latitude must be a number from -90 to 90; ' +
     `longitude must be a number from -180 to 180\nerror: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`)
   t.same(readFileSync(join(dir, 'production.db')), before)
+  const refusedJson = await run('datasets', 'import', '--dataset', 'production', '--file', bad, '--json')
+  t.equal(refusedJson.status, 1)
+  t.same(JSON.parse(refusedJson.stdout), { ok: false, dataset: 'production', file: bad, rows: 2, error_count: 1, errors: [refused.stderr.split('\n')[0]] })
+  t.equal(refusedJson.stderr, `error: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`, 'with --json, the reason on stderr too')
 
   const usage: [string[], RegExp][] = [
     [['datasets', 'import', '--dataset', 'production'], /^error: --file is required$/],
@@ -217,6 +239,10 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   const reload = await run('datasets', 'reload')
   t.equal(reload.status, 1)
   t.equal(reload.stderr, 'error: no running service: no instance has reported in control.db within the last 10 s\n')
+  const reloadJson = await run('datasets', 'reload', '--json')
+  t.equal(reloadJson.status, 1)
+  t.same(JSON.parse(reloadJson.stdout), { ok: false, instances: [] })
+  t.equal(reloadJson.stderr, reload.stderr, 'with --json, the same one-line reason on stderr')
   const importReload = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
   t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
   t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
