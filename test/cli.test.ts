@@ -276,7 +276,7 @@ t.test('an export never replaces a file the service reads, and a failed one leav
   writeFileSync(target, 'the export of yesterday\n')
   const failed = await adminInProcess(['datasets', 'export', '--dataset', 'sandbox', '--file', target], { DATA_DIR: broken })
   t.equal(failed.status, 1)
-  t.equal(failed.stderr, 'error: file is not a database\n')
+  t.equal(failed.stderr, `error: ${join(broken, 'sandbox.db')}: file is not a database\n`)
   t.equal(readFileSync(target, 'utf8'), 'the export of yesterday\n')
   t.same(readdirSync(dirname(target)), ['sandbox.csv'])
 

@@ -238,10 +238,16 @@ export class PartnerStore {
   constructor (readonly path: string, options: { readonly?: boolean, busyTimeoutMs?: number } = {}) {
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
     this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false })
-    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
-    if (!options.readonly) {
-      this.db.pragma('journal_mode = WAL')
-      this.db.exec(SCHEMA)
+    try {
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+      if (!options.readonly) {
+        this.db.pragma('journal_mode = WAL')
+        this.db.exec(SCHEMA)
+      }
+    } catch (err) {
+      this.db.close()
+      // SQLite's own words ("file is not a database") do not say which file
+      throw new Error(`${path} cannot be used: ${(err as Error).message}`, { cause: err })
     }
   }
 

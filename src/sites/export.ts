@@ -1,7 +1,7 @@
 // Sites written in the import formats: `datasets export`, and the files of tests and benchmarks.
 import { once } from 'node:events'
 import type { WriteStream } from 'node:fs'
-import Database from 'better-sqlite3'
+import { DatasetError, openDatasetFile } from './dataset.ts'
 import { CSV_HEADER, type ImportFormat } from './import-formats.ts'
 import type { SiteRow } from './dataset-file.ts'
 import { replaceFile } from '../setup/replace-file.ts'
@@ -47,13 +47,15 @@ async function writeSites (out: WriteStream, format: ImportFormat, sites: Iterab
 /** The sites of a dataset file, in id order, with their tags. */
 export function * readSites (path: string): Generator<SiteRow> {
   // two connections: better-sqlite3 runs no other statement on a connection while one iterates
-  const db = new Database(path, { readonly: true, fileMustExist: true })
-  const tagDb = new Database(path, { readonly: true, fileMustExist: true })
+  const db = openDatasetFile(path)
+  const tagDb = openDatasetFile(path)
   try {
     const tags = tagDb.prepare('SELECT tag FROM site_tags WHERE site_id = ? ORDER BY tag').pluck()
     for (const row of db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id').iterate() as IterableIterator<Omit<SiteRow, 'tags'>>) {
       yield { ...row, tags: tags.all(row.id) as string[] }
     }
+  } catch (err) {
+    throw err instanceof DatasetError ? err : new DatasetError(path, (err as Error).message)
   } finally {
     db.close()
     tagDb.close()

@@ -192,3 +192,18 @@ t.test('a dataset file lost after the first boot: the service refuses to start a
   t.notMatch(again.output(), /created missing data file/)
   t.equal(await again.stop('SIGTERM'), 0)
 })
+
+t.test('a control.db that is not a database: the service and the CLI name it, and leave it as it was', async (t) => {
+  const dir = tmpDataDir(t)
+  const control = join(dir, 'control.db')
+  writeFileSync(control, 'the partners were here\n'.repeat(100))
+  const before = readFileSync(control)
+  const refused = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
+    cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir, SANDBOX_SITE_COUNT: '100', PORT: '0', METRICS_PORT: '0' }, encoding: 'utf8', timeout: 30_000
+  })
+  t.same([refused.status, refused.stdout, refused.stderr], [1, '', `start-up failed: ${control} cannot be used: file is not a database\n`])
+  const listed = admin(['partners', 'list'], { DATA_DIR: dir })
+  t.same([listed.status, listed.stdout, listed.stderr], [1, '', `error: ${control} cannot be used: file is not a database\n`])
+  t.same(readFileSync(control), before, 'the file is untouched')
+  t.same(readdirSync(dir).sort(), ['control.db'], 'and nothing was made beside it')
+})
