@@ -1,9 +1,10 @@
 // partners export / import with the real CLI: a version 1 file an earlier build wrote imports and
 // shows as that build showed it; the version 2 export of it imports into an empty control.db and
-// into Redis, and every partner then shows exactly as before; a bad file writes nothing, and into
-// Redis neither does a file whose id or token digest another partner already has there.
+// into Redis, and every partner then shows exactly as before; a bad file writes nothing, and in
+// either store neither does a file whose id or token digest another partner already has there.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
@@ -65,7 +66,7 @@ t.test('a bad entry: exit 1, the partner and the field named, nothing written', 
   t.equal(newer.stderr, `error: ${file} is a partners export of version 3, which this build cannot read (it reads versions 1 and 2)\n`)
 })
 
-t.test('into Redis: an id or token digest another partner keeps there refuses the whole file, nothing written', async (t) => {
+t.test('into Redis and control.db: an id or token digest another partner keeps there refuses the whole file, nothing written', async (t) => {
   if (skippedWithoutRedis(t)) return
   const redis = await startRedis(t)
   const client = new Redis(redis.url)
@@ -92,14 +93,22 @@ t.test('into Redis: an id or token digest another partner keeps there refuses th
     const r = await importing(partners, shared)
     t.same([r.status, r.stderr, r.stdout], [1, error, ''], name)
     t.same(await stored(), before, `${name}: nothing written`)
-    t.equal((await importing(partners, control)).status, 1, `${name}: control.db refuses it too`)
+    const intoControl = await importing(partners, control)
+    t.same([intoControl.status, intoControl.stderr, intoControl.stdout], [1, error.replace('in the shared state', 'in control.db'), ''], `${name}: control.db refuses it too`)
+    t.same(listed(t, control), listed(t, shared), `${name}: nothing written there either`)
   }
   t.same(listed(t, shared).map((p: { slug: string }) => p.slug), ['acme', 'demo'])
 
-  // the file replaces both: after it no two partners share a digest (control.db, taking the rows
-  // one at a time, refuses a swap)
+  // the file replaces both: after it no two partners share a digest, so both stores take it
   const swapped = [{ ...acme, token_sha256: demo.token_sha256 }, { ...demo, token_sha256: acme.token_sha256 }]
   const r = await importing(swapped, shared)
-  t.equal(r.status, 0, r.stderr)
+  t.same([r.status, r.stdout], [0, 'imported 2 partners: 0 created, 2 replaced\n'], r.stderr)
   t.same(await client.hgetall('lsp:partner-digests'), { [acme.token_sha256 as string]: 'demo', [demo.token_sha256 as string]: 'acme' }, 'tokens swapped, the index right')
+  const intoControl = await importing(swapped, control)
+  t.same([intoControl.status, intoControl.stdout], [0, 'imported 2 partners: 0 created, 2 replaced\n'], intoControl.stderr)
+  const db = new Database(join(control.DATA_DIR, 'control.db'), { readonly: true })
+  t.same(db.prepare('SELECT slug, token_sha256 FROM partners ORDER BY slug').all(), [
+    { slug: 'acme', token_sha256: demo.token_sha256 }, { slug: 'demo', token_sha256: acme.token_sha256 }
+  ], 'control.db swapped them too')
+  db.close()
 })

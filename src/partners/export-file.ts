@@ -4,7 +4,7 @@
 // stored, and is still read. Every entry is checked, and the file as a whole, before a row is
 // written anywhere. A field the version does not have is refused rather than dropped.
 import type { Static } from '@sinclair/typebox'
-import { fromRow, overrideToColumn, partnerView, type PartnerRow } from './store.ts'
+import { clashMessage, fromRow, overrideToColumn, partnerView, sharedKey, type PartnerRow } from './store.ts'
 import { PartnerEntrySchema, firstProblem, partnerLabel, rowProblem } from './row-schema.ts'
 
 export const EXPORT_FORMAT = 'lsp-partners'
@@ -81,18 +81,8 @@ export function readExportDocument (text: string, source = 'the file'): { versio
     if (problem !== undefined) throw new ExportFileError(`${partnerLabel(value, index)}: ${problem}`)
     return version === 1 ? value as PartnerRow : rowFromEntry(value as PartnerEntry)
   })
-  // a slug, id or token digest twice: the stores would keep one of them, or refuse half-way
-  for (const key of ['slug', 'id', 'token_sha256'] as const) {
-    const seen = new Map<string, string>()
-    for (const row of rows) {
-      const other = seen.get(row[key])
-      if (other !== undefined) {
-        throw new ExportFileError(key === 'slug'
-          ? `partner ${JSON.stringify(row.slug)} is in the file twice`
-          : `partner ${JSON.stringify(row.slug)}: its ${key} is also partner ${JSON.stringify(other)}'s`)
-      }
-      seen.set(row[key], row.slug)
-    }
-  }
+  // a slug, id or token digest twice: the stores would keep one of them
+  const shared = sharedKey(rows)
+  if (shared) throw new ExportFileError(clashMessage(...shared))
   return { version, rows }
 }

@@ -7,8 +7,8 @@
 import type { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import {
-  PartnerStoreError, changedColumns, checkedRow, fromRow, newPartnerRow,
-  type NewPartner, type Partner, type PartnerChanges, type PartnerRow
+  PartnerStoreError, changedColumns, checkedRow, clashMessage, fromRow, newPartnerRow,
+  type NewPartner, type Partner, type PartnerChanges, type PartnerRow, type UniqueColumn
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
@@ -228,8 +228,7 @@ export class RedisPartnerStore {
     const [result, a, b, where] = await this.scripts.lspImportPartners(...this.allKeys, await this.deadlines.measured(), randomUUID(), ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
     if (result === 'late') throw new Error(LATE_MESSAGE)
-    if (result === 'slug') throw new PartnerStoreError('conflict', `partner ${JSON.stringify(a)} is in the file twice`)
-    throw new PartnerStoreError('conflict', `partner ${JSON.stringify(a)}: its ${result} is also partner ${JSON.stringify(b)}'s${where === 'stored' ? ', in the shared state' : ''}`)
+    throw new PartnerStoreError('conflict', clashMessage(result as UniqueColumn, String(a), String(b), where === 'stored' ? 'in the shared state' : undefined))
   }
 
   close () {

@@ -228,6 +228,28 @@ export function checkedRow (value: unknown, index?: number): PartnerRow {
   return value as PartnerRow
 }
 
+/** What no two partners may share: each is a key of the store (an id keys a rate-limit log, a digest a token). */
+export type UniqueColumn = 'slug' | 'id' | 'token_sha256'
+
+/** The first slug, id or token digest two rows share: the column, the later row's slug, the earlier's. */
+export function sharedKey (rows: PartnerRow[]): [UniqueColumn, string, string] | undefined {
+  for (const key of ['slug', 'id', 'token_sha256'] as const) {
+    const seen = new Map<string, string>()
+    for (const row of rows) {
+      const other = seen.get(row[key])
+      if (other !== undefined) return [key, row.slug, other]
+      seen.set(row[key], row.slug)
+    }
+  }
+  return undefined
+}
+
+/** An import refused because two partners would share a column; `where` the other is kept, when not in the file. */
+export function clashMessage (key: UniqueColumn, slug: string, other: string, where?: string): string {
+  if (key === 'slug' && where === undefined) return `partner ${JSON.stringify(slug)} is in the file twice`
+  return `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${where === undefined ? '' : `, ${where}`}`
+}
+
 export class PartnerStore {
   readonly db: Database.Database
 
@@ -284,20 +306,39 @@ export class PartnerStore {
     return this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]
   }
 
-  /** Adds or replaces partners by slug, digests and all: for `partners import`. */
+  /**
+   * Adds or replaces partners by slug, digests and all, in one transaction: all or none, refused
+   * when two partners would then share a slug, an id or a token digest (for `partners import`).
+   * The store after the import is what is checked, as RedisPartnerStore does: a file may swap
+   * two replaced partners' digests.
+   */
   importRows (rows: PartnerRow[]): { created: number, replaced: number } {
-    let created = 0
-    let replaced = 0
-    this.db.transaction(() => {
-      for (const row of rows.map(checkedRow)) {
-        const existing = this.db.prepare('SELECT id FROM partners WHERE slug = ?').pluck().get(row.slug)
-        if (existing !== undefined) this.db.prepare('DELETE FROM partners WHERE slug = ?').run(row.slug)
-        this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
-        if (existing === undefined) created++
-        else replaced++
+    const checked = rows.map(checkedRow)
+    const shared = sharedKey(checked)
+    if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
+    const bySlug = new Map(checked.map((row) => [row.slug, row]))
+    return this.db.transaction(() => {
+      const kept = { id: new Map<string, string>(), token_sha256: new Map<string, string>() }
+      let replaced = 0
+      for (const { slug, id, token_sha256: digest } of this.db.prepare('SELECT slug, id, token_sha256 FROM partners').all() as PartnerRow[]) {
+        if (bySlug.has(slug)) {
+          replaced++
+        } else {
+          kept.id.set(id, slug)
+          kept.token_sha256.set(digest, slug)
+        }
       }
-    })()
-    return { created, replaced }
+      for (const row of checked) {
+        for (const key of ['id', 'token_sha256'] as const) {
+          const owner = kept[key].get(row[key])
+          if (owner !== undefined) throw new PartnerStoreError('conflict', clashMessage(key, row.slug, owner, 'in control.db'))
+        }
+      }
+      const remove = this.db.prepare('DELETE FROM partners WHERE slug = ?')
+      for (const row of checked) remove.run(row.slug)
+      for (const row of checked) this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
+      return { created: checked.length - replaced, replaced }
+    }).immediate()
   }
 
   create (input: NewPartner): { partner: Partner, token: string } {
