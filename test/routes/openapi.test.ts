@@ -2,6 +2,7 @@
 // every route in it with its parameters, responses and the exact error codes it can answer, the
 // response headers of each status (checked against what the service sends), an example of each answer,
 // the api_key security scheme, the specification's version; the docs page and the index.
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { ERRORS, type ErrorCode } from '../../src/errors.ts'
@@ -244,4 +245,25 @@ t.test('the docs page is served locally', async (t) => {
     t.equal(a.statusCode, 200, asset)
   }
   t.notMatch(page.body, /https?:\/\/(?!127\.0\.0\.1|localhost)[a-z]/i, 'no external asset')
+})
+
+t.test('the document and the docs page are compressed when asked; the partner routes are left to their own rules', async (t) => {
+  const plain = res.rawPayload
+  t.equal(res.headers.vary, 'accept-encoding', 'a shared cache keeps the forms apart, the plain one too')
+  t.equal(res.headers['content-encoding'], undefined)
+  const decoders = { gzip: gunzipSync, br: brotliDecompressSync }
+  for (const encoding of ['gzip', 'br'] as const) {
+    const r = await app.inject({ url: '/v1/openapi.json', headers: { 'accept-encoding': encoding } })
+    t.same([r.statusCode, r.headers['content-encoding'], r.headers['content-type'], r.headers.vary, r.headers['cache-control']],
+      [200, encoding, 'application/json; charset=utf-8', 'accept-encoding', 'public, max-age=300'], encoding)
+    t.ok(r.rawPayload.length < plain.length / 10, `${encoding}: ${r.rawPayload.length} bytes of ${plain.length}`)
+    t.same(decoders[encoding](r.rawPayload), plain, `${encoding}: the same document`)
+    const bundle = await app.inject({ url: '/docs/static/swagger-ui-bundle.js', headers: { 'accept-encoding': encoding } })
+    const asIs = await app.inject('/docs/static/swagger-ui-bundle.js')
+    t.same([bundle.statusCode, bundle.headers['content-encoding'], asIs.headers['content-encoding']], [200, encoding, undefined])
+    t.same(decoders[encoding](bundle.rawPayload), asIs.rawPayload, `${encoding}: the page's script, ${bundle.rawPayload.length} bytes of ${asIs.rawPayload.length}`)
+  }
+  const index = await app.inject({ url: '/v1/', headers: { 'accept-encoding': 'gzip' } })
+  t.ok(index.rawPayload.length >= 1024, 'the index is large enough to be compressed')
+  t.equal(index.headers['content-encoding'], undefined, 'but it is outside the docs\' context')
 })
