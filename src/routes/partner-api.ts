@@ -145,12 +145,23 @@ export default async function partnerApi (app: FastifyInstance) {
     return etagMatches(request.headers['if-none-match'], etag) ? 'not-modified' : encoding
   }
 
+  /**
+   * A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6). For a HEAD,
+   * Fastify's own last hook sets Content-Length from the payload it then drops, so it is given the
+   * 200's bytes (without them it would say 0).
+   */
+  const notModifiedPayload = (request: FastifyRequest, key: string, entry: CachedAnswer): Buffer | undefined => {
+    if (request.method !== 'HEAD') return undefined
+    const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
+    return encoding === undefined ? entry.body : cache.encodedBody(key, entry, encoding)
+  }
+
   const serveCached = (request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer) => {
     request.cacheStatus = 'hit'
     request.rows = entry.rows
     request.dataset = entry.dataset
     const encoding = represent(request, reply, entry)
-    if (encoding === 'not-modified') reply.code(304).send()
+    if (encoding === 'not-modified') reply.code(304).send(notModifiedPayload(request, key, entry))
     else if (encoding === undefined) reply.sendAnswer(cache.lend(entry), entry.type)
     else reply.header('content-encoding', encoding).sendAnswer(cache.encodedBody(key, entry, encoding), entry.type)
   }
@@ -169,8 +180,13 @@ export default async function partnerApi (app: FastifyInstance) {
 
   const store: onSendHookHandler = (request, reply, payload, done) => {
     const status = reply.statusCode
+    // a 304 from the cache: no Content-Type (a HEAD's payload, its 200's bytes, made Fastify add one)
+    if (status === 304) {
+      reply.removeHeader('content-type')
+      return done(null, payload)
+    }
     if (status !== 200 || request.cacheKey === undefined) {
-      if (status !== 304) reply.header('cache-control', 'no-store')
+      reply.header('cache-control', 'no-store')
       return done(null, payload)
     }
     if (request.cacheStatus === 'hit') return done(null, payload)
@@ -180,10 +196,9 @@ export default async function partnerApi (app: FastifyInstance) {
     cache.store(key, entry)
     const encoding = represent(request, reply, entry)
     if (encoding === 'not-modified') {
-      // as a 304 from the cache: no body, no Content-Type, no Content-Length (RFC 9110 8.6); a
-      // HEAD's body is dropped by Fastify's own hook after this one, which takes no null
+      // as a 304 from the cache: no body, no Content-Type
       reply.code(304).removeHeader('content-type')
-      return done(null, request.method === 'HEAD' ? '' : null)
+      return done(null, notModifiedPayload(request, key, entry) ?? null)
     }
     if (encoding === undefined) return done(null, body)
     reply.header('content-encoding', encoding)
@@ -194,7 +209,7 @@ export default async function partnerApi (app: FastifyInstance) {
   const record = (endpoint: Endpoint): onSendHookHandler => (request, reply, payload, done) => {
     if (request.partner === null) return done(null, payload) // refused before the token was known: no one's usage
     const status = reply.statusCode
-    const rows = status === 200 ? request.rows : 0
+    const rows = status === 200 && request.method !== 'HEAD' ? request.rows : 0 // a HEAD answers no records
     if (request.limitSeq !== undefined && rows > 0) setRows(request.partner.id, request.limitSeq, rows)
     telemetry.record(request.partner.id, {
       timestamp: limiter.clock(),

@@ -156,7 +156,14 @@ t.test('HEAD on a miss: the status and headers of its GET, stored like it; a 304
     t.equal(notModified.headers['content-type'], undefined, `no Content-Type (${fromCache ? 'hit' : 'miss'})`)
     t.equal(notModified.headers.etag, etag)
     t.equal(notModified.headers['cache-control'], 'private, max-age=60')
-    t.equal((await head(url, { 'if-none-match': etag as string })).statusCode, 304, 'and a HEAD')
+    const headNotModified = await head(url, { 'if-none-match': etag as string })
+    t.same([headNotModified.statusCode, headNotModified.body, headNotModified.headers.etag, headNotModified.headers['content-type']], [304, '', etag, undefined], 'and a HEAD')
+    const length = (await bearer('hotels', url)).rawPayload.length
+    t.equal(headNotModified.headers['content-length'], String(length), `a HEAD's Content-Length is its 200's, ${length}, not 0 (${fromCache ? 'hit' : 'miss'})`)
+    app.responseCache.clear()
+    const gzipped = await bearer('hotels', url, { 'accept-encoding': 'gzip' })
+    const headGzip = await head(url, { 'accept-encoding': 'gzip', 'if-none-match': gzipped.headers.etag as string })
+    t.same([headGzip.statusCode, headGzip.headers['content-length']], [304, String(gzipped.rawPayload.length)], 'the length of the encoding the HEAD would get')
   }
 })
 

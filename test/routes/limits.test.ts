@@ -148,3 +148,14 @@ t.test('cached answers still count', async (t) => {
   t.same([a.headers['x-ratelimit-used'], b.headers['x-ratelimit-used']], ['1', '2'], 'rate-limit fields are fresh on a cached answer')
   t.same((await usage('cached')).windows.minute.rows, 4)
 })
+
+t.test('a HEAD counts as a request and answers no rows', async (t) => {
+  now += 86_400_000
+  for (const [method, ifNoneMatch] of [['GET', undefined], ['HEAD', undefined], ['HEAD', 'none'], ['GET', 'none']] as const) {
+    const etag = ifNoneMatch && (await app.inject({ method: 'HEAD', url: `/v1${NEAR}&api_key=${tokens.cached}` })).headers.etag
+    const r = await app.inject({ method, url: `/v1${NEAR}&api_key=${tokens.cached}`, headers: etag ? { 'if-none-match': etag as string } : {} })
+    t.equal(r.statusCode, etag ? 304 : 200, `${method}${etag ? ' conditional' : ''}`)
+  }
+  const report = await usage('cached')
+  t.same([report.windows.minute.used, report.windows.minute.rows], [6, 2], 'six requests; the first GET\'s two sites are the only rows answered')
+})
