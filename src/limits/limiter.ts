@@ -68,14 +68,19 @@ export function windowSpecs (limits: Limits): WindowSpec[] {
 
 /**
  * Entries a log must keep so that every window is exact: every request of the last day, which
- * the limited windows bound (a limit L per W seconds admits at most L * ceil(day / W) a day).
+ * the limited windows bound (a limit L per W seconds admits at most L * ceil(day / W) a day),
+ * and never fewer than the largest limit: that bound holds only for limits in force all day, and
+ * a limit tightened by the operator must not cut requests another window still counts.
  */
 export function logCapacity (windows: WindowSpec[]): number {
   let bound = MAX_LOG_ENTRIES
+  let largest = 0
   for (const w of windows) {
-    if (w.limit !== null) bound = Math.min(bound, Math.max(1, w.limit) * Math.ceil(86_400 / w.seconds))
+    if (w.limit === null) continue
+    bound = Math.min(bound, Math.max(1, w.limit) * Math.ceil(86_400 / w.seconds))
+    largest = Math.max(largest, w.limit)
   }
-  return bound
+  return Math.min(MAX_LOG_ENTRIES, Math.max(bound, largest))
 }
 
 /** A window's figures; `rows` costs a pass over the window, so only /usage asks for it. */

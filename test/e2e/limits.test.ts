@@ -28,3 +28,35 @@ t.test('exact under concurrency, and counters survive a restart', async (t) => {
   t.equal(refused.status, 429, 'still limited after the restart')
   t.equal(await again.stop('SIGTERM'), 0)
 })
+
+t.test('a tighter limit set by the operator does not make the service forget what the day already holds', async (t) => {
+  const dir = tmpDataDir(t)
+  const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', PARTNER_REFRESH_MS: '200' }
+  const token = JSON.parse(admin(['partners', 'create', '--name', 'Heavy', '--json'], env).stdout).token as string
+  t.equal(admin(['partners', 'update', 'heavy', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', '100'], env).status, 0)
+  const server = await startServer(env)
+  t.teardown(() => server.stop('SIGKILL'))
+  const url = `${server.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${token}`
+  for (let i = 0; i < 100; i++) t.equal((await fetch(url)).status, 200)
+  const full = await fetch(url)
+  t.same([full.status, (await full.json()).data.window], [429, 'day'], 'the day is used up')
+
+  // an hour limit of 2 allows at most 48 a day: that bound must not cut the day's 100 already accepted
+  t.equal(admin(['partners', 'update', 'heavy', '--limit-hour', '2'], env).status, 0)
+  const started = Date.now()
+  let policy: string | null = null
+  while (policy === null || !policy.includes('"hour";q=2')) {
+    if (Date.now() - started > 5000) break
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    policy = (await fetch(url)).headers.get('ratelimit-policy')
+  }
+  t.match(policy, /"hour";q=2;w=3600/, 'the new limit reached the service')
+  const refused = await fetch(url)
+  const body = await refused.json() as { data: { window: string, retry_after: number } }
+  t.equal(refused.status, 429)
+  t.equal(body.data.window, 'day', 'refused by the day, which frees up only tomorrow, not by the hour')
+  t.ok(body.data.retry_after > 3600, `Retry-After ${body.data.retry_after} s: not an hour, after which the day would over-admit`)
+  const usage = await (await fetch(`${server.url}/v1/usage?api_key=${token}`)).json() as { windows: Record<string, { used: number, remaining: number }> }
+  t.same([usage.windows.day.used, usage.windows.day.remaining], [100, 0], '/usage still counts the day\'s 100')
+  t.equal(await server.stop('SIGTERM'), 0)
+})

@@ -214,3 +214,18 @@ t.test('model check against a reference sliding log', async (t) => {
   const disagreement = await modelCheck({ seed: 'model', runs: 40, steps: 600, limiterAt: (now) => { at(now); return limiter } })
   t.equal(disagreement, undefined, '40 runs of 600 steps agree')
 })
+
+t.test('a limit tightened after a busy day keeps the day exact (the log is not cut below the day\'s limit)', async (t) => {
+  const { limiter, at } = setup()
+  const dayOnly: Limits = { minute: null, hour: null, day: 100 }
+  for (let i = 0; i < 100; i++) {
+    at(i * 10)
+    t.equal((await limiter.hit('p', dayOnly)).allowed, true)
+  }
+  // an hour limit of 2 bounds a day at 48: the log of the 100 accepted must not shrink to that
+  const tightened: Limits = { minute: null, hour: 2, day: 100 }
+  at(3_700_000)
+  const r = await limiter.hit('p', tightened)
+  t.same([r.allowed, r.refusedBy, r.windows[2].used], [false, 'day', 100], 'the day is still full an hour later')
+  t.equal(r.retryAfterMs, 86_400_000 - 3_700_000, 'until the 100th most recent leaves the day')
+})
