@@ -65,7 +65,8 @@ const haverSin = (theta: number) => {
 }
 
 export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Math.sqrt(h))
-export const maxHaverSinFor = (radiusKm: number) => haverSin(radiusKm / EARTH_RADIUS_KM)
+/** A radius of half the circumference or more holds every site (haverSin falls again past π). */
+export const maxHaverSinFor = (radiusKm: number) => radiusKm >= Math.PI * EARTH_RADIUS_KM ? Infinity : haverSin(radiusKm / EARTH_RADIUS_KM)
 
 /** haverSinDist with cos(lat2 * RAD) given (made once per tree slot): the same operations in the same order. */
 const haverSinDistCos = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number) =>

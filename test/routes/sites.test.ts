@@ -180,6 +180,24 @@ t.test('radius: default 25 km, clamped at the partner cap', async (t) => {
   t.equal(JSON.parse((await get(`/v1/sites/nearest?${q('sandboxed', from11)}`)).body).id, 'sbx-aero', 'uncapped, it is found')
 })
 
+t.test('a radius of half the globe or more holds every site, the antipode included', async (t) => {
+  // The CLI allows caps up to 20038 km, above half the circumference on this sphere (20015.09 km).
+  const { app, tokens } = await buildTestApp(t, {
+    sandbox: [site('here', 4, 10, 20), site('antipode', 7, -8, -160), site('east', 4, 0, 110)],
+    partners: [{ name: 'World', slug: 'world', tier: 'growth', radiusCapKm: 20038, limitOverrides: UNLIMITED }]
+  })
+  const get = async (url: string) => {
+    const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${tokens.world}` } })
+    t.equal(res.statusCode, 200, url)
+    return JSON.parse(res.body)
+  }
+  for (const radius of ['20016', '20038']) {
+    t.same((await get(`/v1/sites?lat=8&lng=20&radius=${radius}`)).map((r: { id: string }) => r.id), ['here', 'east', 'antipode'], `radius ${radius}`)
+  }
+  const nearest = await get('/v1/sites/nearest?lat=8&lng=20&radius=20038&category_id=7')
+  t.same(nearest && [nearest.id, nearest.distance_nm], ['antipode', 10807.282], 'half the circumference, in nautical miles')
+})
+
 t.test('tag filter', async (t) => {
   t.same(ids((await get(`/v1/sites?${q('sandboxed', 'lat=51.5&lng=-0.12&radius=10&tag=~fuel')}`)).body), ['sbx-hotel', 'sbx-aero'])
   t.same(ids((await get(`/v1/sites?${q('sandboxed', 'lat=51.5&lng=-0.12&radius=10&tag=~ppr')}`)).body), ['sbx-aero'])
