@@ -80,13 +80,17 @@ t.test('every error code of both endpoints, with its exact body', async (t) => {
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=-3')}`, 400, invalid({ radius: 'radius must be a number greater than 0' })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=ten')}`, 400, invalid({ radius: 'radius must be a number greater than 0' })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=5&radius=6')}`, 400, invalid({ radius: 'radius was given more than once' })],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=4.5')}`, 400, invalid({ category_id: 'category_id must be an integer from 1 to 2147483647' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=4.5')}`, 400, invalid({ category_id: 'category_id must be an integer' })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&tag=fuel')}`, 400, invalid({ tag: TAG_ERROR })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&tag=~Fuel')}`, 400, invalid({ tag: TAG_ERROR })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&demo=yes')}`, 400, invalid({ demo: 'demo must be true, false, 1 or 0' })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=5')}`, 403, NOT_PERMITTED],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=9')}`, 403, NOT_PERMITTED],
-      [`${endpoint}?${q('others', 'lat=51.5&lng=-0.12&category_id=1')}`, 403, NOT_PERMITTED]
+      [`${endpoint}?${q('others', 'lat=51.5&lng=-0.12&category_id=1')}`, 403, NOT_PERMITTED],
+      // whole numbers, so well formed (CONTRACT 5: "category_id: an integer"), but no category served
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=0')}`, 403, NOT_PERMITTED],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=-4')}`, 403, NOT_PERMITTED],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=2147483648')}`, 403, NOT_PERMITTED]
     ]
     for (const [url, status, body] of cases) {
       const res = await get(url)
@@ -105,6 +109,7 @@ t.test('checks run in the contract order', async (t) => {
     [`/v1/sites?${q('live', 'lat=0&lng=abc&radius=-1')}`, INVALID_COORDINATES], // coordinates before ambiguity
     [`/v1/sites?${q('live', 'lat=0&lng=0&radius=-1')}`, AMBIGUOUS], // ambiguity before other malformed values
     [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=5')}`, invalid({ radius: 'radius must be a number greater than 0' })],
+    [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=0')}`, invalid({ radius: 'radius must be a number greater than 0' })],
     [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&tag=x&demo=2')}`, invalid({
       radius: 'radius must be a number greater than 0', tag: TAG_ERROR, demo: 'demo must be true, false, 1 or 0'
     })]
