@@ -103,14 +103,14 @@ export class AcceptLog {
     this.size -= k
   }
 
+  /**
+   * A capacity for new limits. Entries held are kept even above a lower capacity: they are
+   * requests of the last day, which limits raised again within it must still count; they leave by age.
+   */
   resize (capacity: number) {
     this.capacity = Math.max(1, capacity)
-    if (this.size > this.capacity) {
-      const drop = this.size - this.capacity
-      this.head = (this.head + drop) % this.times.length
-      this.size = this.capacity
-    }
-    if (this.times.length > this.capacity) this.grow(this.capacity)
+    const keep = Math.max(this.capacity, this.size)
+    if (this.times.length > keep) this.grow(keep)
   }
 
   private grow (n: number) {

@@ -2,6 +2,7 @@
 // concurrency, what counts and what does not, rows, telemetry.
 import t from 'tap'
 import { buildTestApp, site } from '../helper.ts'
+import { PartnerStore, controlPath } from '../../src/partners/store.ts'
 
 let now = Date.UTC(2026, 10, 21, 12, 0, 0)
 const clock = () => now
@@ -158,4 +159,32 @@ t.test('a HEAD counts as a request and answers no rows', async (t) => {
   }
   const report = await usage('cached')
   t.same([report.windows.minute.used, report.windows.minute.rows], [6, 2], 'six requests; the first GET\'s two sites are the only rows answered')
+})
+
+t.test('a limit lowered and raised again within the day: every request of the day still counts', async (t) => {
+  let at = Date.UTC(2026, 10, 21, 12, 0, 0)
+  const { app, dataDir, tokens } = await buildTestApp(t, {
+    sandbox,
+    partners: [{ name: 'Varied', slug: 'varied', tier: 'growth', limitOverrides: { minute: 'unlimited', hour: 'unlimited', day: 10 } }]
+  }, {}, { clock: () => at })
+  const operator = new PartnerStore(controlPath(dataDir))
+  t.teardown(() => operator.close())
+  const day = (limit: number) => {
+    operator.update('varied', { limitOverrides: { minute: 'unlimited', hour: 'unlimited', day: limit } })
+    app.partners.refresh()
+  }
+  const send = async () => {
+    at += 1000
+    return (await app.inject({ method: 'GET', url: `/v1${NEAR}`, headers: { authorization: `Bearer ${tokens.varied}` } })).statusCode
+  }
+  for (let i = 0; i < 8; i++) t.equal(await send(), 200)
+  day(3) // e.g. a move to a smaller tier
+  t.equal(await send(), 429, 'eight in the day, over the new limit')
+  const usageOf = async () => JSON.parse((await app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens.varied}` } })).body)
+  t.same([(await usageOf()).windows.day.used, (await usageOf()).windows.day.remaining], [8, 0], 'the day still holds all eight')
+  day(10) // and back within the day
+  const statuses = []
+  for (let i = 0; i < 4; i++) statuses.push(await send())
+  t.same(statuses, [200, 200, 429, 429], 'two more make ten in the day: no more')
+  t.equal((await usageOf()).windows.day.used, 10)
 })
