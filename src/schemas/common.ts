@@ -23,7 +23,7 @@ export const Longitude = Type.Number({ minimum: -180, maximum: 180, 'x-coordinat
 export const RadiusKm = Type.Number({ exclusiveMinimum: 0, default: 25, description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap' })
 /** The largest category id: datasets, the API's parameter and partners' allow-lists share it (0 and 1 are never served). */
 export const CATEGORY_MAX = 2_147_483_647
-// Any integer is well formed (CONTRACT 5): one that names no category the partner is served,
+// Any integer is well formed (docs/errors.md): one that names no category the partner is served,
 // 0 or 2147483648 as much as 5, is refused as category_not_permitted, not as malformed.
 export const CategoryId = Type.Integer({ description: 'Only sites of this category; it must be in the partner allow-list' })
 export const DemoFlag = Type.Boolean({ default: false, description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0' })
