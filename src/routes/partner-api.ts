@@ -5,7 +5,7 @@
 //   onRequest   token → partner → status → endpoint open (refused: counted nowhere);
 //               then the three windows (not /usage, /categories, /tags: never counted)
 //   preHandler  the dataset (after validation, so demo= is known); then the cache lookup
-//   onSend      the cache's store and its ETag/304 (or, uncached, the compression); then the
+//   onSend      the cache's store and its ETag/304 (or, uncached, no-store and the compression); then the
 //               usage record (rows, telemetry)
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ApiError } from '../errors.ts'
@@ -223,10 +223,12 @@ export default async function partnerApi (app: FastifyInstance) {
     done(null, payload)
   }
 
-  // An answer made for each request (never cached) and sent as JSON text: compressed when asked,
-  // by the rules of the cached answers, which keep their compressed bytes with the entry (store).
-  const compressAnswer: onSendHookHandler = (request, reply, payload, done) => {
-    if (reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
+  // An answer made for each request and never cached (/usage), errors included: no cache is to
+  // keep it either. With the `compressed` flag, a 200 sent as JSON text is compressed when asked,
+  // by the rules of the cached answers (which keep their compressed bytes with the entry: store).
+  const uncached = (compressed: boolean): onSendHookHandler => (request, reply, payload, done) => {
+    reply.header('cache-control', 'no-store')
+    if (!compressed || reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
     reply.header('vary', 'accept-encoding')
     const encoding = encodingFor(request.headers['accept-encoding'], Buffer.byteLength(payload))
     if (encoding === undefined) return done(null, payload)
@@ -239,7 +241,7 @@ export default async function partnerApi (app: FastifyInstance) {
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
-    attach(route, 'onSend', cached ? store : compressed && compressAnswer, counted && record(endpoint))
+    attach(route, 'onSend', cached ? store : uncached(compressed), counted && record(endpoint))
   })
 
   await app.register(sitesRoutes)

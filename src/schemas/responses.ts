@@ -74,10 +74,11 @@ const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing wind
  * The response headers of a partner operation, added to its documented responses (OpenAPI form):
  * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
  * operations, not refused before it), Retry-After on 429; on cached operations ETag, Cache-Control
- * and Vary on 200, and a 304 with them, and Cache-Control: no-store on errors; Vary on the 200 of
- * the other operations whose answers are compressed.
+ * and Vary on 200, and a 304 with them; Cache-Control: no-store on every other partner answer; Vary on the
+ * 200 of the other operations whose answers are compressed.
  */
-export function withHeaders (responses: Record<string, OpenApiResponse>, route: { counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }) {
+export function withHeaders (responses: Record<string, OpenApiResponse>, route: { endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }) {
+  const partner = route.endpoint !== undefined // public routes (the index) send X-Request-Id alone
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
     const when = required ? '' : ` Sent ${only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''}when at least one of the partner's windows is limited.`
     return Object.fromEntries(Object.entries(RATE_LIMIT).map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
@@ -94,13 +95,14 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
     if (status === '200') {
       if (route.counted) Object.assign(headers, rateLimit(false))
       if (route.cached) Object.assign(headers, fresh)
-      else if (route.compressed) headers.Vary = vary
+      else if (partner) headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept', 'string', true)
+      if (!route.cached && route.compressed) headers.Vary = vary
     } else {
       const codes = (response.content?.['application/json']?.schema as { properties?: { code?: { enum?: ErrorCode[] } } } | undefined)?.properties?.code?.enum ?? []
       const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))
       if (route.counted && counted.length > 0) Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
       if (status === '429') headers['Retry-After'] = RETRY_AFTER
-      if (route.cached) headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
+      if (partner) headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
     }
     headers['X-Request-Id'] = REQUEST_ID
     out[status] = { ...response, headers }

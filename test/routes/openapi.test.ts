@@ -85,7 +85,7 @@ const HEADERS: Record<string, Record<string, string>> = {
   '/v1/sites/{id}': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
   '/v1/categories': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
   '/v1/tags': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
-  '/v1/usage': { 200: 'vary', 400: '', 401: '', 403: '', 500: '' },
+  '/v1/usage': { 200: 'vary no-store', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
   '/v1': { 200: '' }
 }
 const RATE = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']
