@@ -316,12 +316,12 @@ export class PartnerStore {
     const checked = rows.map(checkedRow)
     const shared = sharedKey(checked)
     if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
-    const bySlug = new Map(checked.map((row) => [row.slug, row]))
+    const slugs = new Set(checked.map((row) => row.slug))
     return this.db.transaction(() => {
       const kept = { id: new Map<string, string>(), token_sha256: new Map<string, string>() }
       let replaced = 0
       for (const { slug, id, token_sha256: digest } of this.db.prepare('SELECT slug, id, token_sha256 FROM partners').all() as PartnerRow[]) {
-        if (bySlug.has(slug)) {
+        if (slugs.has(slug)) {
           replaced++
         } else {
           kept.id.set(id, slug)
