@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import {
-  PartnerStoreError, changedColumns, checkedRow, clashMessage, fromRow, newPartnerRow,
+  PartnerStoreError, changedColumns, checkedRow, clashMessage, fromRow, importedRows, newPartnerRow,
   type NewPartner, type Partner, type PartnerChanges, type PartnerRow, type UniqueColumn
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
@@ -54,20 +54,14 @@ return json
 `
 
 // KEYS: partners, digests, version, epoch. ARGV: deadline, a fresh epoch, then slug, id, digest and
-// row JSON of each entry. Adds or replaces partners by slug, all or none: every entry is checked
-// first, against the others and against the partners Redis keeps (those no entry replaces), as
-// control.db's UNIQUE columns would in its one transaction. Two partners with one id would share
-// a rate-limit log; with one digest, a token. Returns { 'ok', created, replaced }, or the clash:
-// { key, entry's slug, other slug, 'file' or 'stored' }; 'late'.
+// row JSON of each entry (no two sharing any of the first three: importedRows). Adds or replaces
+// partners by slug, all or none: every entry is checked first against the partners Redis keeps
+// (those no entry replaces), as control.db's importRows does in its one transaction. Two partners
+// with one id would share a rate-limit log; with one digest, a token. Returns { 'ok', created,
+// replaced }, or the clash: { key, entry's slug, the stored partner's slug }; 'late'.
 const IMPORT = `${tooLate('ARGV[1]', "{ 'late' }")}
-local slugs, ids, digests = {}, {}, {}
-for i = 3, #ARGV, 4 do
-  local slug, id, digest = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  if slugs[slug] then return { 'slug', slug, slug, 'file' } end
-  if ids[id] then return { 'id', slug, ids[id], 'file' } end
-  if digests[digest] then return { 'token_sha256', slug, digests[digest], 'file' } end
-  slugs[slug], ids[id], digests[digest] = true, slug, slug
-end
+local slugs = {}
+for i = 3, #ARGV, 4 do slugs[ARGV[i]] = true end
 local kept, old = {}, {}
 local stored = redis.call('HGETALL', KEYS[1])
 for i = 1, #stored, 2 do
@@ -75,9 +69,9 @@ for i = 1, #stored, 2 do
   if slugs[stored[i]] then old[stored[i]] = row['token_sha256'] else kept[row['id']] = stored[i] end
 end
 for i = 3, #ARGV, 4 do
-  if kept[ARGV[i + 1]] then return { 'id', ARGV[i], kept[ARGV[i + 1]], 'stored' } end
+  if kept[ARGV[i + 1]] then return { 'id', ARGV[i], kept[ARGV[i + 1]] } end
   local owner = redis.call('HGET', KEYS[2], ARGV[i + 2])
-  if owner and not slugs[owner] then return { 'token_sha256', ARGV[i], owner, 'stored' } end
+  if owner and not slugs[owner] then return { 'token_sha256', ARGV[i], owner } end
 end
 if #ARGV == 2 then return { 'ok', 0, 0 } end
 -- the replaced rows' digests out first: one may be another entry's new digest
@@ -121,7 +115,7 @@ export class RedisPartnerStore {
   private readonly scripts: {
     lspCreatePartner (...args: (string | number)[]): Promise<string>
     lspPatchPartner (...args: (string | number)[]): Promise<string>
-    lspImportPartners (...args: (string | number)[]): Promise<[string, number | string, number | string, string?]>
+    lspImportPartners (...args: (string | number)[]): Promise<[string, number | string, number | string]>
     lspMergePartners (...args: (string | number)[]): Promise<number>
     lspPartnersState (...args: string[]): Promise<[string, string]>
   }
@@ -224,11 +218,11 @@ export class RedisPartnerStore {
    */
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
     const args: string[] = []
-    for (const row of rows.map(checkedRow)) args.push(row.slug, row.id, row.token_sha256, JSON.stringify(row))
-    const [result, a, b, where] = await this.scripts.lspImportPartners(...this.allKeys, await this.deadlines.measured(), randomUUID(), ...args)
+    for (const row of importedRows(rows)) args.push(row.slug, row.id, row.token_sha256, JSON.stringify(row))
+    const [result, a, b] = await this.scripts.lspImportPartners(...this.allKeys, await this.deadlines.measured(), randomUUID(), ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
     if (result === 'late') throw new Error(LATE_MESSAGE)
-    throw new PartnerStoreError('conflict', clashMessage(result as UniqueColumn, String(a), String(b), where === 'stored' ? 'in the shared state' : undefined))
+    throw new PartnerStoreError('conflict', clashMessage(result as UniqueColumn, String(a), String(b), 'in the shared state'))
   }
 
   close () {

@@ -250,6 +250,14 @@ export function clashMessage (key: UniqueColumn, slug: string, other: string, wh
   return `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${where === undefined ? '' : `, ${where}`}`
 }
 
+/** The rows of an import, each checked, and no two sharing a slug, id or digest: what either store's importRows takes. */
+export function importedRows (rows: PartnerRow[]): PartnerRow[] {
+  const checked = rows.map(checkedRow)
+  const shared = sharedKey(checked)
+  if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
+  return checked
+}
+
 export class PartnerStore {
   readonly db: Database.Database
 
@@ -313,9 +321,7 @@ export class PartnerStore {
    * two replaced partners' digests.
    */
   importRows (rows: PartnerRow[]): { created: number, replaced: number } {
-    const checked = rows.map(checkedRow)
-    const shared = sharedKey(checked)
-    if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
+    const checked = importedRows(rows)
     const slugs = new Set(checked.map((row) => row.slug))
     return this.db.transaction(() => {
       const kept = { id: new Map<string, string>(), token_sha256: new Map<string, string>() }

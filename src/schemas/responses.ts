@@ -94,9 +94,12 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
     const headers: Record<string, Header> = {}
     if (status === '200') {
       if (route.counted) Object.assign(headers, rateLimit(false))
-      if (route.cached) Object.assign(headers, fresh)
-      else if (partner) headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept', 'string', true)
-      if (!route.cached && route.compressed) headers.Vary = vary
+      if (route.cached) {
+        Object.assign(headers, fresh)
+      } else if (partner) {
+        headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept', 'string', true)
+        if (route.compressed) headers.Vary = vary
+      }
     } else {
       const codes = (response.content?.['application/json']?.schema as { properties?: { code?: { enum?: ErrorCode[] } } } | undefined)?.properties?.code?.enum ?? []
       const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))

@@ -48,7 +48,6 @@ export interface NearbyQuery extends SearchArea {
   tag?: string
 }
 
-/** Names the file's content: part of cache keys and ETags, the same in every process. */
 /**
  * A dataset's version: its name, then what names the file's content. The name first: a sandbox and
  * a production file with the same meta (one copied from the other, then edited) never share

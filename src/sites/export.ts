@@ -55,7 +55,7 @@ export function * readSites (path: string): Generator<SiteRow> {
       yield { ...row, tags: tags.all(row.id) as string[] }
     }
   } catch (err) {
-    throw err instanceof DatasetError ? err : new DatasetError(path, (err as Error).message)
+    throw new DatasetError(path, (err as Error).message) // SQLite's reason ("file is not a database") names no file
   } finally {
     db.close()
     tagDb.close()
