@@ -1,6 +1,9 @@
 // The log of one partner's accepted requests: time (ms) and rows answered, oldest first, in a
-// ring that grows on demand up to a capacity. Exact sliding windows follow from it: a window of
+// ring that grows on demand. Exact sliding windows follow from it: a window of
 // length W with limit L is full when the L-th most recent accepted request is younger than W.
+
+/** Most entries one log keeps (12 MB): bounds a partner's memory when every window is unlimited. */
+export const MAX_LOG_ENTRIES = 1_000_000
 
 export class AcceptLog {
   private times: Float64Array
@@ -12,8 +15,16 @@ export class AcceptLog {
   /** per window length (ms): the sequence number of the window's first entry when last asked */
   private readonly starts = new Map<number, number>()
 
-  constructor (public capacity: number, initial = 16) {
-    const n = Math.max(1, Math.min(capacity, initial))
+  /**
+   * `capacity`: the entries the limits in force need (the log grows to it, doubling). It grows past
+   * it only after limits were tightened within a day, to keep the requests a window still counts:
+   * an entry leaves by age, and the oldest is pushed out only at `max`.
+   */
+  capacity: number
+
+  constructor (capacity: number, initial = 16, private readonly max = MAX_LOG_ENTRIES) {
+    this.capacity = Math.min(max, Math.max(1, capacity))
+    const n = Math.min(this.capacity, Math.max(1, initial))
     this.times = new Float64Array(n)
     this.rows = new Uint32Array(n)
   }
@@ -37,9 +48,10 @@ export class AcceptLog {
 
   push (time: number, rows = 0): number {
     if (this.size === this.times.length) {
-      if (this.times.length < this.capacity) this.grow(Math.min(this.capacity, this.times.length * 2))
+      const length = this.times.length
+      if (length < this.max) this.grow(Math.min(length < this.capacity ? this.capacity : this.max, length * 2))
       else {
-        this.head = (this.head + 1) % this.times.length // full: the oldest entry leaves
+        this.head = (this.head + 1) % length // full: the oldest entry leaves
         this.size--
       }
     }
@@ -108,7 +120,7 @@ export class AcceptLog {
    * requests of the last day, which limits raised again within it must still count; they leave by age.
    */
   resize (capacity: number) {
-    this.capacity = Math.max(1, capacity)
+    this.capacity = Math.min(this.max, Math.max(1, capacity))
     const keep = Math.max(this.capacity, this.size)
     if (this.times.length > keep) this.grow(keep)
   }

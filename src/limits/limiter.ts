@@ -2,7 +2,7 @@
 // requests accepted than its limit. Pure logic: time comes from an injected clock and the
 // counts from a store (LocalStore here; a shared store can take its place behind the interface).
 import { WINDOWS, WINDOW_SECONDS, type Limits, type WindowName } from '../partners/tiers.ts'
-import { AcceptLog } from './accept-log.ts'
+import { AcceptLog, MAX_LOG_ENTRIES } from './accept-log.ts'
 
 export interface WindowSpec {
   name: WindowName
@@ -57,8 +57,6 @@ export interface AsyncLimiterStore {
   state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]>
 }
 
-/** Most entries one partner's log keeps: bounds memory when every window is unlimited. */
-export const MAX_LOG_ENTRIES = 1_000_000
 const DAY_MS = 86_400_000
 
 /** The windows of a partner's limits (the partner routes take them from its profile, made at load). */
@@ -67,20 +65,17 @@ export function windowSpecs (limits: Limits): WindowSpec[] {
 }
 
 /**
- * Entries a log must keep so that every window is exact: every request of the last day, which
- * the limited windows bound (a limit L per W seconds admits at most L * ceil(day / W) a day),
- * and never fewer than the largest limit: that bound holds only for limits in force all day, and
- * a limit tightened by the operator must not cut requests another window still counts.
+ * Entries a log needs under these limits: every request of the last day, which the limited
+ * windows bound (a limit L per W seconds admits at most L * ceil(day / W) a day). Requests
+ * accepted under earlier, looser limits of the day are kept too: the log grows past this for them.
  */
 export function logCapacity (windows: WindowSpec[]): number {
   let bound = MAX_LOG_ENTRIES
-  let largest = 0
   for (const w of windows) {
     if (w.limit === null) continue
     bound = Math.min(bound, Math.max(1, w.limit) * Math.ceil(86_400 / w.seconds))
-    largest = Math.max(largest, w.limit)
   }
-  return Math.min(MAX_LOG_ENTRIES, Math.max(bound, largest))
+  return bound
 }
 
 /** A window's figures; `rows` costs a pass over the window, so only /usage asks for it. */

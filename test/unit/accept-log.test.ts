@@ -5,14 +5,15 @@ import t from 'tap'
 import { AcceptLog } from '../../src/limits/accept-log.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 
-t.test('windowStart agrees with firstAfter through growth, wrap-around, drops and resizes', async (t) => {
+t.test('windowStart agrees with firstAfter through growth, wrap-around, drops, evictions and resizes', async (t) => {
   const random = seededRandom('accept-log')
   const windows = [60_000, 3_600_000, 86_400_000, 5_000]
   let checks = 0
   let walkedFar = 0
   let movedBack = 0
   for (let run = 0; run < 30; run++) {
-    const log = new AcceptLog(1 + Math.floor(random() * 3000), 4)
+    const capacity = 1 + Math.floor(random() * 3000)
+    const log = new AcceptLog(capacity, 4, capacity + Math.floor(random() * 1000)) // a maximum that evicts
     let now = 0
     for (let step = 0; step < 3000; step++) {
       const r = random()
@@ -67,4 +68,19 @@ t.test('dropUntil drops exactly the entries at or before the time, from the olde
   t.same([big.size, big.at(0), big.nextSeq], [678, 4322, 5000], 'a drop longer than the walk is searched')
   big.dropUntil(99_999)
   t.equal(big.size, 0)
+})
+
+t.test('past its capacity the log grows, keeping every entry; only at its maximum does the oldest leave', async (t) => {
+  const log = new AcceptLog(4, 2, 10)
+  for (let i = 0; i < 10; i++) log.push(i, i)
+  t.same([log.size, log.at(0), log.recent(1)], [10, 0, 9], 'ten kept with a capacity of four')
+  log.resize(2)
+  t.same([log.size, log.at(0)], [10, 0], 'a lower capacity drops nothing')
+  log.push(10, 10)
+  log.push(11, 11)
+  t.same([log.size, log.at(0), log.rowsAt(0), log.recent(1), log.nextSeq], [10, 2, 2, 11, 12], 'at the maximum the oldest leave')
+  log.dropUntil(8)
+  t.same([log.size, log.at(0)], [3, 9], 'entries leave by age')
+  log.setRows(11, 7)
+  t.equal(log.rowsAt(2), 7, 'entries are still addressed by their sequence number')
 })

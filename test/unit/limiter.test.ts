@@ -229,3 +229,21 @@ t.test('a limit tightened after a busy day keeps the day exact (the log is not c
   t.same([r.allowed, r.refusedBy, r.windows[2].used], [false, 'day', 100], 'the day is still full an hour later')
   t.equal(r.retryAfterMs, 86_400_000 - 3_700_000, 'until the 100th most recent leaves the day')
 })
+
+t.test('requests of a day under looser limits stay counted when the log is over its new capacity', async (t) => {
+  const { limiter, at } = setup()
+  const hourly: Limits = { minute: null, hour: 10, day: null } // a log of 240 entries a day
+  for (let i = 0; i < 200; i++) {
+    at(i * 360_000) // 10 an hour for 20 hours
+    t.equal((await limiter.hit('p', hourly)).allowed, true)
+  }
+  const tighter: Limits = { minute: null, hour: 1, day: null } // 24 a day: below the 200 held
+  at(199 * 360_000 + 3_600_001) // the last hour is free
+  const one = await limiter.hit('p', tighter)
+  t.same([one.allowed, one.windows[2].used], [true, 201], 'the unlimited day counts all 201')
+  at(199 * 360_000 + 3_660_001)
+  t.same((await limiter.state('p', tighter)).windows.map((w) => w.used), [0, 1, 201], 'a minute later the day still holds all 201')
+  const capped: Limits = { minute: null, hour: 10, day: 201 }
+  const r = await limiter.hit('p', capped)
+  t.same([r.allowed, r.refusedBy, r.windows[2].used], [false, 'day', 201], 'a day limit set later sees every request of the day')
+})
