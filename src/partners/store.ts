@@ -200,6 +200,8 @@ const EMPTY_ROW: PartnerRow = {
   other_categories: 0, site_by_id: 0, radius_cap_km: 1, max_results: 1, limit_minute: null, limit_hour: null, limit_day: null,
   token_sha256: '', created_at: '', updated_at: ''
 }
+/** A row's insert: a checked row has control.db's columns and no other. */
+const INSERT_ROW = `INSERT INTO partners (${Object.keys(EMPTY_ROW).join(', ')}) VALUES (${Object.keys(EMPTY_ROW).map((k) => '@' + k).join(', ')})`
 const LIMIT_COLUMN: Record<WindowName, keyof PartnerRow> = { minute: 'limit_minute', hour: 'limit_hour', day: 'limit_day' }
 
 /**
@@ -342,7 +344,8 @@ export class PartnerStore {
       }
       const remove = this.db.prepare('DELETE FROM partners WHERE slug = ?')
       for (const row of checked) remove.run(row.slug)
-      for (const row of checked) this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
+      const insert = this.db.prepare(INSERT_ROW)
+      for (const row of checked) insert.run(row)
       return { created: checked.length - replaced, replaced }
     }).immediate()
   }
@@ -350,7 +353,7 @@ export class PartnerStore {
   create (input: NewPartner): { partner: Partner, token: string } {
     const { row, token } = newPartnerRow(input)
     try {
-      this.db.prepare(`INSERT INTO partners (${Object.keys(row).join(', ')}) VALUES (${Object.keys(row).map((k) => '@' + k).join(', ')})`).run(row)
+      this.db.prepare(INSERT_ROW).run(row)
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
       throw err
