@@ -18,10 +18,18 @@ async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string })
   })
   // serialised on first request, when every route is declared: the document does not change after
   let document: string | undefined
-  app.get(`${options.apiPrefix}/openapi.json`, { schema: { hide: true } }, (_request, reply) => {
-    document ??= JSON.stringify(app.swagger())
-    // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared cache keeps the forms apart
-    reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding').type('application/json; charset=utf-8').send(document)
+  // HEAD declared with GET, not derived from it, so that @fastify/compress's hook is on it too: a
+  // HEAD then describes the encoding a GET would get, not the plain form
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: `${options.apiPrefix}/openapi.json`,
+    exposeHeadRoute: false,
+    schema: { hide: true },
+    handler: (_request, reply) => {
+      document ??= JSON.stringify(app.swagger())
+      // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared cache keeps the forms apart
+      reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding').type('application/json; charset=utf-8').send(document)
+    }
   })
 }
 

@@ -1,7 +1,9 @@
 // End to end: the real server process on a fresh data directory, a partner made with the real
 // CLI, requests over real HTTP.
 import { existsSync } from 'node:fs'
+import { Agent, request } from 'node:http'
 import { join } from 'node:path'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
 import { admin, startServer } from '../run.ts'
@@ -65,6 +67,27 @@ t.test('fresh data directory: first boot, CLI partner, HTTP queries, graceful st
   t.teardown(() => again.stop('SIGKILL'))
   t.notOk(/lsp_/.test(again.output()), 'no token printed on later boots')
   t.equal((await fetch(`${again.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${demoToken}`)).status, 200)
+
+  // A HEAD of the OpenAPI document describes the encoding a GET gets, and sends no body: the next
+  // answer on the same connection is read whole.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const ask = (method: string, encoding: string) => new Promise<{ status?: number, headers: Record<string, unknown>, body: Buffer }>((resolve, reject) => {
+    request(`${again.url}/v1/openapi.json`, { method, agent, headers: { 'accept-encoding': encoding } }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) })).on('error', reject)
+    }).on('error', reject).end()
+  })
+  const plain = await ask('GET', 'identity')
+  for (const encoding of ['br', 'gzip']) {
+    const head = await ask('HEAD', encoding)
+    const get = await ask('GET', encoding)
+    t.same([head.status, head.headers['content-encoding'], head.headers.vary, head.body.length], [200, encoding, 'accept-encoding', 0], `HEAD, ${encoding}`)
+    t.same([get.status, get.headers['content-encoding']], [200, encoding], `GET after it on the same connection, ${encoding}`)
+    t.same(encoding === 'br' ? brotliDecompressSync(get.body) : gunzipSync(get.body), plain.body, `${encoding}: the document`)
+  }
+  const plainHead = await ask('HEAD', 'identity')
+  t.same([plainHead.headers['content-encoding'], plainHead.headers['content-length']], [undefined, String(plain.body.length)], 'HEAD, plain: the plain length')
+  agent.destroy()
   t.equal(await again.stop('SIGTERM'), 0)
 })
 
