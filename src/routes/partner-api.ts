@@ -15,6 +15,7 @@ import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
 import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
+import { dropsHeadBody } from '../http/head-route.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
@@ -254,16 +255,16 @@ export default async function partnerApi (app: FastifyInstance) {
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
 
 /**
- * Adds hooks after the route's own (the `false`s are hooks this route does not take). The HEAD
- * route Fastify makes for a GET ends its onSend with its own hook, which drops the body: the
- * answer's hooks go before it, so that a HEAD is stored, tagged and recorded as its GET is.
+ * Adds hooks after the route's own (the `false`s are hooks this route does not take). On the HEAD
+ * route Fastify makes for a GET the answer's hooks go before its hook that drops the body
+ * (src/http/head-route.ts), so that a HEAD is stored, tagged and recorded as its GET is.
  */
 function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {
   const given = route[name]
   const own: unknown[] = given === undefined ? [] : Array.isArray(given) ? [...given] : [given]
   const added = hooks.filter((hook) => hook !== false) as unknown[]
   if (added.length === 0) return
-  const at = name === 'onSend' && route.method === 'HEAD' && (own.at(-1) as { name?: string } | undefined)?.name === 'headRouteOnSendHandler' ? own.length - 1 : own.length
+  const at = name === 'onSend' && route.method === 'HEAD' && dropsHeadBody(own.at(-1)) ? own.length - 1 : own.length
   own.splice(at, 0, ...added)
   ;(route as unknown as Record<HookName, unknown[]>)[name] = own
 }

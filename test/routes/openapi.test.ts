@@ -267,3 +267,16 @@ t.test('the document and the docs page are compressed when asked; the partner ro
   t.ok(index.rawPayload.length >= 1024, 'the index is large enough to be compressed')
   t.equal(index.headers['content-encoding'], undefined, 'but it is outside the docs\' context')
 })
+
+t.test('a HEAD of the docs describes what its GET sends, encoding included', async (t) => {
+  for (const url of ['/docs', '/docs/json', '/docs/static/swagger-ui.css', '/docs/static/swagger-initializer.js', '/v1/openapi.json']) {
+    for (const encoding of ['br', 'gzip', 'identity']) {
+      const headers = { 'accept-encoding': encoding }
+      const get = await app.inject({ url, headers })
+      const head = await app.inject({ method: 'HEAD', url, headers })
+      const described = (r: typeof get) => [r.statusCode, r.headers['content-encoding'], r.headers['content-length'], r.headers.vary, r.headers['content-type']]
+      t.same(described(head), described(get), `${url}, ${encoding}`)
+      t.equal(head.rawPayload.length, 0, `${url}, ${encoding}: no body`)
+    }
+  }
+})
