@@ -141,9 +141,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(errors)
   await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
-  // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body).
-  app.addHook('onRequest', (request, _reply, done) => {
-    done(request.headers.host === undefined && request.raw.httpVersion === '1.1' ? new ApiError('rest_bad_request') : undefined)
+  // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body). The
+  // connection is closed, as after the requests the parser refuses.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return done()
+    reply.header('connection', 'close')
+    done(new ApiError('rest_bad_request'))
   })
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
