@@ -7,8 +7,8 @@ import { ApiError } from '../src/errors.ts'
 import { JSON_TYPE } from '../src/answers/records.ts'
 
 /** Error bodies are sent as JSON text: the schema serialiser would choose among the shapes of
- * `data.params` with a validator on every error (429s included). */
-const send = (reply: FastifyReply, error: ApiError) => reply.code(error.statusCode).type(JSON_TYPE).send(error.toJson())
+ * `data.params` with a validator on every error (429s included). No cache is to keep one. */
+const send = (reply: FastifyReply, error: ApiError) => reply.code(error.statusCode).type(JSON_TYPE).header('cache-control', 'no-store').send(error.toJson())
 
 async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {

@@ -115,7 +115,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')
-      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).code(400).send(new ApiError('rest_bad_request').toBody())
+      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).header('cache-control', 'no-store').code(400).send(new ApiError('rest_bad_request').toBody())
     },
     // Closing (SIGTERM): idle keep-alive connections are closed at once; a request already on a
     // connection is answered in full (with Connection: close) rather than refused with Fastify's

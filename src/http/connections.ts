@@ -44,7 +44,7 @@ export function connectionCaps (configured: ConnectionCaps, fileLimit = openFile
 export function rawResponse (error: ApiError, requestId: string = randomUUID()): string {
   const body = error.toJson()
   return `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
-    `Content-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Content-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
     `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
 }
 

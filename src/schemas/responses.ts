@@ -74,7 +74,7 @@ const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing wind
  * The response headers of a partner operation, added to its documented responses (OpenAPI form):
  * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
  * operations, not refused before it), Retry-After on 429; on cached operations ETag, Cache-Control
- * and Vary on 200, and a 304 with them; Cache-Control: no-store on every other partner answer; Vary on the
+ * and Vary on 200, and a 304 with them; Cache-Control: no-store on every error and every other partner answer; Vary on the
  * 200 of the other operations whose answers are compressed.
  */
 export function withHeaders (responses: Record<string, OpenApiResponse>, route: { endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }) {
@@ -105,7 +105,7 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
       const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))
       if (route.counted && counted.length > 0) Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
       if (status === '429') headers['Retry-After'] = RETRY_AFTER
-      if (partner) headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
+      headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
     }
     headers['X-Request-Id'] = REQUEST_ID
     out[status] = { ...response, headers }

@@ -84,7 +84,7 @@ t.test('idle sockets past the caps are refused; other clients are served; timeou
   const refusal = split(greedy.find((c) => c.closed)!.received)
   t.equal(refusal.statusLine, 'HTTP/1.1 503 Service Unavailable')
   t.equal(refusal.body, TOO_MANY)
-  t.same(Object.keys(refusal.headers), ['content-type', 'content-length', 'x-request-id', 'connection'])
+  t.same(Object.keys(refusal.headers), ['content-type', 'content-length', 'cache-control', 'x-request-id', 'connection'])
   t.match(refusal.headers['x-request-id'], UUID)
 
   // Another client is served meanwhile, on a connection it keeps.

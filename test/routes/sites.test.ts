@@ -220,6 +220,7 @@ t.test('unknown paths and methods: rest_no_route, with or without a token', asyn
     const res = await app.inject({ method, url })
     t.equal(res.statusCode, 404, `${method} ${url}`)
     t.same(JSON.parse(res.body), body)
+    t.equal(res.headers['cache-control'], 'no-store', 'no cache is to keep an error')
     t.notOk(res.body.includes(tokens.live))
   }
 })
@@ -273,5 +274,6 @@ t.test('a URL the router cannot decode: rest_bad_request, and the token is not e
     t.same(JSON.parse(res.body), error('rest_bad_request', 400, 'The request is malformed.'))
     t.notOk(res.body.includes(tokens.live))
     t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/)
+    t.equal(res.headers['cache-control'], 'no-store', url)
   }
 })
