@@ -473,7 +473,7 @@ function declareCommands (program: Command, command: Declare) {
     .option('--name <NAME>', 'its name, 1 to 200 characters')
     .addOption(choice('--tier <TIER>', 'its tier', TIERS))
     .addOption(choice('--environment <ENV>', 'the dataset it is served', ENVIRONMENTS))
-    .addOption(choice('--status <STATUS>', 'suspended and inactive stop its token', STATUSES))
+    .addOption(choice('--status <STATUS>', 'pending and suspended stop its token (403)', STATUSES))
     .option('--categories <IDS>', 'the categories it may ask for, e.g. 4,7')
     .addOption(choice('--other-categories <on|off>', 'categories 8 and above in its allow-list served', ['on', 'off']))
     .addOption(choice('--site-by-id <on|off>', 'GET /sites/{id} open to it', ['on', 'off']))

@@ -157,7 +157,7 @@ t.test('--help: generated for the program, each group and each command, on stdou
     '--max-results', '--limit-minute', '--limit-hour', '--limit-day', '--json', '-h, --help']) {
     t.match(update.stdout, new RegExp(`\n {2}${option}[ <]`), option)
   }
-  t.match(update.stdout, /--status <STATUS> +suspended and inactive stop its token\n +\(choices: "pending", "active", "suspended"\)/)
+  t.match(update.stdout, /--status <STATUS> +pending and suspended stop its token \(403\)\n +\(choices: "pending", "active", "suspended"\)/)
   t.same(await run('partners', 'update', 'heli', '--tier', 'gold', '--help'), update, '--help wins over the other options')
   t.match((await run('datasets', 'import', '--help')).stdout, /^usage: npm run admin -- datasets import --dataset sandbox\|production --file PATH \[options\]\n/)
 
