@@ -233,7 +233,9 @@ export class FailoverStore implements AsyncLimiterStore {
   private hitAlone (key: string, windows: WindowSpec[], now: number): HitResult {
     const alone = this.windowsAlone(key, windows, now)
     const log = alone.log
-    if (now < log.newest) now = log.newest // the clock stepped back: keep the log in order
+    // the clock stepped back: logged at the newest entry's time (the log stays in order), but
+    // checked at now, entries ahead of it counted, so that waits are on the clock clients wait by
+    const time = now < log.newest ? log.newest : now
     let refusedBy: WindowSpec['name'] | undefined
     let retryAfterMs = 0
     for (const w of windows) {
@@ -248,14 +250,13 @@ export class FailoverStore implements AsyncLimiterStore {
       return { allowed: false, refusedBy, retryAfterMs, windows: windows.map((w) => alone.state(w, now, this.share, false)) }
     }
     log.dropUntil(now - DAY_MS)
-    const seq = log.push(now)
+    const seq = log.push(time)
     // negative: an entry of the log kept alone
     return { allowed: true, seq: -1 - seq, windows: windows.map((w) => alone.state(w, now, this.share, false)) }
   }
 
   private stateAlone (key: string, windows: WindowSpec[], now: number): WindowState[] {
     const alone = this.windowsAlone(key, windows, now)
-    if (now < alone.log.newest) now = alone.log.newest
     return windows.map((w) => alone.state(w, now, this.share, true))
   }
 

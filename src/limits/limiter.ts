@@ -107,7 +107,10 @@ export class LocalStore implements SyncLimiterStore {
     let log = this.logs.get(key)
     const capacity = logCapacity(windows)
     if (log && log.capacity !== capacity) log.resize(capacity)
-    if (log && now < log.newest) now = log.newest // the clock stepped back: keep the log in order
+    // the clock stepped back: the request is logged at the newest entry's time, to keep the log in
+    // order, but the windows are checked at `now` (counting the entries ahead of it): the waits and
+    // resets are then on the clock the client waits by, and a retry after Retry-After is accepted
+    const time = log && now < log.newest ? log.newest : now
     let refusedBy: WindowName | undefined
     let retryAfterMs = 0
     for (const w of windows) {
@@ -129,7 +132,7 @@ export class LocalStore implements SyncLimiterStore {
     }
     if (!log) this.logs.set(key, log = new AcceptLog(capacity))
     log.dropUntil(now - DAY_MS)
-    const seq = log.push(now)
+    const seq = log.push(time)
     this.dirty.add(key)
     return { allowed: true, seq, windows: windows.map((w) => windowState(log, w, now)) }
   }
@@ -143,7 +146,6 @@ export class LocalStore implements SyncLimiterStore {
 
   state (key: string, windows: WindowSpec[], now: number): WindowState[] {
     const log = this.logs.get(key)
-    if (log && now < log.newest) now = log.newest
     return windows.map((w) => windowState(log, w, now, true))
   }
 

@@ -17,13 +17,17 @@ const KEEP_MS = DAY_MS + 60_000
 const TOO_LATE = tooLate('ARGV[2]', '{ -1 }')
 
 // KEYS: log, seq, rows. ARGV: now, deadline, then limit (-1: unlimited) and length in ms of each
-// window. Returns: allowed (-1: too late), seq, now, refused window (1-based, 0: none), wait ms,
-// then used and the oldest entry's time of each window.
+// window. Returns: allowed (-1: too late), seq, the newest entry's time (now if later), refused
+// window (1-based, 0: none), wait ms, then used and the oldest entry's time of each window.
+// A clock behind the log's newest entry (stepped back, or an instance behind another): the request
+// is logged at that entry's time (the log stays in order), but the windows are checked at now,
+// counting the entries ahead of it, so that waits are on the clock the client waits by.
 const HIT = `${TOO_LATE}
 local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
+local time = now
 local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
-if #newest > 0 and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
+if #newest > 0 and tonumber(newest[2]) > time then time = tonumber(newest[2]) end
 local windows = (#ARGV - 2) / 2
 local refused, wait = 0, 0
 for i = 1, windows do
@@ -45,11 +49,11 @@ if refused == 0 then
   redis.call('ZREMRANGEBYSCORE', log, '-inf', expired)
   redis.call('ZREMRANGEBYSCORE', rowsKey, '-inf', expired)
   seq = redis.call('INCR', seqKey)
-  redis.call('ZADD', log, now, seq)
+  redis.call('ZADD', log, time, seq)
   redis.call('PEXPIRE', log, ${KEEP_MS})
   redis.call('PEXPIRE', seqKey, ${KEEP_MS})
 end
-local out = { refused == 0 and 1 or 0, seq, now, refused, wait }
+local out = { refused == 0 and 1 or 0, seq, time, refused, wait }
 for i = 1, windows do
   local from = string.format('(%.0f', now - tonumber(ARGV[i * 2 + 2]))
   local used = redis.call('ZCOUNT', log, from, '+inf')
@@ -71,13 +75,14 @@ return 1
 `
 
 // KEYS: log, rows. ARGV: now, then the length in ms of each window.
-// Returns: now, then used, oldest and rows of each window.
+// Returns: the newest entry's time (now if later), then used, oldest and rows of each window (at now).
 const STATE = `
 local log, rowsKey = KEYS[1], KEYS[2]
 local now = tonumber(ARGV[1])
+local time = now
 local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
-if #newest > 0 and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
-local out = { now }
+if #newest > 0 and tonumber(newest[2]) > time then time = tonumber(newest[2]) end
+local out = { time }
 for i = 2, #ARGV do
   local from = string.format('(%.0f', now - tonumber(ARGV[i]))
   local used = redis.call('ZCOUNT', log, from, '+inf')
@@ -186,9 +191,9 @@ export class RedisStore implements AsyncLimiterStore {
     for (const w of windows) args.push(w.limit ?? -1, w.seconds * 1000)
     const r = await this.scripts.lspHit(k.log, k.seq, k.rows, ...args)
     if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
-    const at = r[2]
-    const states = windows.map((w, i) => stateOf(w, r[5 + i * 2], r[6 + i * 2], 0, at))
-    this.remember(key, at, states)
+    // the counts are remembered at the newest entry's time: none of them is later
+    const states = windows.map((w, i) => stateOf(w, r[5 + i * 2], r[6 + i * 2], 0, now))
+    this.remember(key, r[2], states)
     if (r[0] === 1) return { allowed: true, seq: r[1], windows: states }
     return { allowed: false, refusedBy: windows[r[3] - 1].name, retryAfterMs: r[4], windows: states }
   }
@@ -201,7 +206,7 @@ export class RedisStore implements AsyncLimiterStore {
   async state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
     const k = this.keys(key)
     const r = await this.scripts.lspState(k.log, k.rows, now, ...windows.map((w) => w.seconds * 1000))
-    const states = windows.map((w, i) => stateOf(w, r[1 + i * 3], r[2 + i * 3], r[3 + i * 3], r[0]))
+    const states = windows.map((w, i) => stateOf(w, r[1 + i * 3], r[2 + i * 3], r[3 + i * 3], now))
     this.remember(key, r[0], states)
     return states
   }

@@ -123,4 +123,24 @@ if (!skippedWithoutRedis(t)) {
     t.same(await used(a.limiter, 'quick', limits), [30, 30, 30], 'put back')
     t.equal((await a.limiter.hit('quick', limits)).allowed, false)
   })
+
+  t.test('alone, with the clock stepped back: a retry after Retry-After is accepted', async (t) => {
+    const limits: Limits = { minute: 4, hour: null, day: null }
+    now += 3_600_000
+    t.same(await used(a.limiter, 'stepped', limits), [0, 0, 0], 'an answer: nothing used')
+    await down()
+    const start = now
+    t.equal(await admitted(a.limiter, 'stepped', limits, 3), 2, 'a: half of the 4')
+    now = start - 50_000 // logged at start, the two leave the minute at start + 60 s on this clock
+    const r = await a.limiter.hit('stepped', limits)
+    t.equal(r.allowed, false)
+    const wait = Math.ceil(r.retryAfterMs! / 1000)
+    const usage = await a.limiter.state('stepped', limits)
+    t.equal(usage.now + usage.windows[0].resetsInMs!, start + 60_000, '/usage: resets when the two leave')
+    now = start - 50_000 + wait * 1000
+    t.equal((await a.limiter.hit('stepped', limits)).allowed, true, 'a request sent Retry-After seconds later is accepted')
+    now = start + 60_000
+    await redis.start()
+    await back(a, b)
+  })
 }

@@ -206,7 +206,27 @@ t.test('a clock that steps back does not break the log', async (t) => {
   for (let i = 0; i < 30; i++) await limiter.hit('p', DEMO)
   at(50_000)
   const r = await limiter.hit('p', DEMO)
-  t.same([r.allowed, r.retryAfterMs], [false, 60_000])
+  t.same([r.allowed, r.retryAfterMs], [false, 110_000], 'until the 30 logged at 100 s leave the minute, on this clock')
+})
+
+t.test('a clock stepped back: Retry-After and the reset are counted on the clock the client waits by', async (t) => {
+  const { limiter, at } = setup()
+  const limits: Limits = { minute: 2, hour: null, day: null }
+  at(100_000)
+  for (let i = 0; i < 2; i++) t.equal((await limiter.hit('p', limits)).allowed, true)
+  at(50_000) // stepped back 50 s: the two requests are logged at 100 s, so they leave the minute at 160 s
+  const r = await limiter.hit('p', limits)
+  t.equal(r.allowed, false)
+  const wait = retryAfterSeconds(r.retryAfterMs!)
+  const headers = rateLimitHeaders(r.windows, r.now)
+  t.equal(headers['x-ratelimit-reset'], '160', 'the window frees up at 160 s on this clock')
+  t.equal(headers.ratelimit, `"minute";r=0;t=${wait}`, 'RateLimit t= says the same wait as Retry-After')
+  const usage = await limiter.state('p', limits)
+  t.equal(usage.now + usage.windows[0].resetsInMs!, 160_000, '/usage: resets_at is when the oldest leaves')
+  at(50_000 + wait * 1000 - 1000)
+  t.equal((await limiter.hit('p', limits)).allowed, false, 'a second before Retry-After: still refused')
+  at(50_000 + wait * 1000)
+  t.equal((await limiter.hit('p', limits)).allowed, true, 'a request sent Retry-After seconds later is accepted')
 })
 
 t.test('model check against a reference sliding log', async (t) => {

@@ -3,7 +3,7 @@
 // rows, usage state, a clock that steps back, and requests merged in after an outage.
 import t from 'tap'
 import { Redis } from 'ioredis'
-import { RateLimiter, windowSpecs } from '../../src/limits/limiter.ts'
+import { RateLimiter, rateLimitHeaders, retryAfterSeconds, windowSpecs } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -59,6 +59,22 @@ if (!skippedWithoutRedis(t)) {
     t.equal(back.now, now, 'the clock read')
     now += 30_000
     t.equal((await limiters[0].state('rows', limits)).windows[0].used, 3)
+  })
+
+  t.test('a clock stepped back (or an instance behind another): a retry after Retry-After is accepted', async (t) => {
+    const limits: Limits = { minute: 2, hour: null, day: null }
+    const start = now
+    for (let i = 0; i < 2; i++) t.equal((await limiters[0].hit('behind', limits)).allowed, true)
+    now = start - 50_000 // logged at start, they leave the minute at start + 60 s on this clock
+    const r = await limiters[1].hit('behind', limits)
+    t.equal(r.allowed, false)
+    const wait = retryAfterSeconds(r.retryAfterMs!)
+    t.equal(rateLimitHeaders(r.windows, r.now)['x-ratelimit-reset'], String(Math.ceil((start + 60_000) / 1000)), 'the window frees up at start + 60 s')
+    const usage = await limiters[2].state('behind', limits)
+    t.equal(usage.now + usage.windows[0].resetsInMs!, start + 60_000, '/usage: resets_at is when the oldest leaves')
+    now = start - 50_000 + wait * 1000
+    t.equal((await limiters[1].hit('behind', limits)).allowed, true, 'a request sent Retry-After seconds later is accepted')
+    now = start + 60_000
   })
 
   const reasonOf = (p: Promise<unknown>) => p.then(() => 'no error', (err: { reason?: string }) => err.reason)
