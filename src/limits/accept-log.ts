@@ -62,11 +62,13 @@ export class AcceptLog {
     return this.nextSeq++
   }
 
-  /** Sets the rows of entry `seq`, if it is still in the log. */
-  setRows (seq: number, rows: number) {
+  /** Sets the rows of entry `seq`, if it is still in the log; the entry's time, or undefined if not. */
+  setRows (seq: number, rows: number): number | undefined {
     const age = this.nextSeq - 1 - seq
-    if (age < 0 || age >= this.size) return
-    this.rows[(this.head + this.size - 1 - age) % this.rows.length] = rows
+    if (age < 0 || age >= this.size) return undefined
+    const i = (this.head + this.size - 1 - age) % this.rows.length
+    this.rows[i] = rows
+    return this.times[i]
   }
 
   /** Index (oldest = 0) of the first entry with time > after; size when none. */

@@ -72,7 +72,7 @@ export function counterSaver (db: Database.Database, store: LocalStore, clock: (
       })()
       savedUntil = Math.floor((now - RESAVE_MS) / 1000) * 1000
     } catch (err) {
-      for (const { key } of dirty) store.dirty.add(key)
+      for (const { key, buckets } of dirty) if (buckets.length > 0) store.markDirty(key, buckets[0].second * 1000)
       throw err
     }
   }

@@ -100,8 +100,17 @@ export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: 
 export class LocalStore implements SyncLimiterStore {
   readonly synchronous = true
   readonly logs = new Map<string, AcceptLog>()
-  /** keys changed since the last save */
-  readonly dirty = new Set<string>()
+  /**
+   * Keys changed since the last save, each with the time of its earliest entry changed (accepted,
+   * or given its rows): the save starts from that entry's second, wherever the clock is by then.
+   */
+  readonly dirty = new Map<string, number>()
+
+  /** Marks `key` changed from the entry at `time` on. */
+  markDirty (key: string, time: number) {
+    const since = this.dirty.get(key)
+    if (since === undefined || time < since) this.dirty.set(key, time)
+  }
 
   hit (key: string, windows: WindowSpec[], now: number): HitResult {
     let log = this.logs.get(key)
@@ -133,15 +142,15 @@ export class LocalStore implements SyncLimiterStore {
     if (!log) this.logs.set(key, log = new AcceptLog(capacity))
     log.dropUntil(now - DAY_MS)
     const seq = log.push(time)
-    this.dirty.add(key)
+    if (!this.dirty.has(key)) this.dirty.set(key, time) // entries are in time order: the first is the earliest
     return { allowed: true, seq, windows: windows.map((w) => windowState(log, w, now)) }
   }
 
   setRows (key: string, seq: number, rows: number) {
     const log = this.logs.get(key)
     if (!log) return
-    log.setRows(seq, rows)
-    this.dirty.add(key)
+    const time = log.setRows(seq, rows)
+    if (time !== undefined) this.markDirty(key, time)
   }
 
   state (key: string, windows: WindowSpec[], now: number): WindowState[] {
@@ -151,16 +160,18 @@ export class LocalStore implements SyncLimiterStore {
 
   /**
    * For saving: per key changed since the last call, the accepted requests and their rows per
-   * second, for the seconds from `sinceMs` on (earlier seconds were saved before and do not
-   * change). Marks the keys clean.
+   * second, for the seconds from `sinceMs` on, and from the second of its earliest entry changed
+   * if that is earlier (a request's rows set late, or entries logged behind a clock that had run
+   * ahead at an earlier save). Marks the keys clean.
    */
   takeDirty (sinceMs: number): { key: string, buckets: SecondBucket[] }[] {
     const out: { key: string, buckets: SecondBucket[] }[] = []
-    for (const key of this.dirty) {
+    for (const [key, changed] of this.dirty) {
       const log = this.logs.get(key)
       if (!log) continue
       const buckets: SecondBucket[] = []
-      for (let i = log.firstAfter(sinceMs - 1); i < log.size; i++) {
+      const from = Math.min(sinceMs, Math.floor(changed / 1000) * 1000) // a whole second: each bucket is saved whole
+      for (let i = log.firstAfter(from - 1); i < log.size; i++) {
         const second = Math.floor(log.at(i) / 1000)
         const last = buckets[buckets.length - 1]
         if (last && last.second === second) {
