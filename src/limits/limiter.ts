@@ -247,18 +247,24 @@ export function ratelimitPolicy (windows: WindowSpec[]): string {
   return windows.filter((w) => w.limit !== null).map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ')
 }
 
-/** IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. */
-export function rateLimitHeaders (windows: WindowState[], now: number, policy = ratelimitPolicy(windows)): Record<string, string> {
+/**
+ * IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. `refusal`: a 429's
+ * window and wait, which its fields describe: a window holding more than its limit (lowered within
+ * it) frees up a request only once enough have left, later than its oldest leaves.
+ */
+export function rateLimitHeaders (windows: WindowState[], now: number, policy = ratelimitPolicy(windows), refusal?: { window: WindowName, retryAfterMs: number }): Record<string, string> {
   const headers: Record<string, string> = {}
   if (policy === '') return headers
   headers['ratelimit-policy'] = policy
-  const t = tightestWindow(windows)!
-  const resetSeconds = seconds(t.resetsInMs!)
+  const refused = refusal && windows.find((w) => w.name === refusal.window)
+  const t = refused ?? tightestWindow(windows)!
+  const freesInMs = refused ? refusal!.retryAfterMs : t.resetsInMs!
+  const resetSeconds = refused ? retryAfterSeconds(freesInMs) : seconds(freesInMs)
   headers.ratelimit = `"${t.name}";r=${t.remaining};t=${resetSeconds}`
   headers['x-ratelimit-limit'] = String(t.limit)
   headers['x-ratelimit-remaining'] = String(t.remaining)
   headers['x-ratelimit-used'] = String(t.used)
-  headers['x-ratelimit-reset'] = String(Math.ceil((now + t.resetsInMs!) / 1000))
+  headers['x-ratelimit-reset'] = String(Math.ceil((now + freesInMs) / 1000))
   return headers
 }
 

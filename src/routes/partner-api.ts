@@ -105,7 +105,8 @@ export default async function partnerApi (app: FastifyInstance) {
   // and the rows' record are chosen here, once, for that kind.
   const counts = limiter.store
   const admit = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number) => {
-    reply.headers(rateLimitHeaders(result.windows, now, request.partner.ratelimitPolicy))
+    const refusal = result.allowed ? undefined : { window: result.refusedBy!, retryAfterMs: result.retryAfterMs! }
+    reply.headers(rateLimitHeaders(result.windows, now, request.partner.ratelimitPolicy, refusal))
     if (!result.allowed) {
       const retryAfter = retryAfterSeconds(result.retryAfterMs!)
       metrics.rateLimited(request.partner.tier)

@@ -61,11 +61,11 @@ const REQUEST_ID = header('This request\'s id: the X-Request-Id sent, when it is
 
 const RATE_LIMIT: Record<string, [string, 'string' | 'integer']> = {
   'RateLimit-Policy': ['Each limited window of the partner: its name, its limit (q) and its length in seconds (w), e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400', 'string'],
-  RateLimit: ['The tightest window (fewest requests left; minute before hour before day on a tie): its name, the requests left (r) and the seconds until a counted request leaves it (t), e.g. "minute";r=12;t=34', 'string'],
+  RateLimit: ['The tightest window (fewest requests left; minute before hour before day on a tie; on a 429, the window that refused): its name, the requests left (r) and the seconds until a request frees up in it (t; on a 429, Retry-After), e.g. "minute";r=12;t=34', 'string'],
   'X-RateLimit-Limit': ['The tightest window\'s limit', 'integer'],
   'X-RateLimit-Remaining': ['Requests left in the tightest window', 'integer'],
   'X-RateLimit-Used': ['Requests counted in the tightest window (an accepted request counts itself)', 'integer'],
-  'X-RateLimit-Reset': ['When a counted request leaves the tightest window, in UTC epoch seconds', 'integer']
+  'X-RateLimit-Reset': ['When a request frees up in the tightest window, in UTC epoch seconds', 'integer']
 }
 
 const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing window has room again: a request sent that much later is accepted, unless others were sent meanwhile', 'integer', true)
