@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis'
 import { INSTANCE_STALE_MS } from '../instances/instances.ts'
 import { AcceptLog } from './accept-log.ts'
 import { logCapacity, type AsyncLimiterStore, type HitResult, type WindowSpec, type WindowState } from './limiter.ts'
-import type { Answer, RedisStore } from './redis-store.ts'
+import type { Accepted, Answer, RedisStore } from './redis-store.ts'
 
 /** Where the way down says what happened (the app's logger). */
 interface StoreLog {
@@ -139,12 +139,12 @@ class AloneWindows {
     return { name, seconds, limit: shareOfLimit, used: shareOfLimit - remaining, remaining, rows, resetsInMs: next === Infinity ? 0 : next - now }
   }
 
-  /** The times of the requests accepted alone and not yet in Redis, and where they end. */
-  unmerged (): { times: number[], upTo: number } {
-    const times: number[] = []
+  /** The requests accepted alone and not yet in Redis (time and rows of each), and where they end. */
+  unmerged (): { accepted: Accepted[], upTo: number } {
+    const accepted: Accepted[] = []
     const first = this.log.nextSeq - this.log.size
-    for (let i = Math.max(0, this.mergedSeq - first); i < this.log.size; i++) times.push(this.log.at(i))
-    return { times, upTo: this.log.nextSeq }
+    for (let i = Math.max(0, this.mergedSeq - first); i < this.log.size; i++) accepted.push({ time: this.log.at(i), rows: this.log.rowsAt(i) })
+    return { accepted, upTo: this.log.nextSeq }
   }
 }
 
@@ -388,14 +388,14 @@ export class FailoverStore implements AsyncLimiterStore {
         const work: (() => Promise<void>)[] = []
         for (const key of new Set([...putBack, ...this.alone.keys()])) {
           const alone = this.alone.get(key)
-          const { times, upTo } = alone ? alone.unmerged() : { times: [], upTo: 0 }
+          const { accepted, upTo } = alone ? alone.unmerged() : { accepted: [], upTo: 0 }
           const known = putBack.has(key) ? this.remote.answers.get(key) : undefined
-          if (!known && times.length === 0) continue
+          if (!known && accepted.length === 0) continue
           const seconds = (known ? known.windows : alone!.windows).map((w) => w.seconds)
-          work.push(() => this.remote.rejoin(key, seconds, known, times, now).then(() => {
+          work.push(() => this.remote.rejoin(key, seconds, known, accepted, now).then(() => {
             putBack.delete(key)
             if (alone) alone.mergedSeq = upTo
-            merged += times.length
+            merged += accepted.length
           }))
         }
         pending = work.length > 0

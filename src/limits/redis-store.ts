@@ -99,16 +99,16 @@ end
 return out
 `
 
-// KEYS: log, seq. ARGV: now, deadline, the number of windows n, their lengths in ms (shortest
-// first), the time of the counts known (-1: none), the known used count of each window, then the
-// times of requests accepted alone. After an outage: what was known to be in the log is put back
-// where the log lacks it (a Redis restarted empty), each request at the latest time it can have
-// (in the hour's count but not the minute's: a minute before), so that it stays in every window
-// at least as long as it did; where the log still has it (or another instance put it back)
-// nothing is added. Then the requests accepted alone are added.
+// KEYS: log, seq, rows. ARGV: now, deadline, the number of windows n, their lengths in ms
+// (shortest first), the time of the counts known (-1: none), the known used count of each window,
+// then the time and rows of each request accepted alone. After an outage: what was known to be in
+// the log is put back where the log lacks it (a Redis restarted empty), each request at the latest
+// time it can have (in the hour's count but not the minute's: a minute before), so that it stays
+// in every window at least as long as it did; where the log still has it (or another instance put
+// it back) nothing is added. Then the requests accepted alone are added, with their rows.
 // Returns: now (-1: too late), then used of each window.
 const REJOIN = `${TOO_LATE}
-local log, seqKey = KEYS[1], KEYS[2]
+local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[3])
 local function add (time, count)
   for _ = 1, count do redis.call('ZADD', log, time, redis.call('INCR', seqKey)) end
@@ -124,9 +124,14 @@ if at >= 0 then
     tier = at - ms
   end
 end
-for i = 5 + 2 * n, #ARGV do add(ARGV[i], 1) end
+for i = 5 + 2 * n, #ARGV, 2 do
+  local seq = redis.call('INCR', seqKey)
+  redis.call('ZADD', log, ARGV[i], seq)
+  if ARGV[i + 1] ~= '0' then redis.call('ZADD', rowsKey, ARGV[i], seq .. ':' .. ARGV[i + 1]) end
+end
 redis.call('PEXPIRE', log, ${KEEP_MS})
 redis.call('PEXPIRE', seqKey, ${KEEP_MS})
+if redis.call('EXISTS', rowsKey) == 1 then redis.call('PEXPIRE', rowsKey, ${KEEP_MS}) end
 local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
 if #newest > 0 and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
 local out = { now }
@@ -142,7 +147,7 @@ interface Scripts {
   lspHit (log: string, seq: string, rows: string, ...args: number[]): Promise<number[]>
   lspSetRows (log: string, rows: string, seq: number, count: number): Promise<number>
   lspState (log: string, rows: string, ...args: number[]): Promise<number[]>
-  lspRejoin (log: string, seq: string, ...args: number[]): Promise<number[]>
+  lspRejoin (log: string, seq: string, rows: string, ...args: number[]): Promise<number[]>
 }
 
 function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, now: number): WindowState {
@@ -158,6 +163,9 @@ export interface Answer {
   at: number
   windows: readonly { seconds: number, used: number }[]
 }
+
+/** A request an instance accepted alone, added to Redis's log when it answers again. */
+export interface Accepted { time: number, rows: number }
 
 export class RedisStore implements AsyncLimiterStore {
   readonly synchronous = false
@@ -175,7 +183,7 @@ export class RedisStore implements AsyncLimiterStore {
     redis.defineCommand('lspHit', { numberOfKeys: 3, lua: HIT })
     redis.defineCommand('lspSetRows', { numberOfKeys: 2, lua: SET_ROWS })
     redis.defineCommand('lspState', { numberOfKeys: 2, lua: STATE })
-    redis.defineCommand('lspRejoin', { numberOfKeys: 2, lua: REJOIN })
+    redis.defineCommand('lspRejoin', { numberOfKeys: 3, lua: REJOIN })
     this.scripts = redis as unknown as Scripts
   }
 
@@ -235,10 +243,10 @@ export class RedisStore implements AsyncLimiterStore {
 
   /**
    * After an outage: puts back what `known` says the partner's log held, where the log lacks it,
-   * and adds `times`, requests accepted alone; the answer then is remembered. `seconds`: the
-   * windows' lengths, shortest first (those of `known` when given).
+   * and adds `accepted`, requests accepted alone, with their rows; the answer then is remembered.
+   * `seconds`: the windows' lengths, shortest first (those of `known` when given).
    */
-  async rejoin (key: string, seconds: readonly number[], known: Answer | undefined, times: readonly number[], now: number): Promise<void> {
+  async rejoin (key: string, seconds: readonly number[], known: Answer | undefined, accepted: readonly Accepted[], now: number): Promise<void> {
     const k = this.keys(key)
     const head = [now, 0, seconds.length, ...seconds.map((s) => s * 1000)]
     let r: number[] = []
@@ -246,10 +254,10 @@ export class RedisStore implements AsyncLimiterStore {
     do {
       const counts = i === 0 && known ? [known.at, ...known.windows.map((w) => w.used)] : [-1, ...seconds.map(() => 0)]
       head[1] = this.deadlines.now()
-      r = await this.scripts.lspRejoin(k.log, k.seq, ...head, ...counts, ...times.slice(i, i + 1000))
+      r = await this.scripts.lspRejoin(k.log, k.seq, k.rows, ...head, ...counts, ...accepted.slice(i, i + 1000).flatMap((a) => [a.time, a.rows]))
       if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
       i += 1000
-    } while (i < times.length)
+    } while (i < accepted.length)
     this.remember(key, r[0], seconds.map((s, w) => ({ seconds: s, used: r[1 + w] })))
   }
 }

@@ -108,6 +108,26 @@ if (!skippedWithoutRedis(t)) {
     t.equal((await a.limiter.hit('catch-up', limits)).allowed, false)
   })
 
+  t.test('the rows of the requests accepted alone reach Redis with them', async (t) => {
+    const limits: Limits = { minute: 30, hour: null, day: null }
+    now += 3_600_000
+    t.equal((await a.limiter.hit('rows', limits)).allowed, true, 'an answer before the outage')
+    await down()
+    for (const rows of [7, 0, 11]) {
+      const r = await a.limiter.hit('rows', limits)
+      t.equal(r.allowed, true)
+      if (rows > 0) await a.limiter.setRows('rows', r.seq!, rows)
+    }
+    t.same((await a.limiter.state('rows', limits)).windows[0].rows, 18, 'alone: its own rows')
+    await redis.start()
+    await back(a, b)
+    const windows = (await b.limiter.state('rows', limits)).windows
+    // Redis came back empty: the request of before is put back from a's answer, without rows (none known)
+    t.same([windows[0].used, windows[0].rows], [4, 18], 'back: every request and the rows of those accepted alone, on any instance')
+    for (const i of [a, b]) await i.store.tick() // each has seen the other back: no share kept free
+    t.same([a.store.rejoining, b.store.rejoining], [false, false])
+  })
+
   t.test('a Redis restarted empty between two probes, no command failing: noticed on reconnection', async (t) => {
     const limits: Limits = { minute: 30, hour: null, day: null }
     now += 3_600_000

@@ -176,9 +176,11 @@ if (!skippedWithoutRedis(t)) {
     const store = new RedisStore(clients[0], 'test:')
     const limits: Limits = { minute: 10, hour: null, day: null }
     const seconds = [60, 3600, 86400]
-    await store.rejoin('merged', seconds, undefined, [now - 5000, now - 4000, now - 3000, now - 70_000], now)
+    const alone = [{ time: now - 5000, rows: 7 }, { time: now - 4000, rows: 0 }, { time: now - 3000, rows: 1 }, { time: now - 70_000, rows: 100 }]
+    await store.rejoin('merged', seconds, undefined, alone, now)
     let { windows } = await limiters[1].state('merged', limits)
     t.same([windows[0].used, windows[1].used], [3, 4])
+    t.same([windows[0].rows, windows[1].rows], [8, 108], 'their rows too')
     t.same(store.answers.get('merged'), { at: now, windows: [{ seconds: 60, used: 3 }, { seconds: 3600, used: 4 }, { seconds: 86400, used: 4 }] }, 'the answer remembered')
 
     // known now: 2 a minute, 5 an hour, 9 a day; the log has 3, 4 and 4 of them
@@ -201,7 +203,7 @@ if (!skippedWithoutRedis(t)) {
     const limiter = new RateLimiter(store, () => now)
     store.clockOffsetMs = -60_000 // as if it had waited a minute in a Redis that hung
     await t.rejects(store.hit('late', windowSpecs(limits), now), { message: /after its command had timed out here/ })
-    await t.rejects(store.rejoin('late', [60], undefined, [now], now), { message: /after its command had timed out here/ })
+    await t.rejects(store.rejoin('late', [60], undefined, [{ time: now, rows: 3 }], now), { message: /after its command had timed out here/ })
     t.same((await limiters[0].state('late', limits)).windows.map((w) => w.used), [0, 0, 0])
     store.clockOffsetMs = 0
     t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
