@@ -1,6 +1,6 @@
 // The log of one partner's accepted requests: time (ms) and rows answered, oldest first, in a
-// ring that grows on demand. Exact sliding windows follow from it: a window of
-// length W with limit L is full when the L-th most recent accepted request is younger than W.
+// ring that grows on demand. Exact sliding windows follow from it: a window of length W with
+// limit L is full when the L-th most recent accepted request is younger than W.
 
 /** Most entries one log keeps (12 MB): bounds a partner's memory when every window is unlimited. */
 export const MAX_LOG_ENTRIES = 1_000_000
