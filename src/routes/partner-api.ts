@@ -187,7 +187,8 @@ export default async function partnerApi (app: FastifyInstance) {
       reply.removeHeader('content-type')
       return done(null, payload)
     }
-    if (status !== 200 || request.cacheKey === undefined) {
+    if (status !== 200) return done(null, payload) // an error: no-store, from the error handler
+    if (request.cacheKey === undefined) {
       reply.header('cache-control', 'no-store')
       return done(null, payload)
     }
