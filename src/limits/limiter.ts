@@ -231,7 +231,8 @@ const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
 /**
  * The limited window with the least remaining (the first such, minute before hour before day);
  * of windows all spent, the one that frees up last: a request is accepted only once every spent
- * window has room, so its reset is the one a client must wait for (the 429's Retry-After).
+ * window has room, so its reset is the one a client must wait for. (A 429 names the window that
+ * refused it instead: rateLimitHeaders.)
  */
 export function tightestWindow (windows: WindowState[]): WindowState | undefined {
   let tightest: WindowState | undefined

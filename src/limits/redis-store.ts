@@ -16,18 +16,26 @@ const KEEP_MS = DAY_MS + 60_000
 // already decided that request alone and counts it itself. ARGV[2] is the deadline, -1: any time.
 const TOO_LATE = tooLate('ARGV[2]', '{ -1 }')
 
+// The later of t and the time of the newest entry of the log: a clock behind it (stepped back, or
+// an instance behind another) logs a request there, so that the log stays in order.
+const LATEST = `
+local function latest (log, t)
+  local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
+  if #newest > 0 and tonumber(newest[2]) > t then return tonumber(newest[2]) end
+  return t
+end
+`
+
 // KEYS: log, seq, rows. ARGV: now, deadline, then limit (-1: unlimited) and length in ms of each
 // window. Returns: allowed (-1: too late), seq, the newest entry's time (now if later), refused
 // window (1-based, 0: none), wait ms, then used and the oldest entry's time of each window.
 // A clock behind the log's newest entry (stepped back, or an instance behind another): the request
 // is logged at that entry's time (the log stays in order), but the windows are checked at now,
 // counting the entries ahead of it, so that waits are on the clock the client waits by.
-const HIT = `${TOO_LATE}
+const HIT = `${TOO_LATE}${LATEST}
 local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
-local time = now
-local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
-if #newest > 0 and tonumber(newest[2]) > time then time = tonumber(newest[2]) end
+local time = latest(log, now)
 local windows = (#ARGV - 2) / 2
 local refused, wait = 0, 0
 for i = 1, windows do
@@ -76,13 +84,10 @@ return 1
 
 // KEYS: log, rows. ARGV: now, then the length in ms of each window.
 // Returns: the newest entry's time (now if later), then used, oldest and rows of each window (at now).
-const STATE = `
+const STATE = `${LATEST}
 local log, rowsKey = KEYS[1], KEYS[2]
 local now = tonumber(ARGV[1])
-local time = now
-local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
-if #newest > 0 and tonumber(newest[2]) > time then time = tonumber(newest[2]) end
-local out = { time }
+local out = { latest(log, now) }
 for i = 2, #ARGV do
   local from = string.format('(%.0f', now - tonumber(ARGV[i]))
   local used = redis.call('ZCOUNT', log, from, '+inf')
@@ -107,11 +112,13 @@ return out
 // in every window at least as long as it did; where the log still has it (or another instance put
 // it back) nothing is added. Then the requests accepted alone are added, with their rows.
 // Returns: now (-1: too late), then used of each window.
-const REJOIN = `${TOO_LATE}
+const REJOIN = `${TOO_LATE}${LATEST}
 local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[3])
-local function add (time, count)
-  for _ = 1, count do redis.call('ZADD', log, time, redis.call('INCR', seqKey)) end
+local function add (time, rows)
+  local seq = redis.call('INCR', seqKey)
+  redis.call('ZADD', log, time, seq)
+  if rows ~= '0' then redis.call('ZADD', rowsKey, time, seq .. ':' .. rows) end
 end
 local at = tonumber(ARGV[4 + n])
 if at >= 0 then
@@ -120,20 +127,15 @@ if at >= 0 then
     local ms = tonumber(ARGV[3 + i])
     local have = redis.call('ZCOUNT', log, string.format('(%.0f', at - ms), string.format('%.0f', at))
     local missing = tonumber(ARGV[4 + n + i]) - have
-    if missing > 0 then add(string.format('%.0f', tier), missing) end
+    for _ = 1, missing do add(string.format('%.0f', tier), '0') end
     tier = at - ms
   end
 end
-for i = 5 + 2 * n, #ARGV, 2 do
-  local seq = redis.call('INCR', seqKey)
-  redis.call('ZADD', log, ARGV[i], seq)
-  if ARGV[i + 1] ~= '0' then redis.call('ZADD', rowsKey, ARGV[i], seq .. ':' .. ARGV[i + 1]) end
-end
+for i = 5 + 2 * n, #ARGV, 2 do add(ARGV[i], ARGV[i + 1]) end
 redis.call('PEXPIRE', log, ${KEEP_MS})
 redis.call('PEXPIRE', seqKey, ${KEEP_MS})
 if redis.call('EXISTS', rowsKey) == 1 then redis.call('PEXPIRE', rowsKey, ${KEEP_MS}) end
-local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
-if #newest > 0 and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
+now = latest(log, now)
 local out = { now }
 for i = 1, n do
   out[#out + 1] = redis.call('ZCOUNT', log, string.format('(%.0f', now - tonumber(ARGV[3 + i])), '+inf')

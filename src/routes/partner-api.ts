@@ -226,12 +226,14 @@ export default async function partnerApi (app: FastifyInstance) {
     done(null, payload)
   }
 
-  // An answer made for each request and never cached (/usage), errors included: no cache is to
-  // keep it either. With the `compressed` flag, a 200 sent as JSON text is compressed when asked,
-  // by the rules of the cached answers (which keep their compressed bytes with the entry: store).
+  // An answer made for each request and never cached (/usage): no cache is to keep it either (an
+  // error has no-store from the error handler). With the `compressed` flag, a 200 sent as JSON text
+  // is compressed when asked, by the rules of the cached answers (which keep their compressed bytes
+  // with the entry: store).
   const uncached = (compressed: boolean): onSendHookHandler => (request, reply, payload, done) => {
+    if (reply.statusCode !== 200) return done(null, payload)
     reply.header('cache-control', 'no-store')
-    if (!compressed || reply.statusCode !== 200 || typeof payload !== 'string') return done(null, payload)
+    if (!compressed || typeof payload !== 'string') return done(null, payload)
     reply.header('vary', 'accept-encoding')
     const encoding = encodingFor(request.headers['accept-encoding'], Buffer.byteLength(payload))
     if (encoding === undefined) return done(null, payload)

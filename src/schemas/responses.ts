@@ -78,7 +78,7 @@ const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing wind
  * 200 of the other operations whose answers are compressed.
  */
 export function withHeaders (responses: Record<string, OpenApiResponse>, route: { endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }) {
-  const partner = route.endpoint !== undefined // public routes (the index) send X-Request-Id alone
+  const partner = route.endpoint !== undefined // a public route's 200 (the index) carries X-Request-Id alone
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
     const when = required ? '' : ` Sent ${only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''}when at least one of the partner's windows is limited.`
     return Object.fromEntries(Object.entries(RATE_LIMIT).map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
