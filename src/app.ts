@@ -41,6 +41,7 @@ declare module 'fastify' {
 const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < hops
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
+const MAX_PARAM_LENGTH = 1 << 20
 
 export interface BuildOptions {
   /** pino options or a logger; defaults to JSON lines at config.logLevel */
@@ -107,7 +108,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     },
     // Requests Node's HTTP parser refuses get the API's error body and a request id too.
     clientErrorHandler,
-    routerOptions: { ignoreTrailingSlash: true },
+    // No length bound on a path parameter of the router's own (100 by default, past which the URL is
+    // refused before any hook): a site id is checked by its route, after the token (the request
+    // head's size bounds it).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // one access line per request (below) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
     // each request's logger is made when it first logs, which most never do
