@@ -17,6 +17,9 @@ async function datasets (app: FastifyInstance, options: { dataDir: string, worke
     app.log.info({ dataset: name, sites: ds.count, builtAt: ds.builtAt }, 'dataset loaded')
   }
   app.decorate('datasets', registry)
+  // A reload under way stops, and is waited for, before the hooks that answer its requesters run
+  // (preClose hooks run in registration order: reload's come after these).
+  app.addHook('preClose', () => registry.close())
 }
 
 export default fp(datasets, { name: 'datasets' })

@@ -23,6 +23,8 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
     log.error({ error: err.message }, 'could not subscribe to shared reload requests')
     return false
   })
+  // outcomes still to write: close() waits for them, while the writer is still connected
+  const answering = new Set<Promise<void>>()
   subscriber.on('message', (_channel: string, message: string) => {
     let id: number
     try {
@@ -30,9 +32,11 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
     } catch {
       return
     }
-    reload(`shared request ${id}`)
+    const answer = reload(`shared request ${id}`)
       .then((outcome) => writer.multi().hset(reloadResultsKey(id), instanceId, JSON.stringify(outcome)).pexpire(reloadResultsKey(id), 600_000).exec())
-      .catch((err: Error) => log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
+      .then(() => {}, (err: Error) => log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
+      .finally(() => answering.delete(answer))
+    answering.add(answer)
   })
   return {
     /**
@@ -58,9 +62,10 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
       await publishInfo()
     },
     async close () {
+      subscriber.disconnect() // no request taken from now on
+      await Promise.all(answering)
       writer.off('ready', publishInfo)
       await writer.hdel(INSTANCE_INFO, instanceId).catch(() => {})
-      subscriber.disconnect()
     }
   }
 }

@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads'
 import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
 import type { IndexJob, IndexResult } from './index-worker.ts'
-import { readSnapshot, snapshotPath } from './snapshot.ts'
+import { readSnapshot, snapshotPath, snapshotTempPath } from './snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
@@ -14,6 +14,8 @@ export class DatasetRegistry {
   private current: Record<DatasetName, Dataset>
   private readonly swapListeners: ((datasets: Record<DatasetName, Dataset>) => void)[] = []
   private pending: Promise<unknown> = Promise.resolve()
+  /** aborted by close(): a reload under way stops (its worker terminated), and none starts */
+  private readonly closing = new AbortController()
 
   private constructor (readonly dataDir: string, initial: Record<DatasetName, Dataset>, readonly log: DatasetLog, readonly workerMinBytes: number) {
     this.current = initial
@@ -62,10 +64,11 @@ export class DatasetRegistry {
     const run = this.pending.then(async (): Promise<ReloadOutcome> => {
       let next: Record<DatasetName, Dataset>
       try {
-        next = await loadAll(this.dataDir, true, this.log, this.workerMinBytes)
+        next = await loadAll(this.dataDir, true, this.log, this.workerMinBytes, this.closing.signal)
       } catch (err) {
         return { ok: false, error: (err as Error).message, datasets: this.served() }
       }
+      if (this.closing.signal.aborted) return { ok: false, error: RELOAD_STOPPED, datasets: this.served() }
       this.current = next
       for (const listener of this.swapListeners) listener(next)
       return { ok: true, datasets: this.served() }
@@ -73,7 +76,19 @@ export class DatasetRegistry {
     this.pending = run.catch(() => undefined)
     return run
   }
+
+  /**
+   * Stops a reload under way (its outcome: refused, the datasets unchanged) and waits for it, so
+   * that nothing of it runs on after the service has closed; later reloads are refused at once.
+   */
+  async close (): Promise<void> {
+    this.closing.abort()
+    await this.pending
+  }
 }
+
+/** The error of a reload stopped by close(). */
+export const RELOAD_STOPPED = 'the service closed before the reload ended'
 
 export interface DatasetLog {
   info (obj: object, msg: string): void
@@ -99,20 +114,35 @@ function startWorker (job: IndexJob): Worker {
   return new Worker(code, { eval: true, workerData: job })
 }
 
-/** Runs the index worker for one dataset file. */
-function indexInWorker (job: IndexJob): Promise<IndexResult> {
+/** Runs the index worker for one dataset file; terminated if `signal` aborts first. */
+function indexInWorker (job: IndexJob, signal?: AbortSignal): Promise<IndexResult> {
   return new Promise((resolve) => {
     const worker = startWorker(job)
     let answered = false
-    worker.once('message', (result: IndexResult) => { answered = true; resolve(result) })
-    worker.once('error', (err) => { answered = true; resolve({ ok: false, error: `${job.path}: ${err.message}` }) })
-    worker.once('exit', (code) => { if (!answered) resolve({ ok: false, error: `${job.path}: index worker exited with ${code}` }) })
+    // the worker may be writing the snapshot: its temporary file goes once the thread has stopped
+    const stop = () => {
+      answered = true
+      worker.terminate().catch(() => {}).finally(() => {
+        rmSync(snapshotTempPath(snapshotPath(job.path)), { force: true })
+        resolve({ ok: false, error: RELOAD_STOPPED })
+      })
+    }
+    signal?.addEventListener('abort', stop, { once: true })
+    const answer = (result: IndexResult) => {
+      signal?.removeEventListener('abort', stop)
+      if (!answered) resolve(result)
+      answered = true
+    }
+    worker.once('message', answer)
+    worker.once('error', (err) => answer({ ok: false, error: `${job.path}: ${err.message}` }))
+    worker.once('exit', (code) => answer({ ok: false, error: `${job.path}: index worker exited with ${code}` }))
   })
 }
 
-async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, workerMinBytes: number): Promise<Record<DatasetName, Dataset>> {
+async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, workerMinBytes: number, signal?: AbortSignal): Promise<Record<DatasetName, Dataset>> {
   const loaded = {} as Record<DatasetName, Dataset>
   for (const name of DATASETS) {
+    if (signal?.aborted) throw new Error(RELOAD_STOPPED)
     const path = datasetPath(dataDir, name)
     // removed, so that the index worker writes it anew (it checks a snapshot's header only)
     const unusable = (reason: string) => {
@@ -124,7 +154,7 @@ async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, worke
       ds = loadDataset(path, name) // small: read and checked right here, no snapshot needed
     } else if (!ds) {
       const started = performance.now()
-      const result = await indexInWorker({ path, name, verify })
+      const result = await indexInWorker({ path, name, verify }, signal)
       if (!result.ok) throw new Error(result.error) // the worker's reason names the file
       if (result.snapshotError) log.warn({ dataset: name, error: result.snapshotError }, 'index snapshot could not be written; the file is read directly')
       if (result.built) log.info({ dataset: name, ms: Math.round(performance.now() - started) }, 'dataset verified and indexed; snapshot written')

@@ -47,6 +47,9 @@ function readMeta (path: string): DatasetMeta {
   }
 }
 
+/** Where this process writes a snapshot before renaming it into place. */
+export const snapshotTempPath = (target: string) => `${target}.${process.pid}.tmp`
+
 export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const parts: Buffer[] = []
   const sections: SectionTable = {}
@@ -94,7 +97,7 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   lead.write(MAGIC, 0, 'latin1')
   lead.writeUInt32LE(headerBytes.length, 8)
   const headerPad = Buffer.alloc((8 - ((16 + headerBytes.length) % 8)) % 8)
-  const tmp = `${target}.${process.pid}.tmp`
+  const tmp = snapshotTempPath(target)
   const fd = openSync(tmp, 'w')
   try {
     for (const chunk of [lead, headerBytes, headerPad, ...parts]) writeFileSync(fd, chunk)
