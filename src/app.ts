@@ -1,6 +1,7 @@
 // buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
 // then routes. server.ts listens on it; tests drive the very same instance with inject().
 import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
@@ -42,6 +43,9 @@ const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < h
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 const MAX_PARAM_LENGTH = 1 << 20
+
+/** Requests whose Expect Node cannot meet (its 'checkExpectation'): answered 417 by a hook. */
+const unmetExpectations = new WeakSet<IncomingMessage>()
 
 export interface BuildOptions {
   /** pino options or a logger; defaults to JSON lines at config.logLevel */
@@ -134,6 +138,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   app.decorate('config', config)
   destination?.reportDropsTo(app.log)
+  // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
+  // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
+  app.server.on('checkExpectation', (req, res) => {
+    unmetExpectations.add(req)
+    app.routing(req, res)
+  })
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart !== 'querystring' && httpPart !== 'params') throw new Error(`no validator for ${httpPart}`)
     return compileQuery(schema as TObject)
@@ -151,6 +161,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return done()
     reply.header('connection', 'close')
     done(new ApiError('rest_bad_request'))
+  })
+  // 417, as Node would answer, with the API's body; closed, as the client may send a body next.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!unmetExpectations.has(request.raw)) return done()
+    reply.header('connection', 'close')
+    done(new ApiError('rest_bad_request', {}, undefined, 417))
   })
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })

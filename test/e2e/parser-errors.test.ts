@@ -107,6 +107,30 @@ t.test('without Host, an unknown path and a partner route are refused the same w
   }
 })
 
+t.test('an Expect other than 100-continue: 417 in the same body, with a request id and an access line, closed', async (t) => {
+  // Node's own 417 (no listener for checkExpectation) has an empty body and no request id
+  const accessLines = (id: string) => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.reqId === id)
+    .map((l) => `${l.method} ${l.url} ${l.status}`)
+  for (const path of ['/nope', '/v1/sites/nearest?lat=51.5&lng=-0.12']) {
+    const answer = await send(`GET ${path} HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nAuthorization: Bearer ${tokens.live}\r\n\r\n`)
+    t.equal(answer.statusLine, 'HTTP/1.1 417 Expectation Failed', path)
+    t.equal(answer.body, body(417), path)
+    t.equal(answer.headers['content-type'], 'application/json; charset=utf-8', path)
+    t.equal(answer.headers['cache-control'], 'no-store', path)
+    t.equal(answer.headers.connection, 'close', path)
+    t.match(answer.headers['x-request-id'], UUID, path)
+    t.notOk('x-ratelimit-used' in answer.headers, `${path}: refused before the limits`)
+    await nextTurn()
+    t.same(accessLines(answer.headers['x-request-id']), [`GET ${path} 417`], `${path}: its access line`)
+  }
+  // 100-continue is still met (Node writes the interim answer), and HTTP/1.0 ignores Expect
+  const continued = await send(`GET /v1/sites/nearest?lat=51.5&lng=-0.12 HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nAuthorization: Bearer ${tokens.live}\r\nConnection: close\r\n\r\n`)
+  t.equal(continued.statusLine, 'HTTP/1.1 100 Continue')
+  t.match(continued.body, /^HTTP\/1\.1 200 OK\r\n/)
+  const old = await send('GET /healthz HTTP/1.0\r\nExpect: something-else\r\n\r\n')
+  t.equal(old.statusLine, 'HTTP/1.1 200 OK')
+})
+
 t.test('a well-formed request on the same server is answered as ever', async (t) => {
   const answer = await send(`GET /v1/sites/nearest?lat=51.5&lng=-0.12 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tokens.live}\r\nConnection: close\r\n\r\n`)
   t.equal(answer.statusLine, 'HTTP/1.1 200 OK')
