@@ -104,6 +104,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // which would let a connection overstay them by as much.
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
+    // A connection on which nothing moves while a request is under way (a client that stopped
+    // reading its answer) is closed: none of the timeouts above covers the answer's way out. 2 s
+    // more than the request's, so that one that sends nothing at all still gets its 408 first.
+    connectionTimeout: config.requestTimeoutMs + 2000,
     http: {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: 1000,

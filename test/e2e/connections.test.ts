@@ -147,3 +147,23 @@ t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', as
   await until('the idle connection closed', () => connection.closed, 10_000)
   t.equal(connection.received, '', 'closed without a word')
 })
+
+t.test('a client that stops reading its answers loses its connection once nothing has moved for a while', async (t) => {
+  // Neither idle (a request is under way) nor slow to send: without a timeout of its own, the
+  // connection and its answers' bytes would be held for as long as the client keeps it open.
+  const { app } = await buildTestApp(t, {}, { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000' })
+  const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
+  const connection = open(port, '127.0.0.7')
+  t.teardown(() => connection.socket.destroy())
+  const opened = () => new Promise<number>((resolve, reject) => app.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
+  // far more than the sockets' buffers hold (the document is about 125 kB), none of it read
+  connection.socket.pause()
+  connection.socket.write('GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(200))
+  let count = 1
+  const deadline = Date.now() + 15_000
+  while (count > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    count = await opened()
+  }
+  t.equal(count, 0, 'the server closed the stalled connection')
+})
