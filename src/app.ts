@@ -1,14 +1,13 @@
 // buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
 // then routes. server.ts listens on it; tests drive the very same instance with inject().
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
-import { clientErrorHandler } from './http/connections.ts'
+import { clientErrorHandler, expectationUnmet, httpRefusal } from './http/connections.ts'
 import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
@@ -43,9 +42,6 @@ const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < h
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 const MAX_PARAM_LENGTH = 1 << 20
-
-/** Requests whose Expect Node cannot meet (its 'checkExpectation'): answered 417 by a hook. */
-const unmetExpectations = new WeakSet<IncomingMessage>()
 
 export interface BuildOptions {
   /** pino options or a logger; defaults to JSON lines at config.logLevel */
@@ -145,7 +141,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
   // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
   app.server.on('checkExpectation', (req, res) => {
-    unmetExpectations.add(req)
+    expectationUnmet(req)
     app.routing(req, res)
   })
   app.setValidatorCompiler(({ schema, httpPart }) => {
@@ -159,18 +155,13 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(errors)
   await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
-  // HTTP/1.1 requires Host. Node's own check is off (above: its answer has an empty body). The
-  // connection is closed, as after the requests the parser refuses.
+  // Requests HTTP/1.1 does not allow (without Host; with an Expect Node cannot meet): refused with
+  // the API's body, and the connection closed, as after the requests the parser refuses.
   app.addHook('onRequest', (request, reply, done) => {
-    if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return done()
+    const status = httpRefusal(request.raw)
+    if (status === 0) return done()
     reply.header('connection', 'close')
-    done(new ApiError('rest_bad_request'))
-  })
-  // 417, as Node would answer, with the API's body; closed, as the client may send a body next.
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!unmetExpectations.has(request.raw)) return done()
-    reply.header('connection', 'close')
-    done(new ApiError('rest_bad_request', {}, undefined, 417))
+    done(new ApiError('rest_bad_request', {}, undefined, status))
   })
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })

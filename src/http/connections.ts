@@ -1,12 +1,27 @@
 // What the HTTP server answers below Fastify: connections over the caps, and requests its parser
 // refuses. Both are written on the socket as raw HTTP, with the error body of every other answer.
+// Also which requests HTTP/1.1 does not allow, which Fastify's first hook refuses (src/app.ts).
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { STATUS_CODES, type Server } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { JSON_TYPE } from '../answers/records.ts'
+
+/** Requests whose Expect Node cannot meet (its 'checkExpectation' event), to be refused 417. */
+const unmetExpectations = new WeakSet<IncomingMessage>()
+
+export const expectationUnmet = (req: IncomingMessage) => { unmetExpectations.add(req) }
+
+/**
+ * The status of a request HTTP/1.1 does not allow, or 0: 400 without Host (Node's own check is
+ * off: its answer has an empty body), 417 for an Expect Node cannot meet (its own 417 is empty too).
+ */
+export function httpRefusal (req: IncomingMessage): number {
+  if (req.headers.host === undefined && req.httpVersion === '1.1') return 400
+  return unmetExpectations.has(req) ? 417 : 0
+}
 
 /** Open files kept for everything but client connections: data files, Redis, metrics, workers, stdio. */
 export const FILES_RESERVED = 256
