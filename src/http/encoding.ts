@@ -15,6 +15,9 @@ const negotiator = new Negotiator<Encoding>({ supportedValues: ['gzip', 'br'], c
 /** The encoding to send an answer of `size` bytes in, or undefined for the bytes as they are. */
 export function encodingFor (acceptEncoding: string | undefined, size: number): Encoding | undefined {
   if (acceptEncoding === undefined || size < COMPRESS_MIN_BYTES) return undefined
+  // codings are case-insensitive, the negotiator's names are not (V8 hands back a string already
+  // in lower case as it is, the usual header: no copy)
+  acceptEncoding = acceptEncoding.toLowerCase()
   const chosen = negotiator.negotiate(acceptEncoding) ?? undefined
   // The negotiator lets `*` stand for a coding the header refuses by name (`gzip;q=0, *`), which
   // RFC 9110 12.5.3 forbids: the other coding, if the header does not refuse it too.

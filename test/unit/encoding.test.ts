@@ -22,12 +22,14 @@ t.test('a compressed answer keeps at most a Buffer pool slab or its own length, 
   }
 })
 
-t.test('the encoding an Accept-Encoding header takes: a coding refused by name is never sent, * or not', async (t) => {
+t.test('the encoding an Accept-Encoding header takes: a coding refused by name is never sent, * or not, in any case', async (t) => {
   const cases: [string, Encoding | undefined][] = [
     ['gzip', 'gzip'], ['br', 'br'], ['gzip, br', 'gzip'], ['br;q=1, gzip;q=0.5', 'br'], ['*', 'gzip'], ['identity', undefined],
     ['gzip;q=0', undefined], ['*;q=0', undefined],
     ['gzip;q=0, *', 'br'], ['*, gzip;q=0', 'br'], ['GZIP ; Q=0.000 , *', 'br'], ['br;q=0, *', 'gzip'],
-    ['gzip;q=0, br;q=0, *', undefined], ['gzip;q=0.001, *', 'gzip']
+    ['gzip;q=0, br;q=0, *', undefined], ['gzip;q=0.001, *', 'gzip'],
+    // codings and parameters are case-insensitive (RFC 9110 8.4.1, 12.4.2)
+    ['GZIP', 'gzip'], ['Br', 'br'], ['BR;Q=1, Gzip;q=0.5', 'br'], ['gzip;Q=0, BR', 'br']
   ]
   for (const [header, expected] of cases) t.equal(encodingFor(header, COMPRESS_MIN_BYTES), expected, header)
   t.equal(encodingFor('gzip', COMPRESS_MIN_BYTES - 1), undefined, 'a small answer as it is')
