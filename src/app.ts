@@ -23,7 +23,6 @@ import health from '../plugins/health.ts'
 import sharedState from '../plugins/shared-state.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
-import answers from '../plugins/answers.ts'
 import records from '../plugins/records.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
@@ -153,7 +152,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done()
   })
   await app.register(errors)
-  await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   // Requests HTTP/1.1 does not allow (without Host; with an Expect Node cannot meet): refused with
   // the API's body, and the connection closed, as after the requests the parser refuses.

@@ -1,5 +1,6 @@
-// The partner API: every route that takes a partner's token, in one context at API_PREFIX,
-// registered without fastify-plugin so that nothing here reaches the public routes. Each route
+// The partner API: every route that takes a partner's token, in one context at API_PREFIX, of its
+// own (fastify-plugin's `encapsulate`: nothing here reaches the public routes, and the plugins it
+// uses are declared, so that a boot without them stops, naming them). Each route
 // says what it is in its config (`endpoint`, `cache`); the pipeline is attached to it when it is
 // declared (as @fastify/rate-limit attaches its hook), in the order requests are checked:
 //   onRequest   token → partner → status → endpoint open (refused: counted nowhere);
@@ -7,6 +8,7 @@
 //   preHandler  the dataset (after validation, so demo= is known); then the cache lookup
 //   onSend      the cache's store and its ETag/304 (or, uncached, no-store and the compression); then the
 //               usage record (rows, telemetry)
+import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
@@ -22,6 +24,7 @@ import byTagRoutes from './by-tag.ts'
 import siteByIdRoutes from './site-by-id.ts'
 import usageRoutes from './usage.ts'
 import discoveryRoutes from './discovery.ts'
+import answers from '../../plugins/answers.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -76,12 +79,9 @@ export function tokenOf (request: FastifyRequest): string | null | false {
   return fromQuery
 }
 
-/** What the pipeline uses, declared by the plugins that own them (a missing one fails at boot). */
-const NEEDS = ['partners', 'limiter', 'telemetry', 'datasets', 'responseCache', 'metrics', 'sendAnswer', 'records'] as const
-
-export default async function partnerApi (app: FastifyInstance) {
-  const missing = NEEDS.filter((name) => !app.hasDecorator(name) && !app.hasReplyDecorator(name))
-  if (missing.length > 0) throw new Error(`the partner API needs ${missing.join(', ')}: register their plugins first`)
+async function partnerApi (app: FastifyInstance) {
+  // reply.sendAnswer and the pool's references given back, for these routes only
+  await app.register(answers)
   const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
   app.decorateRequest('partner', null as unknown as PartnerProfile)
   app.decorateRequest('dataset', undefined)
@@ -255,6 +255,12 @@ export default async function partnerApi (app: FastifyInstance) {
   await app.register(usageRoutes)
   await app.register(discoveryRoutes)
 }
+
+export default fp(partnerApi, {
+  name: 'partner-api',
+  encapsulate: true,
+  dependencies: ['partners', 'usage', 'datasets', 'cache', 'metrics', 'records']
+})
 
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
 

@@ -16,6 +16,6 @@ t.test('metrics before the plugins whose objects it reads', async (t) => {
 t.test('the partner API before the plugins whose objects its pipeline uses', async (t) => {
   const app = Fastify()
   await t.rejects(async () => { await app.register(partnerApi, { prefix: '/v1' }) },
-    { message: 'the partner API needs partners, limiter, telemetry, datasets, responseCache, metrics, sendAnswer, records: register their plugins first' })
+    { code: 'FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED', message: 'The dependency \'partners\' of plugin \'partner-api\' is not registered' })
   await app.close()
 })
