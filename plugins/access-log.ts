@@ -22,8 +22,8 @@ async function accessLog (app: FastifyInstance, options: AccessLogOptions) {
     process.off('exit', access.flush)
     done()
   })
-  // A child context's hooks run after its parents': the line comes after the root's onResponse
-  // hooks (the answer buffer given back, the metrics), so its `ms` includes them.
+  // `ms` runs until the answer was handed to the socket (Fastify stops the clock before any
+  // onResponse hook): the root's hooks (the metrics) and the partner context's are not in it.
   app.addHook('onResponse', (request, reply, done) => {
     access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
       request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)

@@ -36,7 +36,10 @@ declare module 'fastify' {
   }
 }
 
-/** TRUST_PROXY as a hop count: the nearest N proxies are trusted. */
+/**
+ * TRUST_PROXY as a hop count: the nearest N hops are trusted, whoever they are (Fastify 5.12 no
+ * longer trusts any for a number, for that reason; .env.example says when a count is safe).
+ */
 const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < hops
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/

@@ -33,7 +33,7 @@ export const EnvSchema = Type.Object({
   TRUST_PROXY: Type.String({
     pattern: '^(true|false|\\d+|[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*)$',
     default: 'false',
-    description: 'false, true, a hop count, or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted'
+    description: 'false, true, a hop count (the nearest N hops trusted whoever they are: only where the port is reached through the proxies alone), or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted'
   }),
   CACHE_TTL_SECONDS: Type.Integer({ minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache' }),
   CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries' }),
@@ -62,7 +62,7 @@ const camelCase = (key: string) => key.toLowerCase().replace(/_([a-z])/g, (_, c:
 
 /**
  * Each variable under its camelCase name, as the schema types it; DATA_DIR resolved, the
- * trailing slash of PILOT_APP_URL dropped, TRUST_PROXY in the form Fastify takes.
+ * trailing slash of PILOT_APP_URL dropped, TRUST_PROXY as true, false, a hop count or addresses.
  */
 export type Config = Omit<{ [K in keyof Env as CamelCase<K>]: Env[K] }, 'trustProxy'> & { trustProxy: boolean | number | string[] }
 
