@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { withHeaders, type OpenApiResponse } from '../src/schemas/responses.ts'
+import { API_VERSION, apiDescription } from '../src/schemas/api-info.ts'
 
 export interface DeclaredRoute {
   method: string
@@ -28,33 +29,6 @@ declare module 'fastify' {
     declaredRoutes: DeclaredRoute[]
   }
 }
-
-/** The API's releases, newest first (CHANGELOG.md lists them too). */
-export const API_RELEASES = [
-  { version: '1.2.6', date: '2026-02-18', change: 'Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites.' },
-  { version: '1.2.1', date: '2026-01-24', change: 'Coordinates are stated to be obscured and approximate.' },
-  { version: '1.2', date: '2026-01-17', change: '/sites/{id} requires explicit partner approval.' },
-  { version: '1.1', date: '2026-01-17', change: 'Added /sites/{id}.' },
-  { version: '1.0', date: '2025-11-05', change: 'Added /sites/nearest with distance in nautical miles; improved caching isolation.' }
-]
-export const API_VERSION = API_RELEASES[0].version
-
-const description = (cacheControl: string) => `Read-only access to helicopter, eVTOL and UAV landing sites for approved partners.
-
-Send the partner token as the \`api_key\` query parameter or as \`Authorization: Bearer <token>\`
-(which keeps it out of proxies' URL logs). Call from your servers only. Coordinates are obscured
-and approximate. Every answer that reached the rate limiter (all operations but /usage,
-/categories and /tags, which are never counted) carries \`RateLimit-Policy\`, \`RateLimit\` and
-\`X-RateLimit-*\` headers; a 429 adds \`Retry-After\`. The answers of the sites, the categories and
-the tags carry \`Cache-Control: ${cacheControl}\` and an \`ETag\` (304 on \`If-None-Match\`).
-Every answer carries \`X-Request-Id\`; each operation lists its headers.
-
-Errors: \`{"code", "message", "data": {"status", ...}}\`; the codes of each status are listed
-with each operation.
-
-| Version | Date | Change |
-| --- | --- | --- |
-${API_RELEASES.map((r) => `| ${r.version} | ${r.date} | ${r.change} |`).join('\n')}`
 
 interface QuerySchema { properties: Record<string, Record<string, unknown>>, required?: string[] }
 
@@ -85,12 +59,12 @@ async function openapi (app: FastifyInstance) {
       })
     }
   })
-  // the value the cache sends (src/cache/response-cache.ts); an app without the cache plugin says the default's
-  const cacheControl = app.hasDecorator('responseCache') ? app.responseCache.cacheControl : 'private, max-age=60'
+  // the value the cache sends (src/cache/response-cache.ts)
+  const cacheControl = app.responseCache.cacheControl
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Landing-Site Partner API', version: API_VERSION, description: description(cacheControl) },
+      info: { title: 'Landing-Site Partner API', version: API_VERSION, description: apiDescription(cacheControl) },
       // the origin the document is served from: Try it out calls this very service
       servers: [{ url: '/', description: 'this service' }],
       tags: [
@@ -127,4 +101,4 @@ async function openapi (app: FastifyInstance) {
   })
 }
 
-export default fp(openapi, { name: 'openapi' })
+export default fp(openapi, { name: 'openapi', dependencies: ['cache'] })

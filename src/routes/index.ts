@@ -2,7 +2,7 @@
 // declared, with their summaries), and what each dataset holds. Public; a partner's own
 // permissions are not shown (they need the token: see /usage).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { API_VERSION } from '../../plugins/openapi.ts'
+import { API_VERSION } from '../schemas/api-info.ts'
 import { ApiIndex } from '../schemas/api-index.ts'
 
 const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string }> = async (app, options) => {
