@@ -1,0 +1,128 @@
+// Usage: the limiter's three rolling windows per partner, the telemetry feed, the daily history,
+// and their persistence. In process (saved to control.db every saveMs and at close, restored
+// here), or in Redis (STATE_URL) behind a store that limits alone while Redis is away, each
+// instance adding its history counts every second. The partner routes count requests and record
+// rows and events through these (src/routes/partner-api.ts); every event recorded goes to the
+// history too (telemetry.ts).
+import type Database from 'better-sqlite3'
+import type { Redis } from 'ioredis'
+import type { ControlDbHealth } from '../health/control-db.ts'
+import { outageReporter } from '../health/outage.ts'
+import { counterSaver, restoreCounters } from '../limits/counters.ts'
+import { FailoverStore } from '../limits/failover-store.ts'
+import { LocalStore, RateLimiter } from '../limits/limiter.ts'
+import { RedisStore } from '../limits/redis-store.ts'
+import { HistoryCounter } from './history.ts'
+import { RedisHistory } from './history-redis.ts'
+import { SqliteHistory } from './history-sqlite.ts'
+import { SharedTelemetry, TelemetryFeed, type Telemetry } from './telemetry.ts'
+import { restoreTelemetry, telemetrySaver } from './telemetry-store.ts'
+
+/** How often each instance adds its history counts to Redis. */
+const SHARED_HISTORY_FLUSH_MS = 1000
+
+/** Where the state says what it restored and how Redis is doing (the app's logger). */
+export interface UsageLog {
+  info (obj: object, msg: string): void
+  warn (obj: object, msg: string): void
+  error (obj: object, msg: string): void
+}
+
+export interface UsageStateOptions {
+  /** control.db: where the in-process state is saved and restored (unused with redis) */
+  db: Database.Database
+  /** the shared state's connection (STATE_URL); without it, the state is in process */
+  redis?: Redis
+  /** this instance's id, under which it heartbeats and adds its history batches in Redis */
+  instanceId: string
+  log: UsageLog
+  /** where the in-process saves report how they went (job `counters`) */
+  controlDbHealth: Pick<ControlDbHealth, 'succeeded' | 'failed'>
+  clock: () => number
+  saveMs: number
+  /** days of history kept (USAGE_HISTORY_DAYS) */
+  historyDays: number
+}
+
+export interface UsageState {
+  limiter: RateLimiter
+  telemetry: Telemetry
+  /** the shared state's store and health, with redis */
+  failover?: FailoverStore
+  /**
+   * Saves now; never throws and never rejects. In process it is synchronous: the counters, the
+   * telemetry feed and the history are in control.db (or kept for the next save) when it returns.
+   * With redis it starts adding the history counts (one flush at a time) and returns that flush.
+   */
+  save: () => void | Promise<void>
+  /**
+   * Stops the periodic saves and saves a last time (with redis, the history in at most two more
+   * flushes, then the instance leaves Redis's list); never rejects. Call it before control.db and
+   * the Redis connection close, once every request has been answered.
+   */
+  close: () => Promise<void>
+}
+
+export function createUsageState (options: UsageStateOptions): UsageState {
+  return options.redis ? sharedState(options.redis, options) : localState(options)
+}
+
+function sharedState (redis: Redis, { instanceId, log, clock, historyDays }: UsageStateOptions): UsageState {
+  const failover = new FailoverStore(redis, new RedisStore(redis), instanceId, log, { clock })
+  const counter = new HistoryCounter()
+  const history = new RedisHistory(redis, historyDays, instanceId)
+  const report = outageReporter(
+    (err) => log.warn({ err }, 'usage history cannot be added to the shared state (Redis); counted in this process meanwhile'),
+    () => log.info({}, 'usage history is added to the shared state (Redis) again'))
+  // never rejects: a failure is reported (once per outage) and its counts kept for the next flush
+  const flush = () => history.flush(counter).then(() => report(), report)
+  let flushing: Promise<void> | undefined
+  // one flush at a time: a batch is never sent twice at once
+  const save = () => {
+    if (!flushing) flushing = flush().finally(() => { flushing = undefined })
+    return flushing
+  }
+  const timer = setInterval(save, SHARED_HISTORY_FLUSH_MS)
+  timer.unref()
+  const close = async () => {
+    clearInterval(timer)
+    await flushing
+    // batches kept from a failed flush go first, the counts since in the flush after
+    for (let i = 0; i < 2 && (history.unsent > 0 || !counter.empty); i++) await save()
+    if (history.unsent > 0 || !counter.empty) log.error({}, 'usage history counts could not be added to the shared state (Redis) at close; they are lost')
+    await failover.close()
+  }
+  const telemetry = new SharedTelemetry(redis, { log, history: counter })
+  // Redis keeps the windows and telemetry: only the history is added
+  return { limiter: new RateLimiter(failover, clock), telemetry, failover, save, close }
+}
+
+function localState ({ db, log, controlDbHealth, clock, saveMs, historyDays }: UsageStateOptions): UsageState {
+  const store = new LocalStore()
+  const counter = new HistoryCounter()
+  const telemetry = new TelemetryFeed(undefined, { history: counter })
+  log.info({ partners: restoreCounters(db, store, clock()), feeds: restoreTelemetry(db, telemetry) }, 'rate-limit counters and telemetry restored')
+  const history = new SqliteHistory(db, historyDays)
+  const saveCounters = counterSaver(db, store, clock)
+  const saveTelemetry = telemetrySaver(db, telemetry)
+  const save = () => {
+    let failure: unknown
+    // each keeps what it could not write for the next save
+    for (const work of [saveCounters, saveTelemetry, () => history.flush(counter, clock())]) {
+      try {
+        work()
+      } catch (err) {
+        failure ??= err
+      }
+    }
+    if (failure === undefined) controlDbHealth.succeeded('counters')
+    else controlDbHealth.failed('counters', failure)
+  }
+  const timer = setInterval(save, saveMs)
+  timer.unref()
+  const close = async () => {
+    clearInterval(timer)
+    save()
+  }
+  return { limiter: new RateLimiter(store, clock), telemetry, save, close }
+}
