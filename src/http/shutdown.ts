@@ -15,7 +15,11 @@ export interface ShutdownOptions {
 
 export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions): { closing: () => boolean } {
   let closing = false
-  // A forced exit still saves what the requests answered so far counted (never throws).
+  // A forced exit saves what it can, as close-with-grace calls process.exit right after: without
+  // STATE_URL all the requests answered so far counted (saved to control.db synchronously; never
+  // throws). With STATE_URL the windows and telemetry are in Redis already, but the history flush is
+  // only started, not awaited: its counts since the last flush (a second's; more while Redis is
+  // away) may be lost.
   const forced = (msg: string, fields: object = {}) => {
     app.log.error(fields, msg)
     app.saveCounters()
