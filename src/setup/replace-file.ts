@@ -24,7 +24,9 @@ export async function replaceFile<T> (path: string, mode: number, write: (out: W
   } catch (err) {
     // writes still queued fail with the stream: the error reported is the first one
     out.on('error', () => {})
-    await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy())
+    // a stream that failed itself (no such folder, a full disk) may have closed already: waiting
+    // for a 'close' that has come and gone left the command hanging, then exiting 13 in silence
+    if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy())
     rmSync(tmpPath, { force: true })
     throw err
   }
