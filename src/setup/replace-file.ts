@@ -3,14 +3,14 @@
 // read, a kill) leaves the file that was there as it was.
 import { closeSync, createWriteStream, fsyncSync, openSync, renameSync, rmSync, type WriteStream } from 'node:fs'
 import { once } from 'node:events'
-import { basename, dirname, join } from 'node:path'
+import { tempPathFor } from '../sites/dataset-file.ts'
 
 /**
  * Writes `path` through `write`, which gets a stream on the temporary file (created with `mode`,
  * which the renamed file keeps, whatever the mode of the file it replaces).
  */
 export async function replaceFile<T> (path: string, mode: number, write: (out: WriteStream) => Promise<T>): Promise<T> {
-  const tmpPath = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
+  const tmpPath = tempPathFor(path)
   const out = createWriteStream(tmpPath, { mode, flags: 'wx' })
   try {
     await once(out, 'open')

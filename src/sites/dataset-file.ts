@@ -98,6 +98,9 @@ const isAlive = (pid: number) => {
   }
 }
 
+/** Where this process writes `path` before renaming it into place (removeStaleTempFiles knows the name). */
+export const tempPathFor = (path: string) => join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
+
 /** A writer's temporary file not modified for this long is taken as abandoned, whatever its pid. */
 export const TEMP_FILE_STALE_MS = 3_600_000
 
@@ -107,9 +110,10 @@ export const TEMP_FILE_STALE_MS = 3_600_000
  * `-wal`, `-shm`). They are never read, and each can be as large as the dataset. A file is stale
  * when its pid is not a live process, when its pid is this process's but it was made before this
  * process started (the pid was reused), or when it was not written for TEMP_FILE_STALE_MS (a live
- * writer writes its file all the time): so a concurrent writer's files are left alone.
+ * writer writes its file all the time): so a concurrent writer's files are left alone. With
+ * `mine`, this process's own are stale too (its writer was stopped: a terminated index worker).
  */
-export function removeStaleTempFiles (path: string): string[] {
+export function removeStaleTempFiles (path: string, options: { mine?: boolean } = {}): string[] {
   const dir = dirname(path)
   const prefix = `.${basename(path)}.`
   const removed: string[] = []
@@ -118,7 +122,7 @@ export function removeStaleTempFiles (path: string): string[] {
     if (!m) continue
     const pid = Number(m[1])
     const file = join(dir, name)
-    let stale = pid === process.pid ? Number(m[2]) < performance.timeOrigin : !isAlive(pid)
+    let stale = pid === process.pid ? options.mine === true || Number(m[2]) < performance.timeOrigin : !isAlive(pid)
     if (!stale) {
       try {
         stale = Date.now() - statSync(file).mtimeMs > TEMP_FILE_STALE_MS
@@ -144,7 +148,7 @@ const isDuplicate = (err: unknown) => (err as { code?: string }).code === 'SQLIT
  */
 export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void): DatasetWriter<Ref> {
   removeStaleTempFiles(path)
-  const tmpPath = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
+  const tmpPath = tempPathFor(path)
   const db = new Database(tmpPath)
   // better-sqlite3's defensive mode ignores journal_mode = OFF: the rollback journal stays on, so a
   // writer killed mid-transaction leaves a -journal beside its .tmp (removeStaleTempFiles takes both)

@@ -3,10 +3,10 @@
 // swaps the reference at once.
 import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
+import { DATASETS, datasetPath, removeStaleTempFiles, type DatasetName } from './dataset-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
 import type { IndexJob, IndexResult } from './index-worker.ts'
-import { readSnapshot, snapshotPath, snapshotTempPath } from './snapshot.ts'
+import { readSnapshot, snapshotPath } from './snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
@@ -123,7 +123,7 @@ function indexInWorker (job: IndexJob, signal?: AbortSignal): Promise<IndexResul
     const stop = () => {
       answered = true
       worker.terminate().catch(() => {}).finally(() => {
-        rmSync(snapshotTempPath(snapshotPath(job.path)), { force: true })
+        removeStaleTempFiles(snapshotPath(job.path), { mine: true })
         resolve({ ok: false, error: RELOAD_STOPPED })
       })
     }

@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
-import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
+import { readDatasetMeta, removeStaleTempFiles, tempPathFor, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
@@ -46,9 +46,6 @@ function readMeta (path: string): DatasetMeta {
     db.close()
   }
 }
-
-/** Where this process writes a snapshot before renaming it into place. */
-export const snapshotTempPath = (target: string) => `${target}.${process.pid}.tmp`
 
 export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const parts: Buffer[] = []
@@ -97,7 +94,10 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   lead.write(MAGIC, 0, 'latin1')
   lead.writeUInt32LE(headerBytes.length, 8)
   const headerPad = Buffer.alloc((8 - ((16 + headerBytes.length) % 8)) % 8)
-  const tmp = snapshotTempPath(target)
+  // named as the dataset writers' are: one left by a service killed while writing it (as large as
+  // the snapshot) is removed by the next snapshot written, a concurrent writer's left alone
+  removeStaleTempFiles(target)
+  const tmp = tempPathFor(target)
   const fd = openSync(tmp, 'w')
   try {
     for (const chunk of [lead, headerBytes, headerPad, ...parts]) writeFileSync(fd, chunk)

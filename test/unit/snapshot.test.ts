@@ -1,5 +1,7 @@
 // Index snapshots: the same dataset as the SQLite file gives, and never a stale or broken one.
-import { readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
@@ -7,7 +9,7 @@ import { seededRandom } from '../../src/sites/generator.ts'
 import { SNAPSHOT_MATH, readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
 import type { SubIndex } from '../../src/sites/spatial.ts'
 import { buildApp } from '../../src/app.ts'
-import { buildTestApp, logCapture, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
+import { REPO_ROOT, buildTestApp, logCapture, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
 
 const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
 /** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
@@ -124,6 +126,28 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
     'not an index snapshot of this format (LSPIDX04): another version of the service wrote it, or it is damaged',
     'made from another version of the dataset file (its size or modification time differ)'
   ], 'each refusal says why')
+})
+
+t.test('a writer killed before its rename leaves its temporary file; the next snapshot written removes it', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'production')
+  writeDataset(path, randomSites('kill', 3000, 'k'), { source: 'test', precision: 3 })
+  // a process that writes the snapshot whole and is killed where it would rename it into place
+  const script = `import fs from 'node:fs'
+    import { syncBuiltinESMExports } from 'node:module'
+    const { loadDataset } = await import(${JSON.stringify(new URL('../../src/sites/dataset.ts', import.meta.url).href)})
+    const { writeSnapshot } = await import(${JSON.stringify(new URL('../../src/sites/snapshot.ts', import.meta.url).href)})
+    fs.renameSync = () => process.kill(process.pid, 'SIGKILL')
+    syncBuiltinESMExports()
+    writeSnapshot(loadDataset(process.argv[1], 'production'))`
+  const killed = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], { cwd: REPO_ROOT, encoding: 'utf8' })
+  t.equal(killed.signal, 'SIGKILL', killed.stderr)
+  const left = readdirSync(dir).filter((name) => name !== 'production.db')
+  t.equal(left.length, 1, 'its temporary file is left')
+  t.ok(statSync(join(dir, left[0])).size > 100_000, 'written whole: as large as the snapshot')
+  writeSnapshot(loadDataset(path, 'production'))
+  t.same(readdirSync(dir).sort(), ['production.db', 'production.db.index'], 'the next writer removed it')
+  t.equal(snapshotCurrent(path), true)
 })
 
 t.test('the service logs why a snapshot was not used, at warn; a missing one is not logged', async (t) => {
