@@ -2,7 +2,8 @@
 // by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records' JSON
 // in memory, reloads, control.db state, log lines dropped, and Node's process metrics. A request
 // adds to plain numbers; samples are made when Prometheus scrapes (src/metrics/server.ts serves
-// them on METRICS_PORT).
+// them on METRICS_PORT). Node's process metrics are made once per process and shown by every app's
+// registry (a test process builds many apps).
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** What the gauges read at scrape time. */
@@ -51,9 +52,24 @@ function scraped (name: string, help: string, type: 'counter' | 'histogram', sam
   }
 }
 
+let processMetrics: Registry | undefined
+
+/**
+ * Node's process metrics (prom-client's default metrics), made on first use and kept for the
+ * process: they start an event-loop delay monitor and a GC observer that nothing can stop, so one
+ * set per app would add one of each per buildApp. They describe the process, not an app.
+ */
+function processRegistry (): Registry {
+  if (processMetrics === undefined) {
+    processMetrics = new Registry()
+    collectDefaultMetrics({ register: processMetrics, prefix: 'lsp_' })
+  }
+  return processMetrics
+}
+
 export function createMetrics (sources: MetricSources): Metrics {
-  const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'lsp_' })
+  // a registry of the app's own that starts with the process's metric objects (shared, not copied)
+  const registry = Registry.merge([processRegistry()])
   // route → method → status → series: found per request without building a key string
   const byRoute = new Map<string, Map<string, Map<number, Series>>>()
   const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))
