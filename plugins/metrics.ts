@@ -1,18 +1,31 @@
-// The service's metrics (src/metrics/metrics.ts): every answered request is observed here.
+// The service's metrics (src/metrics/metrics.ts): every answered request is observed here. Their
+// server (src/metrics/server.ts, METRICS_PORT on 127.0.0.1) is the app's too: started by
+// app.listenMetrics(), closed by app.close().
+import type { Server } from 'node:http'
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
+import { startMetricsServer } from '../src/metrics/server.ts'
 import { DATASETS } from '../src/sites/dataset-file.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     metrics: Metrics
+    /**
+     * Serves GET /metrics on METRICS_PORT and logs where; resolves to its URL. src/server.ts calls it
+     * before the partner port listens, so that a port in use fails the start (an onListen hook
+     * would run after the partner port is open, and its errors are only logged). Inject-only
+     * tests never call it, and bind nothing.
+     */
+    listenMetrics (): Promise<string>
   }
 }
 
 export interface MetricsOptions {
   /** the log's destination, whose dropped lines are counted (none when a test gives its own logger) */
   log?: MetricSources['log']
+  /** METRICS_PORT, on 127.0.0.1 (0: a free port) */
+  port: number
 }
 
 async function metrics (app: FastifyInstance, options: MetricsOptions) {
@@ -31,6 +44,35 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     metrics.observe(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
+
+  let server: Server | undefined
+  let closing = false
+  app.decorate('listenMetrics', async () => {
+    if (closing) throw new Error('the app is closed: no metrics server')
+    if (server !== undefined) throw new Error('the metrics server is already listening')
+    const started = await startMetricsServer(metrics.registry, options.port)
+    server = started.server
+    if (closing) {
+      await closeNow(server)
+      throw new Error('the app closed while the metrics server started')
+    }
+    // tools read this line (and tests the URL in it): its text and fields stay as they are
+    app.log.info({ url: started.url }, `metrics listening at ${started.url}`)
+    return started.url
+  })
+  // As soon as a close starts (preClose: before the partner server stops and waits for the
+  // requests in flight), as src/server.ts did before app.close(): Prometheus sees the instance
+  // gone at once, and a scrape connection kept alive cannot hold the close.
+  app.addHook('preClose', async () => {
+    closing = true
+    if (server !== undefined) await closeNow(server)
+  })
+}
+
+function closeNow (server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+  server.closeAllConnections()
+  return closed
 }
 
 export default fp(metrics, { name: 'metrics', dependencies: ['health', 'records', 'datasets', 'partners', 'cache'] })

@@ -169,7 +169,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
-  await app.register(metrics, { log: destination })
+  await app.register(metrics, { log: destination, port: config.metricsPort })
   await app.register(reload, { pollMs: config.partnerRefreshMs })
   await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
   await app.register(openapi)

@@ -4,7 +4,6 @@ import { buildApp } from './app.ts'
 import { createDemoPartner, prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { connectionCaps, limitConnections, openFileLimit } from './http/connections.ts'
-import { startMetricsServer } from './metrics/server.ts'
 import { closeOnSignals } from './http/shutdown.ts'
 import { holdTickShape } from './http/tick-shape.ts'
 import { logDestination } from './http/log-destination.ts'
@@ -33,13 +32,8 @@ async function main () {
   const app = await buildApp(config, { destination })
   for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
 
-  let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined
   const shutdown = closeOnSignals(app, {
     timeoutMs: config.shutdownTimeoutMs,
-    beforeClose: () => {
-      metrics?.server.close()
-      metrics?.server.closeAllConnections()
-    },
     afterClose: () => destination.settled()
   })
   const reload = () => {
@@ -48,8 +42,8 @@ async function main () {
   process.off('SIGHUP', askedEarly).on('SIGHUP', reload)
   if (reloadAsked) reload()
 
-  metrics = await startMetricsServer(app.metrics.registry, config.metricsPort)
-  app.log.info({ url: metrics.url }, `metrics listening at ${metrics.url}`)
+  // before the partner port: METRICS_PORT in use fails the start (the app closes it: plugins/metrics.ts)
+  await app.listenMetrics()
   const fileLimit = openFileLimit()
   const configured = { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }
   const caps = connectionCaps(configured, fileLimit)

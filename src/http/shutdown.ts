@@ -7,8 +7,6 @@ import type { FastifyInstance } from 'fastify'
 
 export interface ShutdownOptions {
   timeoutMs: number
-  /** run when the close starts, before the app closes (the metrics server) */
-  beforeClose?: () => void
   /** awaited once the app has closed, within the same timeout (the log's last lines written) */
   afterClose?: () => Promise<void>
 }
@@ -35,7 +33,6 @@ export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions):
     closing = true
     if (err) app.log.fatal({ err }, 'uncaught error; closing')
     else app.log.info({ signal }, 'closing')
-    options.beforeClose?.()
     await app.close()
     await options.afterClose?.()
   })

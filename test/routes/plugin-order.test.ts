@@ -9,7 +9,7 @@ import partnerApi from '../../src/routes/partner-api.ts'
 t.test('metrics before the plugins whose objects it reads', async (t) => {
   const app = Fastify()
   await app.register(health)
-  await t.rejects(async () => { await app.register(metrics) }, /The dependency '(records|datasets|partners|cache)' of plugin 'metrics' is not registered/)
+  await t.rejects(async () => { await app.register(metrics, { port: 0 }) }, /The dependency '(records|datasets|partners|cache)' of plugin 'metrics' is not registered/)
   await app.close()
 })
 
