@@ -3,7 +3,6 @@
 import { buildApp } from './app.ts'
 import { createDemoPartner, prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
-import { connectionCaps, limitConnections, openFileLimit } from './http/connections.ts'
 import { closeOnSignals } from './http/shutdown.ts'
 import { holdTickShape } from './http/tick-shape.ts'
 import { logDestination } from './http/log-destination.ts'
@@ -44,13 +43,6 @@ async function main () {
 
   // before the partner port: METRICS_PORT in use fails the start (the app closes it: plugins/metrics.ts)
   await app.listenMetrics()
-  const fileLimit = openFileLimit()
-  const configured = { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }
-  const caps = connectionCaps(configured, fileLimit)
-  if (caps.maxConnections < configured.maxConnections) {
-    app.log.warn({ configured, ...caps, fileLimit }, 'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
-  }
-  limitConnections(app.server, caps, app.log)
   const address = await app.listen({ host: config.host, port: config.port })
   // Only now: a start that failed before listening has shown no token, and the next one shows it.
   let demoToken: string | undefined

@@ -167,3 +167,14 @@ t.test('a client that stops reading its answers loses its connection once nothin
   }
   t.equal(count, 0, 'the server closed the stalled connection')
 })
+
+t.test('an app that listens has the caps of the real server: buildApp applies them', async (t) => {
+  const { app } = await buildTestApp(t, {}, { MAX_CONNECTIONS_PER_IP: '2' })
+  const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
+  const connections = Array.from({ length: 3 }, () => open(port, '127.0.0.8'))
+  t.teardown(() => { for (const c of connections) c.socket.destroy() })
+  await until('one refused', () => refused(connections) === 1, 10_000)
+  t.equal(split(connections.find((c) => c.closed)!.received).body, TOO_MANY, 'past MAX_CONNECTIONS_PER_IP: 503')
+  const served = connections.find((c) => !c.closed)!
+  t.equal((await ask(served, '/healthz')).statusLine, 'HTTP/1.1 200 OK', 'the others are served')
+})
