@@ -1,11 +1,10 @@
 // The service's metrics (src/metrics/metrics.ts): every answered request is observed here. Their
 // server (src/metrics/server.ts, METRICS_PORT on 127.0.0.1) is the app's too: started by
 // app.listenMetrics(), closed by app.close().
-import type { Server } from 'node:http'
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
-import { startMetricsServer } from '../src/metrics/server.ts'
+import { startMetricsServer, type MetricsServer } from '../src/metrics/server.ts'
 import { DATASETS } from '../src/sites/dataset-file.ts'
 
 declare module 'fastify' {
@@ -45,34 +44,27 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     done()
   })
 
-  let server: Server | undefined
+  let server: MetricsServer | undefined
   let closing = false
   app.decorate('listenMetrics', async () => {
     if (closing) throw new Error('the app is closed: no metrics server')
     if (server !== undefined) throw new Error('the metrics server is already listening')
-    const started = await startMetricsServer(metrics.registry, options.port)
-    server = started.server
+    server = await startMetricsServer(metrics.registry, options.port)
     if (closing) {
-      await closeNow(server)
+      await server.close()
       throw new Error('the app closed while the metrics server started')
     }
     // tools read this line (and tests the URL in it): its text and fields stay as they are
-    app.log.info({ url: started.url }, `metrics listening at ${started.url}`)
-    return started.url
+    app.log.info({ url: server.url }, `metrics listening at ${server.url}`)
+    return server.url
   })
   // As soon as a close starts (preClose: before the partner server stops and waits for the
-  // requests in flight), as src/server.ts did before app.close(): Prometheus sees the instance
-  // gone at once, and a scrape connection kept alive cannot hold the close.
+  // requests in flight): Prometheus sees the instance gone at once, and a scrape connection kept
+  // alive cannot hold the close.
   app.addHook('preClose', async () => {
     closing = true
-    if (server !== undefined) await closeNow(server)
+    await server?.close()
   })
-}
-
-function closeNow (server: Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-  server.closeAllConnections()
-  return closed
 }
 
 export default fp(metrics, { name: 'metrics', dependencies: ['health', 'records', 'datasets', 'partners', 'cache'] })

@@ -7,7 +7,7 @@ import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
-import { clientErrorHandler, connectionCaps, expectationUnmet, httpRefusal, limitConnections, openFileLimit } from './http/connections.ts'
+import { capConnections, clientErrorHandler, expectationUnmet, httpRefusal } from './http/connections.ts'
 import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
@@ -142,13 +142,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   destination?.reportDropsTo(app.log)
   // MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP, on the server itself: whatever listens on this app
   // (src/server.ts, tests) refuses the connections past them (inject() opens none).
-  const fileLimit = openFileLimit()
-  const configured = { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }
-  const caps = connectionCaps(configured, fileLimit)
-  if (caps.maxConnections < configured.maxConnections) {
-    app.log.warn({ configured, ...caps, fileLimit }, 'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
-  }
-  limitConnections(app.server, caps, app.log)
+  capConnections(app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }, app.log)
   // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
   // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
   app.server.on('checkExpectation', (req, res) => {

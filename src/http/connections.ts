@@ -92,11 +92,23 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
 const noop = () => {}
 
 /**
+ * MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP on `server`, lowered to fit the open-file limit
+ * (connectionCaps), which is then said once.
+ */
+export function capConnections (server: Server, configured: ConnectionCaps, log: FastifyBaseLogger, fileLimit = openFileLimit()): void {
+  const caps = connectionCaps(configured, fileLimit)
+  if (caps.maxConnections < configured.maxConnections) {
+    log.warn({ configured, ...caps, fileLimit }, 'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
+  }
+  limitConnections(server, caps, log)
+}
+
+/**
  * Caps the server's open connections, in all and per client address. A connection over a cap is
  * answered 503 and closed before the HTTP server sees it; the first refusal of an episode is logged,
  * and its end with the count refused.
  */
-export function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBaseLogger): void {
+function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBaseLogger): void {
   // The HTTP server takes connections through its own 'connection' listener (the documented way to
   // hand it one): it is called only for the connections admitted.
   const [serve, ...others] = server.listeners('connection') as ((socket: Socket) => void)[]

@@ -5,7 +5,13 @@ import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
 import { ApiError } from '../errors.ts'
 
-export function startMetricsServer (registry: Registry, port: number): Promise<{ server: Server, url: string }> {
+export interface MetricsServer {
+  url: string
+  /** Stops listening and ends every connection, kept-alive scrapes included: a scrape cannot hold a close. */
+  close (): Promise<void>
+}
+
+export function startMetricsServer (registry: Registry, port: number): Promise<MetricsServer> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0]
     if (request.method !== 'GET' || path !== '/metrics') {
@@ -27,7 +33,13 @@ export function startMetricsServer (registry: Registry, port: number): Promise<{
     })
     server.listen(port, '127.0.0.1', () => {
       server.keepAliveTimeout = 5_000
-      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics` })
+      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`, close: () => closeNow(server) })
     })
   })
+}
+
+function closeNow (server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+  server.closeAllConnections()
+  return closed
 }

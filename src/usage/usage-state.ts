@@ -18,7 +18,7 @@ import { SqliteHistory } from './history-sqlite.ts'
 import { SharedTelemetry, TelemetryFeed, type Telemetry } from './telemetry.ts'
 import { restoreTelemetry, telemetrySaver } from './telemetry-store.ts'
 
-/** How often each instance adds its history counts to Redis. */
+/** How often each instance adds its history counts to Redis, by default. */
 const SHARED_HISTORY_FLUSH_MS = 1000
 
 /** Where the state says what it restored and how Redis is doing (the app's logger). */
@@ -42,6 +42,8 @@ export interface UsageStateOptions {
   saveMs: number
   /** days of history kept (USAGE_HISTORY_DAYS) */
   historyDays: number
+  /** with redis: how often the history counts are added (SHARED_HISTORY_FLUSH_MS unless a test says) */
+  historyFlushMs?: number
 }
 
 export interface UsageState {
@@ -67,7 +69,7 @@ export function createUsageState (options: UsageStateOptions): UsageState {
   return options.redis ? sharedState(options.redis, options) : localState(options)
 }
 
-function sharedState (redis: Redis, { instanceId, log, clock, historyDays }: UsageStateOptions): UsageState {
+function sharedState (redis: Redis, { instanceId, log, clock, historyDays, historyFlushMs = SHARED_HISTORY_FLUSH_MS }: UsageStateOptions): UsageState {
   const failover = new FailoverStore(redis, new RedisStore(redis), instanceId, log, { clock })
   const counter = new HistoryCounter()
   const history = new RedisHistory(redis, historyDays, instanceId)
@@ -82,7 +84,7 @@ function sharedState (redis: Redis, { instanceId, log, clock, historyDays }: Usa
     if (!flushing) flushing = flush().finally(() => { flushing = undefined })
     return flushing
   }
-  const timer = setInterval(save, SHARED_HISTORY_FLUSH_MS)
+  const timer = setInterval(save, historyFlushMs)
   timer.unref()
   const close = async () => {
     clearInterval(timer)
