@@ -144,7 +144,9 @@ export function haversineKm (lat1: number, lng1: number, lat2: number, lng2: num
   const rad = Math.PI / 180
   const sinDLat = Math.sin((lat1 - lat2) * rad / 2)
   const sinDLng = Math.sin((lng1 - lng2) * rad / 2)
-  const a = Math.cos(lat1 * rad) * Math.cos(lat2 * rad) * (sinDLng * sinDLng) + sinDLat * sinDLat
+  // cos(±90°) is 0: Math.cos(π/2) is not, π/2 not being a double
+  const cos = (lat: number) => lat === 90 || lat === -90 ? 0 : Math.cos(lat * rad)
+  const a = cos(lat1) * cos(lat2) * (sinDLng * sinDLng) + sinDLat * sinDLat
   return 2 * 6371 * Math.asin(Math.sqrt(a))
 }
 

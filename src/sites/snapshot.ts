@@ -10,7 +10,7 @@ import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
-const MAGIC = 'LSPIDX04' // 03: ids and names as byte columns; 04: every index's per-slot tables
+const MAGIC = 'LSPIDX05' // 03: ids and names as byte columns; 04: every index's per-slot tables; 05: cosines 0 at the poles
 export const snapshotPath = (datasetFile: string) => `${datasetFile}.index`
 
 interface SectionTable { [name: string]: [offset: number, length: number] }

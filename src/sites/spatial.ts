@@ -5,6 +5,12 @@ import KDBush from 'kdbush'
 export const EARTH_RADIUS_KM = 6371
 const RAD = Math.PI / 180
 
+/**
+ * cos(latitude), exactly 0 at the poles. Math.cos(90 * RAD) is 6.1e-17 (π/2 is not a double), which
+ * would set sites at one pole apart by their longitudes and break their tie by id.
+ */
+export const cosOfLat = (lat: number) => lat === 90 || lat === -90 ? 0 : Math.cos(lat * RAD)
+
 /** A kdbush index over a subset of a dataset's sites; item i is site `positions[i]`. */
 export interface SubIndex {
   kd: KDBush
@@ -27,7 +33,7 @@ export function subIndexOf (kd: KDBush, positions: Uint32Array): SubIndex {
   const slotCosLats = new Float64Array(ids.length)
   const slotPositions = new Uint32Array(ids.length)
   for (let i = 0; i < ids.length; i++) {
-    slotCosLats[i] = Math.cos(xy[2 * i + 1] * RAD)
+    slotCosLats[i] = cosOfLat(xy[2 * i + 1])
     slotPositions[i] = positions[ids[i]]
   }
   return { kd, positions, slotCosLats, slotPositions }
@@ -68,13 +74,16 @@ export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Mat
 /** A radius of half the circumference or more holds every site (haverSin falls again past π). */
 export const maxHaverSinFor = (radiusKm: number) => radiusKm >= Math.PI * EARTH_RADIUS_KM ? Infinity : haverSin(radiusKm / EARTH_RADIUS_KM)
 
-/** haverSinDist with cos(lat2 * RAD) given (made once per tree slot): the same operations in the same order. */
+/** haverSinDist with cosOfLat(lat2) given (made once per tree slot): the same operations in the same order. */
 const haverSinDistCos = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number) =>
   cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
 
-/** Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit. */
+/**
+ * Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit
+ * (but at the poles, where the cosine is 0 here).
+ */
 export const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number =>
-  haverSinDistCos(lng, lat, cosLat, lng2, lat2, Math.cos(lat2 * RAD))
+  haverSinDistCos(lng, lat, cosLat, lng2, lat2, cosOfLat(lat2))
 
 const byDistanceThenId = (a: Hit, b: Hit) => (a.h - b.h) || (a.position - b.position)
 
@@ -133,7 +142,7 @@ export class NearbySearch {
   search (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] {
     const { limit } = area
     if (limit <= 0 || sources.length === 0) return []
-    const cosLat = Math.cos(area.lat * RAD)
+    const cosLat = cosOfLat(area.lat)
     const maxH = maxHaverSinFor(area.radiusKm)
     if (sources.length === 1) return this.around(sources[0], area.lng, area.lat, cosLat, limit, maxH, accept)
     const lists: Hit[][] = []
@@ -332,8 +341,9 @@ function boxDist (lng: number, lat: number, cosLat: number, minLng: number, minL
   return Math.min(haverSinDistPartial(haverSinDLng, cosLat, lat, minLat), haverSinDistPartial(haverSinDLng, cosLat, lat, maxLat))
 }
 
+// cosOfLat as for the sites, so a box's bound at a pole is its pole sites' h, not above it
 const haverSinDistPartial = (haverSinDLng: number, cosLat1: number, lat1: number, lat2: number) =>
-  cosLat1 * Math.cos(lat2 * RAD) * haverSinDLng + haverSin((lat1 - lat2) * RAD)
+  cosLat1 * cosOfLat(lat2) * haverSinDLng + haverSin((lat1 - lat2) * RAD)
 
 function vertexLat (lat: number, haverSinDLng: number): number {
   const cosDLng = 1 - 2 * haverSinDLng
@@ -372,7 +382,7 @@ function merge (lists: Hit[][], max: number): Hit[] {
 /** Exhaustive version of searchNearby for small candidate lists (rare tags): same order, same filter. */
 export function scanNearby (coords: SiteCoordinates, candidates: Uint32Array, area: SearchArea, accept?: (position: number) => boolean): Hit[] {
   const { lng, lat, radiusKm, limit } = area
-  const cosLat = Math.cos(lat * RAD)
+  const cosLat = cosOfLat(lat)
   const maxH = maxHaverSinFor(radiusKm)
   const hits: Hit[] = []
   for (const position of candidates) {

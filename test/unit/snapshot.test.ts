@@ -123,7 +123,7 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
     'made from another version of the dataset file (its size or modification time differ)',
     'made from another version of the dataset file (its size or modification time differ)',
     'snapshot is cut short',
-    'not an index snapshot of this format (LSPIDX04): another version of the service wrote it, or it is damaged',
+    'not an index snapshot of this format (LSPIDX05): another version of the service wrote it, or it is damaged',
     'made from another version of the dataset file (its size or modification time differ)'
   ], 'each refusal says why')
 })

@@ -1,7 +1,7 @@
 // findNearby against brute force, over thousands of random sites and queries: near the
 // antimeridian and the poles, with clusters of identical coordinates (ties by id at the limit).
 import t from 'tap'
-import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
+import { datasetPath, writeDataset, type SiteRow } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset, positionOf } from '../../src/sites/dataset.ts'
 import { around, distance } from 'geokdbush'
 import { kmFromHaverSin } from '../../src/sites/spatial.ts'
@@ -93,6 +93,65 @@ t.test('across the antimeridian and over the pole', async (t) => {
     findNearby(small, { lat, lng, radiusKm, limit: 10, categories: [4] }).hits.map((h) => small.ids.at(h.position))
   t.same(ids(0.5, -179.95, 20), ['west', 'east'], 'both sides of 180° within 20 km')
   t.same(ids(89.95, 90, 30), ['pole-a', 'pole-b'], 'sites 180° of longitude apart near the pole')
+})
+
+t.test('sites at a pole are one point, and from a pole a parallel is one distance: ties by id', async (t) => {
+  const d = tmpDataDir(t)
+  const lngs = [170, -20, 45, 0, -135, 90, 179.999, -180, 12.345, -77]
+  const letters = 'abcdefghij'
+  const ring = (prefix: string, lat: number, tags: string[] = []) => lngs.map((lng, i) => site(`${prefix}-${letters[i]}`, 4, lat, lng, tags))
+  writeDataset(datasetPath(d, 'sandbox'), [...ring('n', 90, ['~pole']), ...ring('s', -90), ...ring('r', 89.5, ['~pole']), ...ring('q', -89.5)],
+    { source: 'test', precision: 3 })
+  const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
+  const ids = (lat: number, lng: number, limit: number, tag?: string) =>
+    findNearby(small, { lat, lng, radiusKm: 500, limit, categories: [4], tag }).hits.map((h) => small.ids.at(h.position))
+  const byId = (prefix: string) => [...letters].map((l) => `${prefix}-${l}`)
+  for (const limit of [1, 4, 10, 20]) {
+    t.same(ids(90, 33, limit), [...byId('n'), ...byId('r')].slice(0, limit), `from the north pole, limit ${limit}`)
+    t.same(ids(-90, -100, limit), [...byId('s'), ...byId('q')].slice(0, limit), `from the south pole, limit ${limit}`)
+    t.same(ids(90, 0, limit, '~pole'), [...byId('n'), ...byId('r')].slice(0, limit), `from the north pole, a tag's scan, limit ${limit}`)
+  }
+  // from elsewhere the pole's sites still tie with one another
+  const fromAfar = ids(88, -60, 20)
+  t.same(fromAfar.filter((id) => id.startsWith('n-')), byId('n'), 'the pole\'s sites in id order from 88°N')
+  const before = fromAfar.indexOf('n-a')
+  t.same(ids(88, -60, before + 3).slice(before), ['n-a', 'n-b', 'n-c'], 'a limit that cuts through them keeps the lowest ids')
+  t.same(ids(-88, 10, 20).filter((id) => id.startsWith('s-')), byId('s'), 'the south pole\'s sites in id order from 88°S')
+})
+
+t.test('around the poles, with sites at exactly ±90°, agree with brute force', async (t) => {
+  const random = seededRandom('poles')
+  const polar: SiteRow[] = []
+  for (let i = 0; i < 3000; i++) {
+    const north = random() < 0.5
+    const lat = random() < 0.3 ? 90 : [89.999, 89.9, 89.5, 88][Math.floor(random() * 4)]
+    const lng = Math.round((random() * 360 - 180) * 1000) / 1000
+    polar.push(site(`p${Math.floor(random() * 1e9).toString(36)}-${i}`, 2 + Math.floor(random() * 3), north ? lat : -lat, lng, random() < 0.3 ? ['~fuel'] : []))
+  }
+  const d = tmpDataDir(t)
+  writeDataset(datasetPath(d, 'sandbox'), polar, { source: 'test', precision: 3 })
+  const polarDs = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
+  let compared = 0
+  for (let i = 0; i < 600; i++) {
+    const north = random() < 0.5
+    const lat = (north ? 1 : -1) * [90, 89.95, 89, 87][Math.floor(random() * 4)]
+    const query = {
+      lat,
+      lng: random() * 360 - 180,
+      radiusKm: [5, 100, 400][Math.floor(random() * 3)],
+      limit: [1, 3, 30, 200][Math.floor(random() * 4)],
+      categories: random() < 0.5 ? [2, 3, 4] : [3],
+      tag: random() < 0.2 ? '~fuel' : undefined
+    }
+    const expected = bruteNearby(polar, query).map((e) => e.site.id)
+    const got = findNearby(polarDs, query).hits.map((h) => polarDs.ids.at(h.position))
+    if (got.join() !== expected.join()) {
+      t.fail('mismatch', { query, got, expected })
+      return
+    }
+    compared++
+  }
+  t.equal(compared, 600)
 })
 
 t.test('the search agrees with geokdbush itself (its distances, its order up to ties)', async (t) => {
