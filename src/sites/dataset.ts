@@ -1,6 +1,7 @@
 // A dataset in memory: the sites of one file in parallel arrays ordered by id (so a site's
 // position is its rank by id and ties "by id" are ties by position), one kdbush sub-index per
 // category and per large tag, and the sites of every tag in id order.
+import { createHash } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
@@ -23,7 +24,9 @@ export interface Dataset {
   path: string
   meta: DatasetMeta
   builtAt: string
-  /** The dataset's name and its file's content (built_at, site count, source): part of cache keys and ETags. */
+  /** contentDigest of what the dataset serves */
+  digest: string
+  /** The dataset's name and its digest: part of cache keys and ETags. */
   version: string
   count: number
   /** ascending (ids are ASCII: byte order is string order) */
@@ -49,11 +52,41 @@ export interface NearbyQuery extends SearchArea {
 }
 
 /**
- * A dataset's version: its name, then what names the file's content. The name first: a sandbox and
- * a production file with the same meta (one copied from the other, then edited) never share
- * cached answers or ETags.
+ * A dataset's version: its name, then the digest of what it serves. The name first: a sandbox and
+ * a production file with the same content (one copied from the other) never share cached answers
+ * or ETags.
  */
-export const datasetVersion = (name: DatasetName, meta: DatasetMeta) => `${name}|${meta.built_at}|${meta.site_count}|${meta.source}`
+export const datasetVersion = (name: DatasetName, digest: string) => `${name}|${digest}`
+
+/**
+ * A digest of what a dataset serves: its meta, its sites' columns and its tags' sites. Not the
+ * meta alone: a file edited in place (by hand, or by another tool) with its meta left as it was
+ * must not keep its answers' ETags. About 0.1 s for a million sites, made once per file: a
+ * snapshot keeps it.
+ */
+export function contentDigest (ds: Pick<Dataset, 'meta' | 'ids' | 'names' | 'regions' | 'countries' | 'categories' | 'lats' | 'lngs' | 'tagSites'>): string {
+  const hash = createHash('sha256')
+  // each part preceded by its name and length, so that no two contents hash the same parts
+  const part = (name: string, data: string | ArrayBufferView) => {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    hash.update(`${name} ${bytes.byteLength}\n`)
+    hash.update(bytes)
+  }
+  part('meta', JSON.stringify(Object.entries(ds.meta).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))))
+  part('ids', ds.ids.bytes)
+  part('idEnds', ds.ids.ends)
+  part('names', ds.names.bytes)
+  part('nameEnds', ds.names.ends)
+  part('regions', JSON.stringify(ds.regions.table))
+  part('regionCodes', ds.regions.codes)
+  part('countries', JSON.stringify(ds.countries.table))
+  part('countryCodes', ds.countries.codes)
+  part('categories', ds.categories)
+  part('lats', ds.lats)
+  part('lngs', ds.lngs)
+  for (const tag of [...ds.tagSites.keys()].sort()) part(`tag ${tag}`, ds.tagSites.get(tag)!)
+  return hash.digest('base64url').slice(0, 22)
+}
 
 const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
@@ -161,13 +194,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     if (positions.length >= TAG_INDEX_MIN_SITES) tagIndexes.set(tag, buildSubIndex(positions, lngs, lats))
   }
 
-  return {
-    name,
-    path,
+  const served = {
     meta,
-    builtAt: meta.built_at,
-    version: datasetVersion(name, meta),
-    count,
     ids: StringColumn.from(ids),
     names: StringColumn.from(names),
     regions: regions.done(),
@@ -175,11 +203,10 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     categories,
     lats,
     lngs,
-    all,
-    byCategory,
-    tagSites,
-    tagIndexes
+    tagSites
   }
+  const digest = contentDigest(served)
+  return { ...served, name, path, builtAt: meta.built_at, digest, version: datasetVersion(name, digest), count, all, byCategory, tagIndexes }
 }
 
 /** Hits in (distance, id) order, and the one sub-index every hit's `slot` belongs to (undefined when they come from several, or from a scan). */

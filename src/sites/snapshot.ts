@@ -10,13 +10,15 @@ import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
-const MAGIC = 'LSPIDX05' // 03: ids and names as byte columns; 04: every index's per-slot tables; 05: cosines 0 at the poles
+const MAGIC = 'LSPIDX06' // 03: ids and names as byte columns; 04: every index's per-slot tables; 05: cosines 0 at the poles; 06: the content digest
 export const snapshotPath = (datasetFile: string) => `${datasetFile}.index`
 
 interface SectionTable { [name: string]: [offset: number, length: number] }
 interface Header {
   file: { size: number, mtimeMs: number }
   meta: DatasetMeta
+  /** the dataset's contentDigest, made when it was read from the file */
+  digest: string
   count: number
   categories: number[]
   tags: string[]
@@ -88,7 +90,7 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const indexedTags = [...ds.tagIndexes.keys()]
   for (const tag of indexedTags) addIndex(`tagkd:${tag}`, ds.tagIndexes.get(tag)!)
 
-  const header: Header = { file: fileIdentity(ds.path), meta: ds.meta, count: ds.count, categories, tags, indexedTags, math: SNAPSHOT_MATH, sections }
+  const header: Header = { file: fileIdentity(ds.path), meta: ds.meta, digest: ds.digest, count: ds.count, categories, tags, indexedTags, math: SNAPSHOT_MATH, sections }
   const headerBytes = Buffer.from(JSON.stringify(header))
   const lead = Buffer.alloc(16)
   lead.write(MAGIC, 0, 'latin1')
@@ -190,7 +192,7 @@ export function readSnapshot (path: string, name: DatasetName, unusable?: (reaso
     for (const tag of header.indexedTags) tagIndexes.set(tag, index(`tagkd:${tag}`, tagSites.get(tag)!))
 
     return {
-      name, path, meta, builtAt: meta.built_at, version: datasetVersion(name, meta),
+      name, path, meta, builtAt: meta.built_at, digest: header.digest, version: datasetVersion(name, header.digest),
       count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes
     }
   })

@@ -208,3 +208,21 @@ t.test('a sandbox and a production file with the same meta never share an answer
     t.not(answers.hotels.headers.etag, answers.live.headers.etag)
   }
 })
+
+t.test('a dataset file edited in place, its meta unchanged, gets new ETags at its reload', async (t) => {
+  const url = `${Q}&radius=9`
+  const before = await bearer('hotels', url)
+  t.equal(before.statusCode, 200)
+  t.equal((await app.reloadDatasets('test')).ok, true)
+  t.equal((await bearer('hotels', url, { 'if-none-match': before.headers.etag as string })).statusCode, 304, 'a reload of the same file keeps them')
+  const builtAt = app.datasets.get('sandbox')!.meta.built_at
+  const db = new Database(join(dataDir, 'sandbox.db'))
+  db.exec("UPDATE sites SET name = 'Renamed by hand' WHERE id = 'new-4'")
+  db.close()
+  t.equal((await app.reloadDatasets('test')).ok, true)
+  t.equal(app.datasets.get('sandbox')!.meta.built_at, builtAt, 'the same meta')
+  const after = await bearer('hotels', url, { 'if-none-match': before.headers.etag as string })
+  t.equal(after.statusCode, 200, 'the old ETag no longer matches')
+  t.equal((JSON.parse(after.body) as { name: string }[])[0].name, 'Renamed by hand')
+  t.not(after.headers.etag, before.headers.etag)
+})

@@ -147,3 +147,34 @@ t.test('the loader refuses broken files with the reason', async (t) => {
   writeFileSync(truncated, readFileSync(good).subarray(0, 5000))
   t.throws(() => loadDataset(truncated, 'sandbox'), DatasetError, 'a truncated file')
 })
+
+t.test('the version follows the content: any change a partner could see moves it, the same file keeps it', async (t) => {
+  const dir = tmpDataDir(t)
+  const path = datasetPath(dir, 'sandbox')
+  writeDataset(path, [site('v-1', 4, 51.5, -0.12, ['~fuel']), site('v-2', 5, 51.6, -0.13)], { source: 'test', precision: 3, categoryNames: { 8: 'Heliport' } })
+  const first = loadDataset(path, 'sandbox')
+  t.match(first.version, /^sandbox\|[A-Za-z0-9_-]{22}$/)
+  t.equal(loadDataset(path, 'sandbox').version, first.version, 'the same file, the same version')
+  t.not(loadDataset(path, 'production').version, first.version, 'another dataset name, another version')
+  // each edit made in place, as by hand, with the meta (built_at and all) left as it was
+  const edits = [
+    "UPDATE sites SET name = 'Site v-1 ' WHERE id = 'v-1'",
+    "UPDATE sites SET latitude = 51.501 WHERE id = 'v-1'",
+    "UPDATE sites SET longitude = -0.121 WHERE id = 'v-2'",
+    "UPDATE sites SET category = 6 WHERE id = 'v-2'",
+    "UPDATE sites SET region = 'AFR' WHERE id = 'v-2'",
+    "UPDATE sites SET country = 'FR' WHERE id = 'v-2'",
+    "UPDATE site_tags SET tag = '~grass' WHERE site_id = 'v-1'",
+    "INSERT INTO site_tags (site_id, tag) VALUES ('v-2', '~fuel')",
+    "UPDATE meta SET value = '{\"8\":\"Heliports\"}' WHERE key = 'category_names'"
+  ]
+  const seen = new Set([first.version])
+  for (const edit of edits) {
+    const db = new Database(path)
+    db.exec(edit)
+    db.close()
+    const version = loadDataset(path, 'sandbox').version
+    t.notOk(seen.has(version), edit)
+    seen.add(version)
+  }
+})

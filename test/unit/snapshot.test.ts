@@ -4,7 +4,7 @@ import { readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from '
 import { join } from 'node:path'
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { findNearby, loadDataset } from '../../src/sites/dataset.ts'
+import { contentDigest, findNearby, loadDataset } from '../../src/sites/dataset.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { SNAPSHOT_MATH, readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
 import type { SubIndex } from '../../src/sites/spatial.ts'
@@ -40,6 +40,7 @@ t.test('a snapshot reads back the dataset exactly', async (t) => {
   const fromSnapshot = readSnapshot(path, 'production')!
   t.ok(fromSnapshot)
   t.same(plain(fromSnapshot), plain(fromFile))
+  t.equal(contentDigest(fromSnapshot), fromFile.digest, 'its digest is of what it serves')
   const random = seededRandom('snap-queries')
   for (let i = 0; i < 300; i++) {
     const q = { lat: random() * 180 - 90, lng: random() * 360 - 180, radiusKm: 5000 * random(), limit: 1 + Math.floor(random() * 50), categories: [2, 4, 5, 6, 7, 8, 9, 10], tag: random() < 0.3 ? '~common' : undefined }
@@ -123,7 +124,7 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
     'made from another version of the dataset file (its size or modification time differ)',
     'made from another version of the dataset file (its size or modification time differ)',
     'snapshot is cut short',
-    'not an index snapshot of this format (LSPIDX05): another version of the service wrote it, or it is damaged',
+    'not an index snapshot of this format (LSPIDX06): another version of the service wrote it, or it is damaged',
     'made from another version of the dataset file (its size or modification time differ)'
   ], 'each refusal says why')
 })
