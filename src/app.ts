@@ -7,7 +7,7 @@ import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
-import { capConnections, clientErrorHandler, closeStalledWriters, expectationUnmet, httpRefusal } from './http/connections.ts'
+import { capConnections, clientErrorHandler, expectationUnmet, httpRefusal } from './http/connections.ts'
 import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
@@ -102,7 +102,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // which would let a connection overstay them by as much.
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
-    // (A client that stops reading its answers: closeStalledWriters, below.)
+    // A connection on which nothing moves while a request is under way (a client that stopped
+    // reading its answer) is closed: none of the timeouts above covers the answer's way out. 2 s
+    // more than the request's, so that one that sends nothing at all still gets its 408 first.
+    connectionTimeout: config.requestTimeoutMs + 2000,
     http: {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: 1000,
@@ -140,9 +143,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP, on the server itself: whatever listens on this app
   // (src/server.ts, tests) refuses the connections past them (inject() opens none).
   capConnections(app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }, app.log)
-  // A connection whose answers have not moved for longer than a request may take (a client that
-  // stopped reading them) is closed: Node's timeouts cover the request's way in, not the answer's out.
-  closeStalledWriters(app.server, config.requestTimeoutMs + 2000)
   // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
   // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
   app.server.on('checkExpectation', (req, res) => {

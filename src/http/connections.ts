@@ -1,7 +1,6 @@
 // What the HTTP server answers below Fastify: connections over the caps, and requests its parser
 // refuses. Both are written on the socket as raw HTTP, with the error body of every other answer.
-// Also which requests HTTP/1.1 does not allow, which Fastify's first hook refuses (src/app.ts), and
-// the connections closed because their answers stopped moving.
+// Also which requests HTTP/1.1 does not allow, which Fastify's first hook refuses (src/app.ts).
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
@@ -157,54 +156,5 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
   })
   server.once('close', () => {
     if (episode !== undefined) clearTimeout(episode.timer)
-  })
-}
-
-/** How a connection's answer bytes move: those whose writes completed, and libuv's queue of the one under way. */
-interface WriteMark { completed: number, queued: number, since: number }
-
-/**
- * Closes a connection whose answer bytes have not moved for `stallMs`: a client that stopped
- * reading holds its slot and the answers waiting for it, and none of Node's request, headers or
- * keep-alive timeouts covers an answer's way out. A sweep every `everyMs` looks at the connections
- * with bytes waiting (the rest cost it one read), as Node's socket timeout would at each read and
- * write of every request (about 1 µs a request of a cached answer here, docs/performance.md). A
- * slow reader is left alone: bytes taken by the kernel since the last sweep, within a write
- * (libuv's queue shrinking, as Node's own timeout tells them) or a whole one, count as moving.
- */
-export function closeStalledWriters (server: Server, stallMs: number, everyMs = 1000): void {
-  const open = new Set<Socket>()
-  const marks = new Map<Socket, WriteMark>()
-  server.on('connection', (socket: Socket) => {
-    open.add(socket)
-    socket.once('close', () => {
-      open.delete(socket)
-      marks.delete(socket)
-    })
-  })
-  const sweep = () => {
-    const now = performance.now() // monotonic: a step of the wall clock closes nothing
-    for (const socket of open) {
-      const waiting = socket.writableLength
-      if (waiting === 0) {
-        marks.delete(socket)
-        continue
-      }
-      const completed = (socket.bytesWritten ?? 0) - waiting
-      const queued = (socket as Socket & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? 0
-      const mark = marks.get(socket)
-      if (mark === undefined || mark.completed !== completed || mark.queued !== queued) {
-        marks.set(socket, { completed, queued, since: now })
-      } else if (now - mark.since >= stallMs) {
-        socket.destroy()
-      }
-    }
-  }
-  // only while the server listens (an app driven by inject() alone never does)
-  let timer: NodeJS.Timeout | undefined
-  server.on('listening', () => { timer ??= setInterval(sweep, everyMs).unref() })
-  server.on('close', () => {
-    clearInterval(timer)
-    timer = undefined
   })
 }
