@@ -132,6 +132,7 @@ t.test('around the poles, with sites at exactly ±90°, agree with brute force',
   writeDataset(datasetPath(d, 'sandbox'), polar, { source: 'test', precision: 3 })
   const polarDs = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
   let compared = 0
+  let withTies = 0
   for (let i = 0; i < 600; i++) {
     const north = random() < 0.5
     const lat = (north ? 1 : -1) * [90, 89.95, 89, 87][Math.floor(random() * 4)]
@@ -143,15 +144,18 @@ t.test('around the poles, with sites at exactly ±90°, agree with brute force',
       categories: random() < 0.5 ? [2, 3, 4] : [3],
       tag: random() < 0.2 ? '~fuel' : undefined
     }
-    const expected = bruteNearby(polar, query).map((e) => e.site.id)
+    const brute = bruteNearby(polar, query)
+    const expected = brute.map((e) => e.site.id)
     const got = findNearby(polarDs, query).hits.map((h) => polarDs.ids.at(h.position))
     if (got.join() !== expected.join()) {
       t.fail('mismatch', { query, got, expected })
       return
     }
     compared++
+    if (brute.some((e, k) => k > 0 && e.km === brute[k - 1].km)) withTies++
   }
   t.equal(compared, 600)
+  t.ok(withTies > 100, `answers holding sites at one distance (${withTies})`)
 })
 
 t.test('the search agrees with geokdbush itself (its distances, its order up to ties)', async (t) => {
