@@ -1,10 +1,11 @@
 // Dataset files: one SQLite file per dataset, tables fixed (other tools read them; docs/data-files.md).
 // Writers build a new file beside the old one and rename it into place only when complete,
 // so a reader never sees a half-written dataset and a failed write loses nothing.
-import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
-import { basename, dirname, join } from 'node:path'
+import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import { CATEGORY_NAMES_META } from './categories.ts'
+import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
 
 export const SCHEMA_VERSION = '1'
 export const DATASETS = ['sandbox', 'production'] as const
@@ -87,54 +88,6 @@ export interface DatasetWriter<Ref = unknown> {
   /** Writes meta, closes, fsyncs and renames the file into place. */
   commit (meta: CommitMeta): { siteCount: number, builtAt: string }
   abort (): void
-}
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/** Where this process writes `path` before renaming it into place (removeStaleTempFiles knows the name). */
-export const tempPathFor = (path: string) => join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
-
-/** A writer's temporary file not modified for this long is taken as abandoned, whatever its pid. */
-export const TEMP_FILE_STALE_MS = 3_600_000
-
-/**
- * Removes the temporary files that writers of `path` left behind when their process died (an
- * import killed half-way): `.<name>.<pid>.<time>.tmp` and its SQLite companions (`-journal`,
- * `-wal`, `-shm`). They are never read, and each can be as large as the dataset. A file is stale
- * when its pid is not a live process, when its pid is this process's but it was made before this
- * process started (the pid was reused), or when it was not written for TEMP_FILE_STALE_MS (a live
- * writer writes its file all the time): so a concurrent writer's files are left alone. With
- * `mine`, this process's own are stale too (its writer was stopped: a terminated index worker).
- */
-export function removeStaleTempFiles (path: string, options: { mine?: boolean } = {}): string[] {
-  const dir = dirname(path)
-  const prefix = `.${basename(path)}.`
-  const removed: string[] = []
-  for (const name of readdirSync(dir)) {
-    const m = name.startsWith(prefix) ? /^(\d+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length)) : null
-    if (!m) continue
-    const pid = Number(m[1])
-    const file = join(dir, name)
-    let stale = pid === process.pid ? options.mine === true || Number(m[2]) < performance.timeOrigin : !isAlive(pid)
-    if (!stale) {
-      try {
-        stale = Date.now() - statSync(file).mtimeMs > TEMP_FILE_STALE_MS
-      } catch {
-        continue // gone meanwhile
-      }
-    }
-    if (!stale) continue
-    rmSync(file, { force: true })
-    removed.push(name)
-  }
-  return removed
 }
 
 /** Sites and tag rows written by one statement each: a call into SQLite per row cost more than the row. */

@@ -3,7 +3,8 @@
 // swaps the reference at once.
 import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import { DATASETS, datasetPath, removeStaleTempFiles, type DatasetName } from './dataset-file.ts'
+import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
+import { removeStaleTempFiles } from '../setup/replace-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
 import type { IndexJob, IndexResult } from './index-worker.ts'
 import { readSnapshot, snapshotPath } from './snapshot.ts'
