@@ -43,7 +43,7 @@ interface UsageState {
 }
 
 function localState (config: Config): UsageState {
-  const store = new PartnerStore(controlPath(config.dataDir))
+  const store = new PartnerStore(controlPath(config.dataDir), { readonly: true })
   const db = store.db
   return {
     freshness: `as of the service's last save (every COUNTER_SAVE_MS, ${config.counterSaveMs} ms, and at close)`,

@@ -97,9 +97,12 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
   return names
 }
 
-/** The partners: in Redis when STATE_URL is set (every instance everywhere reads them there), else in control.db. */
-function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>): Promise<T> {
-  return withOpened(config, async () => config.stateUrl ? new RedisPartnerStore(await connectState(config.stateUrl)) : new PartnerStore(controlPath(config.dataDir)), fn)
+/**
+ * The partners: in Redis when STATE_URL is set (every instance everywhere reads them there), else
+ * in control.db, opened only to read for the commands that only read (`readonly`).
+ */
+function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>, { readonly = false } = {}): Promise<T> {
+  return withOpened(config, async () => config.stateUrl ? new RedisPartnerStore(await connectState(config.stateUrl)) : new PartnerStore(controlPath(config.dataDir), { readonly }), fn)
 }
 
 function partnerText (view: ReturnType<typeof partnerView>): string {
@@ -136,14 +139,14 @@ async function partnersCreate ({ config, options }: Context): Promise<Result> {
 }
 
 async function partnersList ({ config }: Context): Promise<Result> {
-  const views = await withStore(config, async (store) => (await store.list()).map(partnerView))
+  const views = await withStore(config, async (store) => (await store.list()).map(partnerView), { readonly: true })
   const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} CATEGORIES  NAME`
   const rows = views.map((v) => `${v.slug.padEnd(24)} ${v.status.padEnd(9)} ${v.tier.padEnd(6)} ${v.environment.padEnd(11)} ${v.categories.join(',').padEnd(11)} ${v.name}`)
   return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
 }
 
 async function partnersShow ({ config, args }: Context): Promise<Result> {
-  const view = await withStore(config, async (store) => partnerView(await store.get(args[0])))
+  const view = await withStore(config, async (store) => partnerView(await store.get(args[0])), { readonly: true })
   return { json: view, text: partnerText(view) }
 }
 
@@ -218,7 +221,7 @@ function refuseServiceFile (config: Config, file: string): void {
 }
 
 async function partnersExport ({ config, options }: Context): Promise<Result> {
-  const rows = await withStore(config, (store) => store.exportRows())
+  const rows = await withStore(config, (store) => store.exportRows(), { readonly: true })
   const document = JSON.stringify(exportDocument(rows), null, 2) + '\n'
   const file = options.file
   if (file !== undefined) {

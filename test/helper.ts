@@ -1,5 +1,6 @@
 // Builds the real app on real fixture files in a temporary data directory.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { chmodSync, closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -45,6 +46,48 @@ export function tmpDataDir (t: Teardown, prefix = 'lsp-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
+}
+
+/** Whether this process may write `path` (a directory: make a file in it). */
+const mayWrite = (path: string) => {
+  try {
+    if (statSync(path).isDirectory()) {
+      closeSync(openSync(join(path, '.probe'), 'wx'))
+      rmSync(join(path, '.probe'))
+    } else {
+      closeSync(openSync(path, 'r+'))
+    }
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Makes the paths refuse this process's writes (a directory: new files in it), as a read-only
+ * mount or another user's files would: chmod, or for root (whom chmod does not stop) the immutable
+ * attribute. The undo, or why it cannot be done here.
+ */
+export function refuseWrites (paths: string[]): (() => void) | string {
+  const modes = paths.map((p) => statSync(p).mode & 0o7777)
+  paths.forEach((p, i) => chmodSync(p, modes[i] & ~0o222))
+  const chmodBack = () => paths.forEach((p, i) => chmodSync(p, modes[i]))
+  if (!paths.some(mayWrite)) return chmodBack
+  chmodBack()
+  const r = spawnSync('chattr', ['+i', ...paths], { encoding: 'utf8' })
+  if (r.status !== 0) return `chattr +i (CAP_LINUX_IMMUTABLE on a file system with the flag): ${r.stderr.trim()}`
+  const chattrBack = () => { spawnSync('chattr', ['-i', ...paths]) }
+  if (!paths.some(mayWrite)) return chattrBack
+  chattrBack()
+  return 'paths this process cannot write'
+}
+
+/** false where refuseWrites works here, else why not (a test's skip). */
+export function cannotRefuseWrites (t: Teardown): false | string {
+  const undo = refuseWrites([tmpDataDir(t, 'lsp-ro-probe-')])
+  if (typeof undo === 'string') return `needs ${undo}`
+  undo()
+  return false
 }
 
 export function testConfig (dataDir: string, env: Record<string, string> = {}): Config {

@@ -1,13 +1,14 @@
 // Partners in control.db (docs/data-files.md). The CLI writes here; the service reads, and
 // notices another process's commit through PRAGMA data_version.
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
   DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, MAX_LIMIT, TIER_LIMITS, WINDOWS,
   type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
 } from './tiers.ts'
+import { openReadOnly } from '../setup/read-only-db.ts'
 import { newToken, tokenDigest } from './tokens.ts'
 import { partnerLabel, rowProblem } from './row-schema.ts'
 
@@ -268,19 +269,46 @@ export class PartnerStore {
    * short one: better-sqlite3 is synchronous, and a long wait would stall every request.
    */
   constructor (readonly path: string, options: { readonly?: boolean, busyTimeoutMs?: number } = {}) {
-    if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
-    this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false })
+    if (options.readonly) {
+      this.db = PartnerStore.lookAt(path)
+      return
+    }
+    mkdirSync(dirname(path), { recursive: true })
+    this.db = new Database(path)
     try {
       this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
-      if (!options.readonly) {
-        this.db.pragma('journal_mode = WAL')
-        this.db.exec(SCHEMA)
-      }
+      this.db.pragma('journal_mode = WAL')
+      this.db.exec(SCHEMA)
     } catch (err) {
       this.db.close()
-      // SQLite's own words ("file is not a database") do not say which file
-      throw new Error(`${path} cannot be used: ${(err as Error).message}`, { cause: err })
+      throw PartnerStore.unusable(path, err)
     }
+  }
+
+  /**
+   * The file opened to read only: nothing written, no file made, so that an operator who may only
+   * read DATA_DIR can look (without the file: no partner).
+   */
+  private static lookAt (path: string): Database.Database {
+    if (!existsSync(path)) {
+      const empty = new Database(':memory:')
+      empty.exec(SCHEMA)
+      return empty
+    }
+    let db: Database.Database | undefined
+    try {
+      db = openReadOnly(path) // a file that is not a database fails here
+      db.pragma('busy_timeout = 5000')
+      return db
+    } catch (err) {
+      db?.close()
+      throw PartnerStore.unusable(path, err)
+    }
+  }
+
+  // SQLite's own words ("file is not a database") do not say which file
+  private static unusable (path: string, err: unknown): Error {
+    return new Error(`${path} cannot be used: ${(err as Error).message}`, { cause: err })
   }
 
   /** Changes whenever another connection commits to the file. */
