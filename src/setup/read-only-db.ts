@@ -1,34 +1,40 @@
-// A SQLite file opened to read and nothing else (the operator CLI's read commands): no pragma that
-// writes, no schema made, so that an operator who may only read DATA_DIR (another user than the
-// service's, a read-only mount) can still look.
-import { existsSync, readFileSync } from 'node:fs'
+// A SQLite file opened to read and nothing else (the operator CLI's reading commands): nothing
+// written and no file made in DATA_DIR, so that an operator who may only read it (another user
+// than the service's, a read-only mount) can look, and a look leaves nothing another user's
+// service could not write.
+import { existsSync, readFileSync, statSync, type BigIntStats } from 'node:fs'
 import Database from 'better-sqlite3'
 
 /** SQLite's header bytes 18 and 19: the file format's write and read versions, 2 in WAL mode. */
 const WAL_FORMAT = 2
 const ROLLBACK_FORMAT = 1
 
-/** What SQLite says when it cannot make a WAL file's index: a directory it may not write or change. */
-const NO_INDEX = new Set(['SQLITE_CANTOPEN', 'SQLITE_READONLY_DIRECTORY', 'SQLITE_READONLY_CANTINIT'])
+const unchanged = (a: BigIntStats, b: BigIntStats) => a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs
 
 /**
  * The file at `path`, read only. A WAL-mode file (control.db) is read through its `-shm` index,
- * which SQLite must create when no writer holds it, and cannot in a directory it may not write.
- * There, when no `-wal` file holds commits beyond the file, the file alone is the whole database:
- * it is read from a copy in memory marked as a rollback-journal file, which needs no index.
+ * which a connection makes beside the file when no writer holds it, and a read-only connection
+ * leaves behind: in a directory it may not write it cannot, and made by another user the service
+ * may not write it. So while a writer holds the file (its `-wal` is there) SQLite reads it through
+ * the writer's index; with no `-wal`, the file alone is the whole database, and it is read from a
+ * copy in memory marked as a rollback-journal file, which needs no index. A checkpoint that
+ * changes the file during the copy is seen (its size, time or inode) and the copy made again.
  */
 export function openReadOnly (path: string): Database.Database {
-  let db: Database.Database | undefined
-  try {
-    db = new Database(path, { readonly: true, fileMustExist: true })
-    db.pragma('schema_version') // the first read, which makes the index: a refusal shows here
-    return db
-  } catch (err) {
-    db?.close()
-    if (!NO_INDEX.has((err as { code?: string }).code ?? '') || !existsSync(path) || existsSync(`${path}-wal`)) throw err
+  for (let attempt = 0; attempt < 3 && existsSync(path) && !existsSync(`${path}-wal`); attempt++) {
+    const before = statSync(path, { bigint: true })
     const image = readFileSync(path)
-    if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) throw err
+    if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) break // not WAL: SQLite makes no index
+    if (existsSync(`${path}-wal`) || !unchanged(before, statSync(path, { bigint: true }))) continue
     image[18] = image[19] = ROLLBACK_FORMAT
     return new Database(image, { readonly: true })
+  }
+  const db = new Database(path, { readonly: true, fileMustExist: true })
+  try {
+    db.pragma('schema_version') // the first read: a file that is not a database fails here
+    return db
+  } catch (err) {
+    db.close()
+    throw err
   }
 }

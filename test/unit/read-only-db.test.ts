@@ -27,35 +27,46 @@ const locked = (t: Test, paths: string[]) => {
   return undo
 }
 
-t.test('where the index may be made, an ordinary read-only connection', async (t) => {
+t.test('while a writer holds the file, read through its index: its commits seen, nothing made', async (t) => {
   const dir = tmpDataDir(t)
-  const { path, db } = walDatabase(dir, 5)
-  db.close()
+  const { path, db } = walDatabase(dir, 5) // the five rows are in the -wal, not yet in the file
+  t.teardown(() => db.close())
+  const files = readdirSync(dir).sort()
+  t.same(files, ['some.db', 'some.db-shm', 'some.db-wal'])
   const ro = openReadOnly(path)
+  t.equal(ro.memory, false, 'the file itself')
   t.equal(ro.prepare('SELECT count(*) FROM r').pluck().get(), 5)
-  t.equal(ro.name, path, 'the file itself')
+  db.prepare('INSERT INTO r (v) VALUES (?)').run('later')
+  t.equal(ro.prepare('SELECT count(*) FROM r').pluck().get(), 6, 'and what the writer commits after')
   t.throws(() => ro.prepare('INSERT INTO r (v) VALUES (?)').run('x'), { code: 'SQLITE_READONLY' })
   ro.close()
+  t.same(readdirSync(dir).sort(), files)
 })
 
-t.test('in a directory it may not write, with no -wal: the file read from memory', { skip }, async (t) => {
+t.test('with no writer, the file read from a copy in memory: no index made beside it', async (t) => {
   const dir = tmpDataDir(t)
   const { path, db } = walDatabase(dir, 1000)
   db.close()
   t.same(readdirSync(dir), ['some.db'], 'no -wal, no -shm: the writer closed last')
   const bytes = readFileSync(path)
   t.equal(bytes[18], 2, 'a WAL-mode file')
-  locked(t, [dir])
-  t.throws(() => new Database(path, { readonly: true, fileMustExist: true }).pragma('schema_version'), 'SQLite alone refuses it')
-  const ro = openReadOnly(path)
-  t.equal(ro.memory, true, 'a copy in memory')
-  t.same(ro.prepare('SELECT i, v FROM r WHERE i IN (1, 500, 1000) ORDER BY i').all(),
-    [{ i: 1, v: 'row 0' }, { i: 500, v: 'row 499' }, { i: 1000, v: 'row 999' }])
-  t.equal(ro.prepare('SELECT count(*) FROM r').pluck().get(), 1000)
-  t.throws(() => ro.prepare('INSERT INTO r (v) VALUES (?)').run('x'), { code: 'SQLITE_READONLY' })
-  ro.close()
-  t.same(readFileSync(path), bytes, 'the file as it was')
-  t.same(readdirSync(dir), ['some.db'], 'no file made')
+  const read = () => {
+    const ro = openReadOnly(path)
+    t.equal(ro.memory, true, 'a copy in memory')
+    t.same(ro.prepare('SELECT i, v FROM r WHERE i IN (1, 500, 1000) ORDER BY i').all(),
+      [{ i: 1, v: 'row 0' }, { i: 500, v: 'row 499' }, { i: 1000, v: 'row 999' }])
+    t.equal(ro.prepare('SELECT count(*) FROM r').pluck().get(), 1000)
+    t.throws(() => ro.prepare('INSERT INTO r (v) VALUES (?)').run('x'), { code: 'SQLITE_READONLY' })
+    ro.close()
+    t.same(readFileSync(path), bytes, 'the file as it was')
+    t.same(readdirSync(dir), ['some.db'], 'no file made')
+  }
+  read()
+  t.test('in a directory it may not write', { skip }, async (t) => {
+    locked(t, [dir])
+    t.throws(() => new Database(path, { readonly: true, fileMustExist: true }).pragma('schema_version'), 'where SQLite alone refuses it')
+    read()
+  })
 })
 
 t.test('a -wal with commits beyond the file and no index: refused, not read without them', { skip }, async (t) => {
