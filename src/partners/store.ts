@@ -270,7 +270,7 @@ export class PartnerStore {
    */
   constructor (readonly path: string, options: { readonly?: boolean, busyTimeoutMs?: number } = {}) {
     if (options.readonly) {
-      this.db = PartnerStore.lookAt(path)
+      this.db = PartnerStore.lookAt(path, options.busyTimeoutMs ?? 5000)
       return
     }
     mkdirSync(dirname(path), { recursive: true })
@@ -289,7 +289,7 @@ export class PartnerStore {
    * The file opened to read only: nothing written, no file made, so that an operator who may only
    * read DATA_DIR can look (without the file: no partner).
    */
-  private static lookAt (path: string): Database.Database {
+  private static lookAt (path: string, busyTimeoutMs: number): Database.Database {
     if (!existsSync(path)) {
       const empty = new Database(':memory:')
       empty.exec(SCHEMA)
@@ -298,7 +298,7 @@ export class PartnerStore {
     let db: Database.Database | undefined
     try {
       db = openReadOnly(path) // a file that is not a database fails here
-      db.pragma('busy_timeout = 5000')
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`)
       return db
     } catch (err) {
       db?.close()

@@ -21,15 +21,7 @@ const unchanged = (a: BigIntStats, b: BigIntStats) => a.ino === b.ino && a.size 
  * changes the file during the copy is seen (its size, time or inode) and the copy made again.
  */
 export function openReadOnly (path: string): Database.Database {
-  for (let attempt = 0; attempt < 3 && existsSync(path) && !existsSync(`${path}-wal`); attempt++) {
-    const before = statSync(path, { bigint: true })
-    const image = readFileSync(path)
-    if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) break // not WAL: SQLite makes no index
-    if (existsSync(`${path}-wal`) || !unchanged(before, statSync(path, { bigint: true }))) continue
-    image[18] = image[19] = ROLLBACK_FORMAT
-    return new Database(image, { readonly: true })
-  }
-  const db = new Database(path, { readonly: true, fileMustExist: true })
+  const db = fromCopy(path) ?? new Database(path, { readonly: true, fileMustExist: true })
   try {
     db.pragma('schema_version') // the first read: a file that is not a database fails here
     return db
@@ -37,4 +29,17 @@ export function openReadOnly (path: string): Database.Database {
     db.close()
     throw err
   }
+}
+
+/** The WAL-mode file at `path` from a copy in memory, or undefined while a writer holds it (or it is not WAL). */
+function fromCopy (path: string): Database.Database | undefined {
+  for (let attempt = 0; attempt < 3 && existsSync(path) && !existsSync(`${path}-wal`); attempt++) {
+    const before = statSync(path, { bigint: true })
+    const image = readFileSync(path)
+    if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) return undefined // not WAL: SQLite makes no index
+    if (existsSync(`${path}-wal`) || !unchanged(before, statSync(path, { bigint: true }))) continue
+    image[18] = image[19] = ROLLBACK_FORMAT
+    return new Database(image, { readonly: true })
+  }
+  return undefined
 }
