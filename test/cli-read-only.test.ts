@@ -1,11 +1,11 @@
 // The CLI's read commands where DATA_DIR may only be read (an operator who is not the service's
 // user, a read-only mount): real CLI processes answer as they do where it may be written, and
-// leave no file behind. The directory is made to refuse this process (refuseWrites).
+// leave no file behind. The directory is made to refuse this process (writesRefused).
 import { existsSync, readdirSync } from 'node:fs'
 import t from 'tap'
 import { buildApp } from '../src/app.ts'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { UNLIMITED, cannotRefuseWrites, refuseWrites, site, testConfig, tmpDataDir, writeFixture } from './helper.ts'
+import { UNLIMITED, cannotRefuseWrites, site, testConfig, tmpDataDir, writeFixture, writesRefused } from './helper.ts'
 import { admin, adminInProcess, type CliResult } from './run.ts'
 
 const skip = cannotRefuseWrites(t)
@@ -50,8 +50,7 @@ t.test('every read command answers from a DATA_DIR it may not write, as from one
   t.same(readdirSync(dir).sort(), ['control.db', 'production.db', 'sandbox.db'], 'no writer: no -wal, and the reads made no -shm')
 
   const files = readdirSync(dir).sort()
-  const undo = refuseWrites([dir])
-  t.teardown(() => { if (typeof undo === 'function') undo() })
+  writesRefused(t, [dir])
   for (const [i, args] of READS.entries()) {
     const r = admin(args, env)
     t.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`)
@@ -64,7 +63,6 @@ t.test('every read command answers from a DATA_DIR it may not write, as from one
   const refused = admin(['partners', 'create', '--name', 'New'], env)
   t.equal(refused.status, 1, 'a write is refused')
   t.match(refused.stderr, /^error: [^\n]+\n$/, 'with a one-line reason')
-  if (typeof undo === 'function') undo()
 })
 
 t.test('while a writer holds control.db, the reads see what it committed', { skip }, async (t) => {
@@ -73,8 +71,7 @@ t.test('while a writer holds control.db, the reads see what it committed', { ski
   t.teardown(() => writer.close())
   writer.create({ name: 'Late', slug: 'late' })
   t.ok(existsSync(`${controlPath(dir)}-wal`) && existsSync(`${controlPath(dir)}-shm`))
-  const undo = refuseWrites([dir, `${controlPath(dir)}-wal`, `${controlPath(dir)}-shm`])
-  t.teardown(() => { if (typeof undo === 'function') undo() })
+  writesRefused(t, [dir, `${controlPath(dir)}-wal`, `${controlPath(dir)}-shm`])
   t.same(json(admin(['partners', 'list', '--json'], env)).map((p: { slug: string }) => p.slug), ['acme', 'heli', 'late'])
   t.equal(json(admin(['partners', 'show', 'late', '--json'], env)).name, 'Late')
 })

@@ -68,7 +68,7 @@ const mayWrite = (path: string) => {
  * mount or another user's files would: chmod, or for root (whom chmod does not stop) the immutable
  * attribute. The undo, or why it cannot be done here.
  */
-export function refuseWrites (paths: string[]): (() => void) | string {
+function refuseWrites (paths: string[]): (() => void) | string {
   const modes = paths.map((p) => statSync(p).mode & 0o7777)
   paths.forEach((p, i) => chmodSync(p, modes[i] & ~0o222))
   const chmodBack = () => paths.forEach((p, i) => chmodSync(p, modes[i]))
@@ -82,7 +82,14 @@ export function refuseWrites (paths: string[]): (() => void) | string {
   return 'paths this process cannot write'
 }
 
-/** false where refuseWrites works here, else why not (a test's skip). */
+/** The paths refuse this process's writes until test `t` ends (refuseWrites; cannotRefuseWrites says where it cannot). */
+export function writesRefused (t: Teardown, paths: string[]): void {
+  const undo = refuseWrites(paths)
+  if (typeof undo === 'string') throw new Error(undo)
+  t.teardown(undo)
+}
+
+/** false where writes can be refused here (writesRefused), else why not (a test's skip). */
 export function cannotRefuseWrites (t: Teardown): false | string {
   const undo = refuseWrites([tmpDataDir(t, 'lsp-ro-probe-')])
   if (typeof undo === 'string') return `needs ${undo}`

@@ -3,9 +3,9 @@
 import { copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { openReadOnly } from '../../src/setup/read-only-db.ts'
-import { cannotRefuseWrites, refuseWrites, tmpDataDir } from '../helper.ts'
+import { cannotRefuseWrites, tmpDataDir, writesRefused } from '../helper.ts'
 
 const skip = cannotRefuseWrites(t)
 
@@ -18,13 +18,6 @@ function walDatabase (dir: string, n: number) {
   const insert = db.prepare('INSERT INTO r (v) VALUES (?)')
   for (let i = 0; i < n; i++) insert.run(`row ${i}`)
   return { path, db }
-}
-
-const locked = (t: Test, paths: string[]) => {
-  const undo = refuseWrites(paths)
-  if (typeof undo === 'string') throw new Error(undo)
-  t.teardown(undo)
-  return undo
 }
 
 t.test('while a writer holds the file, read through its index: its commits seen, nothing made', async (t) => {
@@ -63,7 +56,7 @@ t.test('with no writer, the file read from a copy in memory: no index made besid
   }
   read()
   t.test('in a directory it may not write', { skip }, async (t) => {
-    locked(t, [dir])
+    writesRefused(t, [dir])
     t.throws(() => new Database(path, { readonly: true, fileMustExist: true }).pragma('schema_version'), 'where SQLite alone refuses it')
     read()
   })
@@ -76,7 +69,7 @@ t.test('a -wal with commits beyond the file and no index: refused, not read with
   copyFileSync(path, join(copy, 'some.db'))
   copyFileSync(`${path}-wal`, join(copy, 'some.db-wal'))
   db.close()
-  locked(t, [copy])
+  writesRefused(t, [copy])
   t.throws(() => openReadOnly(join(copy, 'some.db')), { code: /^SQLITE_(CANTOPEN|READONLY)/ })
   t.notOk(existsSync(join(copy, 'some.db-shm')))
 })
