@@ -1,8 +1,7 @@
 // The records' JSON (src/answers/records.ts) for the partner routes: every dataset's records,
-// their fragments made on first use and kept within FRAGMENTS_MAX_MB.
+// made on first use and kept within FRAGMENTS_MAX_MB; those of a dataset swapped out are dropped.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { FragmentMemory } from '../src/answers/fragment-memory.ts'
 import { RecordJson } from '../src/answers/records.ts'
 
 declare module 'fastify' {
@@ -20,8 +19,9 @@ export interface RecordsOptions {
 }
 
 async function records (app: FastifyInstance, options: RecordsOptions) {
-  if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) throw new Error('the records plugin needs pilotAppUrl and maxMb')
-  app.decorate('records', new RecordJson(options.pilotAppUrl, new FragmentMemory(options.maxMb * 1024 * 1024)))
+  const records = new RecordJson(options.pilotAppUrl, options.maxMb * 1024 * 1024)
+  app.datasets.onSwap((served) => records.keepOnly(Object.values(served)))
+  app.decorate('records', records)
 }
 
-export default fp(records, { name: 'records' })
+export default fp(records, { name: 'records', dependencies: ['datasets'] })

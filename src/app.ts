@@ -6,7 +6,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
-import { lazyChildLogger } from './http/lazy-logger.ts'
 import { capConnections, clientErrorHandler, expectationUnmet, httpRefusal } from './http/connections.ts'
 import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
@@ -118,10 +117,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // refused before any hook): a site id is checked by its route, after the token (the request
     // head's size bounds it).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
-    // one access line per request (below) instead of Fastify's two
+    // one access line per request (plugins/access-log.ts) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
-    // each request's logger is made when it first logs, which most never do
-    childLoggerFactory: lazyChildLogger,
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')
@@ -158,7 +155,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done()
   })
   await app.register(errors)
-  await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   // Requests HTTP/1.1 does not allow (without Host; with an Expect Node cannot meet): refused with
   // the API's body, and the connection closed, as after the requests the parser refuses.
   app.addHook('onRequest', (request, reply, done) => {
@@ -170,6 +166,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
+  await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
   await app.register(metrics, { log: destination, port: config.metricsPort })
@@ -180,7 +177,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(healthRoutes)
   // every other request, unknown paths included, gets an access line
   await app.register(async function logged (app) {
-    await app.register(accessLog, { knownFormat: options.loggerInstance === undefined })
+    await app.register(accessLog)
     // Set here, without a prefix, it replaces the root's 404 handler and runs this context's hooks
     // (the root's, then the access line's): root hooks must be added before this context.
     app.setNotFoundHandler(noRoute)

@@ -1,6 +1,7 @@
 // GET /categories and GET /tags: what a partner may ask for. Never counted (like /usage); cached
 // with ETags like the searches, since tags follow the dataset.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { JSON_TYPE } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery } from '../schemas/queries.ts'
@@ -18,7 +19,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: okResponse('The categories', { 'application/json': { schema: CategoryList, examples: EXAMPLES.categories } }), ...documentedErrors(['rest_invalid_param']) }
     }
   }, (request, reply) => {
-    reply.sendAnswer(Buffer.from(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) })))
+    reply.type(JSON_TYPE).send(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) }))
   })
 
   app.get('/tags', {
@@ -31,7 +32,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }), ...documentedErrors(['rest_invalid_param']) }
     }
   }, (request, reply) => {
-    reply.sendAnswer(Buffer.from(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) })))
+    reply.type(JSON_TYPE).send(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) }))
   })
 }
 

@@ -4,15 +4,12 @@
 import compress from '@fastify/compress'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
-import { headBodyDroppedLast } from '../http/head-route.ts'
 
 async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string }) {
   // Compressed when asked, in this context only: the page's script is 1.5 MB and the document
   // 125 kB as they are (br 4 makes them 0.4 MB and 7 kB). Partner answers have their own
   // encoding, made once per cached answer (src/http/encoding.ts).
   await app.register(compress)
-  // after compress's own onRoute hook: a HEAD gets the encoding its GET would (src/http/head-route.ts)
-  app.addHook('onRoute', headBodyDroppedLast)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // BaseLayout: no top bar offering to load another document; the page shows this one
@@ -21,10 +18,18 @@ async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string })
   })
   // serialised on first request, when every route is declared: the document does not change after
   let document: string | undefined
-  app.get(`${options.apiPrefix}/openapi.json`, { schema: { hide: true } }, (_request, reply) => {
-    document ??= JSON.stringify(app.swagger())
-    // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared cache keeps the forms apart
-    reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding').type('application/json; charset=utf-8').send(document)
+  // HEAD declared with GET (not made by Fastify): it runs compress's hook too, and describes the encoded body
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: `${options.apiPrefix}/openapi.json`,
+    schema: { hide: true },
+    handler: (_request, reply) => {
+      document ??= JSON.stringify(app.swagger())
+      // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared cache
+      // keeps the forms apart
+      reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding')
+        .type('application/json; charset=utf-8').send(document)
+    }
   })
 }
 

@@ -17,14 +17,12 @@ import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
 import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
-import { dropsHeadBody } from '../http/head-route.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
 import siteByIdRoutes from './site-by-id.ts'
 import usageRoutes from './usage.ts'
 import discoveryRoutes from './discovery.ts'
-import answers from '../../plugins/answers.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -80,8 +78,6 @@ export function tokenOf (request: FastifyRequest): string | null | false {
 }
 
 async function partnerApi (app: FastifyInstance) {
-  // reply.sendAnswer and the pool's references given back, for these routes only
-  await app.register(answers)
   const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
   app.decorateRequest('partner', null as unknown as PartnerProfile)
   app.decorateRequest('dataset', undefined)
@@ -164,8 +160,8 @@ async function partnerApi (app: FastifyInstance) {
     request.dataset = entry.dataset
     const encoding = represent(request, reply, entry)
     if (encoding === 'not-modified') reply.code(304).send(notModifiedPayload(request, key, entry))
-    else if (encoding === undefined) reply.sendAnswer(cache.lend(entry), entry.type)
-    else reply.header('content-encoding', encoding).sendAnswer(cache.encodedBody(key, entry, encoding), entry.type)
+    else if (encoding === undefined) reply.type(entry.type).send(entry.body)
+    else reply.header('content-encoding', encoding).type(entry.type).send(cache.encodedBody(key, entry, encoding))
   }
 
   const lookup = (route: string): preHandlerHookHandler => (request, reply, done) => {
@@ -244,6 +240,7 @@ async function partnerApi (app: FastifyInstance) {
   app.addHook('onRoute', (route) => {
     const { endpoint, cache: cached = false, compressed = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
+    if (route.method === 'GET' && route.onSend !== undefined) throw new Error(`partner route ${route.url} has an onSend hook of its own`)
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
     attach(route, 'onSend', cached ? store : uncached(compressed), counted && record(endpoint))
@@ -265,16 +262,17 @@ export default fp(partnerApi, {
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
 
 /**
- * Adds hooks after the route's own (the `false`s are hooks this route does not take). On the HEAD
- * route Fastify makes for a GET the answer's hooks go before its hook that drops the body
- * (src/http/head-route.ts), so that a HEAD is stored, tagged and recorded as its GET is.
+ * Adds the pipeline's hooks after the route's own (the `false`s are hooks this route does not take).
+ * A partner route declares no onSend of its own, so the HEAD route Fastify makes for a GET holds only
+ * Fastify's hook that drops the body: it is replaced by the GET's hooks, so that a HEAD is stored, tagged
+ * and recorded as its GET is (Node itself sends no body for a HEAD).
  */
 function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {
   const given = route[name]
-  const own: unknown[] = given === undefined ? [] : Array.isArray(given) ? [...given] : [given]
+  const own: unknown[] = given === undefined || (name === 'onSend' && route.method === 'HEAD')
+    ? []
+    : [given].flat()
   const added = hooks.filter((hook) => hook !== false) as unknown[]
   if (added.length === 0) return
-  const at = name === 'onSend' && route.method === 'HEAD' && dropsHeadBody(own.at(-1)) ? own.length - 1 : own.length
-  own.splice(at, 0, ...added)
-  ;(route as unknown as Record<HookName, unknown[]>)[name] = own
+  ;(route as unknown as Record<HookName, unknown[]>)[name] = [...own, ...added]
 }

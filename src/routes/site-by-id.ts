@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { NULL_JSON } from '../answers/records.ts'
+import { JSON_TYPE } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
@@ -29,9 +29,10 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
-    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.sendAnswer(NULL_JSON)
+    reply.type(JSON_TYPE)
+    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.send('null')
     request.rows = 1
-    return reply.sendAnswer(records.site(ds, position))
+    return reply.send(records.site(ds, position))
   })
 }
 
