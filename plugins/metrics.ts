@@ -35,8 +35,8 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     controlDb: app.controlDb,
     cache: app.responseCache,
     log: options.log,
-    fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.datasetBytes(datasets.get(name)) })),
-    fragmentMemory: { get bytes () { return records.bytes }, get forgotten () { return records.dropped } }
+    fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.fragmentBytes(datasets.get(name)) })),
+    fragmentMemory: records.memory
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {

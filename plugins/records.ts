@@ -1,7 +1,8 @@
 // The records' JSON (src/answers/records.ts) for the partner routes: every dataset's records,
-// made on first use and kept within FRAGMENTS_MAX_MB; those of a dataset swapped out are dropped.
+// their fragments made on first use and kept within FRAGMENTS_MAX_MB.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
+import { FragmentMemory } from '../src/answers/fragment-memory.ts'
 import { RecordJson } from '../src/answers/records.ts'
 
 declare module 'fastify' {
@@ -19,9 +20,8 @@ export interface RecordsOptions {
 }
 
 async function records (app: FastifyInstance, options: RecordsOptions) {
-  const records = new RecordJson(options.pilotAppUrl, options.maxMb * 1024 * 1024)
-  app.datasets.onSwap((served) => records.keepOnly(Object.values(served)))
-  app.decorate('records', records)
+  if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) throw new Error('the records plugin needs pilotAppUrl and maxMb')
+  app.decorate('records', new RecordJson(options.pilotAppUrl, new FragmentMemory(options.maxMb * 1024 * 1024)))
 }
 
-export default fp(records, { name: 'records', dependencies: ['datasets'] })
+export default fp(records, { name: 'records' })

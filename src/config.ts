@@ -38,13 +38,7 @@ export const EnvSchema = Type.Object({
   CACHE_TTL_SECONDS: Type.Integer({ minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache' }),
   CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries' }),
   CACHE_MAX_MB: Type.Integer({ minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies' }),
-  FRAGMENTS_MAX_MB: Type.Integer({
-    minimum: 16,
-    maximum: 1_000_000,
-    default: 384,
-    description: 'records\' JSON kept in memory at most (MB, every dataset and record form); past it the record ' +
-      'forms least recently used are dropped and their records made again when asked for'
-  }),
+  FRAGMENTS_MAX_MB: Type.Integer({ minimum: 64, maximum: 1_000_000, default: 384, description: 'records\' JSON kept in memory at most (MB, every dataset and record form); past it the oldest 8 MB not used since it last came up is forgotten and made again when asked for' }),
   SANDBOX_SITE_COUNT: Type.Integer({ minimum: 0, maximum: 10_000_000, default: 20000, description: 'sites generated into a missing sandbox.db at first boot' }),
   SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
   INDEX_WORKER_MIN_MB: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 16, description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot for fast boots' }),

@@ -4,9 +4,11 @@ import { buildApp } from './app.ts'
 import { createDemoPartner, prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { closeOnSignals } from './http/shutdown.ts'
+import { holdTickShape } from './http/tick-shape.ts'
 import { logDestination } from './http/log-destination.ts'
 
 async function main () {
+  holdTickShape() // before any quiet spell: see src/http/tick-shape.ts
   // A SIGHUP before the app can reload (a boot takes seconds, and its log lines carry the pid)
   // must not end the process, as Node's default does: it is kept, and the reload runs once ready.
   let reloadAsked = false

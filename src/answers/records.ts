@@ -1,12 +1,21 @@
-// Site records of the three forms and their JSON. Each site's JSON is made once, on first use,
-// kept as a string and joined into answers: no record object is serialised on the request path.
+// Site records of the three forms, built from a dataset's parallel arrays, and their JSON.
+// A site's JSON is made once (the same bytes as JSON.stringify of its record, which the tests
+// compare) and kept as bytes: an answer copies the fragments of its sites instead of
+// serialising objects on every request.
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/records.ts'
-import type { Dataset } from '../sites/dataset.ts'
+import type { Dataset, Nearby } from '../sites/dataset.ts'
 import { kmFromHaverSin } from '../sites/spatial.ts'
+import { answers } from './pool.ts'
+import { FragmentMemory, type ChunkAccount, type ChunkHolder } from './fragment-memory.ts'
+
+const EMPTY = new Uint8Array(0)
 
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
 export const GEOJSON_TYPE = 'application/geo+json; charset=utf-8'
+
+/** The answer of a search or lookup that found nothing. */
+export const NULL_JSON = Buffer.from('null')
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
 export const nmFromKm = (km: number) => Math.round((km / KM_PER_NM) * 1000) / 1000
@@ -43,159 +52,452 @@ export function nearestRecord (ds: Dataset, position: number, h: number, links: 
 
 export function mapMinimalRecord (ds: Dataset, position: number, links: string): MapMinimalRecord {
   const id = ds.ids.at(position)
-  return {
-    id,
-    category: String(ds.categories[position]),
-    latitude: ds.lats[position],
-    longitude: ds.lngs[position],
-    helipaddy_link: links + id
-  }
-}
-
-/** A GeoJSON Feature around a record. */
-export const feature = (ds: Dataset, position: number, properties: object) => ({
-  type: 'Feature',
-  id: ds.ids.at(position),
-  geometry: { type: 'Point', coordinates: [ds.lngs[position], ds.lats[position]] },
-  properties
-})
-
-type Form = 'full' | 'minimal' | 'fullFeature' | 'minimalFeature'
-
-/** The JSON of one record form for every site of a dataset, each made on first use. */
-class FormJson {
-  readonly json: (string | undefined)[] = []
-  bytes = 0
-  lastUsed = 0
-
-  constructor (readonly dataset: Dataset, readonly make: (position: number) => string) {
-    for (let i = 0; i < dataset.count; i++) this.json.push(undefined)
-  }
+  return { id, category: String(ds.categories[position]), latitude: ds.lats[position], longitude: ds.lngs[position], helipaddy_link: links + id }
 }
 
 /**
- * The records' JSON for one pilot-app URL (their links), every dataset's. The strings kept stay
- * within `maxBytes` (FRAGMENTS_MAX_MB): past it, the forms least recently used are dropped whole
- * and their sites' JSON is made again when next asked for.
+ * An answer's sites as their places in an order of the dataset's sites instead of their
+ * positions: the slots of the one sub-index they were all found in (its tree order), or a tag's
+ * list (id order). Their spans are then read by place (see FragmentStore.array).
+ */
+export interface Placed {
+  /** the position of the site at each place */
+  order: Uint32Array
+  places: ArrayLike<number>
+  /**
+   * Whether answers are fixed slices of the order (a tag's pages), so that a site's fragment is
+   * worth writing again on its first use there, beside those used with it: a page is then one
+   * run (two across a chunk's end), whichever route made its sites' fragments first.
+   */
+  laidOut: boolean
+}
+
+/** An answer's sites: positions in the dataset, or a search's result. */
+export type AnswerSites = ArrayLike<number> | Nearby
+
+/** A search's hits by slot when they all came from one sub-index (their spans lie together), else by position. */
+function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
+  if (!('hits' in sites)) return sites
+  const { hits, index } = sites
+  const keys = new Uint32Array(hits.length)
+  if (index === undefined) {
+    for (let i = 0; i < hits.length; i++) keys[i] = hits[i].position
+    return keys
+  }
+  for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
+  // a search's answers are not fixed slices of the tree order: copies there would not make runs
+  return { order: index.slotPositions, places: keys, laidOut: false }
+}
+
+/**
+ * The JSON of one record form for every site of a dataset, made on first use and kept as
+ * bytes in large chunks (no object or string per site), so that an answer is assembled by
+ * copying bytes: no serialising, no string joining, no encoding on the hot path.
+ *
+ * Each fragment is followed in its chunk by a comma, so fragments made one after another (an
+ * answer's new sites, a tag page's) are copied into a later answer listing them in that order as
+ * one run: a copy costs about 700 instructions whatever its length, 360,000 of a 500-record
+ * page's when each fragment was copied alone.
+ */
+export class FragmentStore implements ChunkHolder {
+  static readonly CHUNK_BITS = FragmentMemory.CHUNK_BITS
+  static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES
+  /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
+  static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
+  /** the chunks by number, as plain Uint8Arrays (a view's `subarray` is the cheapest source for `set`); empty once forgotten */
+  private readonly views: Uint8Array[] = []
+  /** numbers of forgotten chunks, used again first */
+  private readonly freeNumbers: number[] = []
+  /**
+   * Per chunk number, 1 once an answer has copied out of the chunk since FragmentMemory last asked
+   * (wasRead), unless that answer wrote to it: a chunk partners keep asking for gets a second
+   * chance before it is forgotten, and one only read by the answers that made its fragments does
+   * not. Set once a run copied, not once a site (a mark a site cost by-tag pages 5% in an A/B).
+   */
+  private readonly read = new Uint8Array(FragmentStore.MAX_CHUNKS)
+  /** per chunk number, the answer (by `answers`) that last wrote to it */
+  private readonly writtenIn = new Uint32Array(FragmentStore.MAX_CHUNKS)
+  /** answers begun, the one under way included */
+  private answers = 0
+  /** the chunk written to, as a Buffer (for its UTF-8 `write`), and its number */
+  private filling: Buffer = Buffer.alloc(0)
+  private filled = -1
+  private used = FragmentStore.CHUNK_BYTES
+  /**
+   * Per site, side by side (one memory read finds both): where its fragment is (chunk number in
+   * the high bits, offset in the low 23) and its byte length, 0 while not made yet.
+   */
+  private readonly span: Uint32Array
+  /**
+   * The same spans by place in an order (see Placed), for answers whose sites lie together
+   * there: a sub-index's sites found by one search lie in a few leaves, so their spans lie in a
+   * few cache lines, where by position they are at random places of an 8 MB table (a cache miss
+   * per site; about a third of the time an answer of 100 records takes to assemble when caches
+   * are cold). Filled on a site's first use in that order; the table's pages are touched only
+   * as it fills.
+   */
+  private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
+  /** the same tables, weakly, for forgetting a chunk (an order dropped from its list takes its table with it) */
+  private placeTables: WeakRef<Uint32Array>[] = []
+  /** tables listed when the list was last rid of collected ones */
+  private placeTablesKept = 0
+  /**
+   * Bytes of fragments made, and of their copies in laid-out orders, per chunk: copies never
+   * take more, so a form's bytes at most double whatever the number of tags and allow-lists.
+   */
+  private madeBytes = 0
+  private copiedBytes = 0
+  private readonly madeIn: number[] = []
+  private readonly copiedIn: number[] = []
+  private readonly account: ChunkAccount = { bytes: 0 }
+
+  constructor (count: number, private readonly make: (position: number) => string, private readonly memory = new FragmentMemory()) {
+    this.span = new Uint32Array(2 * count)
+    memory.register(this, this.account)
+  }
+
+  get fillingNumber (): number {
+    return this.filled
+  }
+
+  /** Bytes of the chunks held. */
+  get chunkBytes (): number {
+    return this.account.bytes
+  }
+
+  /** Byte length of a site's fragment, making it if needed (within an answer: see settle). */
+  private length (p: number): number {
+    const known = this.span[2 * p + 1]
+    if (known !== 0) return known
+    const json = this.make(p)
+    const bytes = Buffer.byteLength(json)
+    const where = this.reserve(bytes)
+    const at = where & (FragmentStore.CHUNK_BYTES - 1)
+    this.filling.write(json, at, 'utf8')
+    this.filling[at + bytes] = 0x2c // , (read only as part of a run)
+    this.span[2 * p] = where
+    this.span[2 * p + 1] = bytes
+    this.madeBytes += bytes
+    this.madeIn[this.filled] += bytes
+    return bytes
+  }
+
+  /** Room for `bytes` and a comma at the end of the chunk written to, or in a new one: where it is. */
+  private reserve (bytes: number): number {
+    if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
+      let number = this.freeNumbers.pop()
+      if (number === undefined) {
+        if (this.views.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+        number = this.views.length
+      }
+      // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
+      this.filling = this.memory.take(this, this.account, number, bytes + 1)
+      this.filled = number
+      this.views[number] = new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length)
+      this.madeIn[number] = 0
+      this.copiedIn[number] = 0
+      this.used = 0
+    }
+    const where = ((this.filled << FragmentStore.CHUNK_BITS) | this.used) >>> 0
+    this.used += bytes + 1
+    this.writtenIn[this.filled] = this.answers
+    return where
+  }
+
+  /** Whether an answer that did not write to chunk `number` has copied out of it since last asked; the mark is cleared. */
+  wasRead (number: number): boolean {
+    const read = this.read[number] === 1
+    this.read[number] = 0
+    return read
+  }
+
+  /** Forgets chunk `number`: every span in it reads as not made again. Only between answers (FragmentMemory.settle). */
+  forget (number: number): Buffer {
+    const view = this.views[number]
+    if (view === undefined || view === EMPTY) throw new Error(`chunk ${number} is not held`)
+    const clear = (spans: Uint32Array) => {
+      for (let i = 0; i < spans.length; i += 2) {
+        if (spans[i + 1] !== 0 && spans[i] >>> FragmentStore.CHUNK_BITS === number) {
+          spans[i] = 0
+          spans[i + 1] = 0
+        }
+      }
+    }
+    clear(this.span)
+    for (const table of this.livePlaceTables()) clear(table)
+    this.madeBytes -= this.madeIn[number]
+    this.copiedBytes -= this.copiedIn[number]
+    this.views[number] = EMPTY
+    this.read[number] = 0
+    this.freeNumbers.push(number)
+    if (number === this.filled) {
+      this.filling = Buffer.alloc(0)
+      this.filled = -1
+      this.used = FragmentStore.CHUNK_BYTES
+    }
+    return Buffer.from(view.buffer, view.byteOffset, view.length)
+  }
+
+  /** Forgets chunks first when the fragments are at their memory's limit: at every answer's start, never within one. */
+  private settle (): void {
+    this.answers = (this.answers + 1) >>> 0
+    if (this.memory.pressing) this.memory.settle()
+  }
+
+  /** An answer copies `where`'s chunk: marked used (see `read`) unless this answer wrote to it. */
+  private use (where: number): void {
+    const number = where >>> FragmentStore.CHUNK_BITS
+    if (this.writtenIn[number] !== this.answers) this.read[number] = 1
+  }
+
+  private copy (p: number, target: Buffer, at: number): number {
+    this.use(this.span[2 * p])
+    return this.copyBytes(this.span[2 * p], this.span[2 * p + 1], target, at)
+  }
+
+  /** Copies `bytes` from `where` (a span's chunk and offset) into `target` (which has room) at `at`. */
+  private copyBytes (where: number, bytes: number, target: Uint8Array, at: number): number {
+    const start = where & (FragmentStore.CHUNK_BYTES - 1)
+    target.set(this.views[where >>> FragmentStore.CHUNK_BITS].subarray(start, start + bytes), at)
+    return bytes
+  }
+
+  /** `[` fragments of the sites (positions, or places in an order) joined by `,` `]`, with `head` before and `tail` after. */
+  array (sites: ArrayLike<number> | Placed, head = '', tail = ''): Buffer {
+    this.settle()
+    let span = this.span
+    let keys: ArrayLike<number>
+    let total = 0
+    if ('places' in sites) {
+      span = this.placeSpansOf(sites.order)
+      keys = sites.places
+      for (let i = 0; i < keys.length; i++) {
+        const s = keys[i]
+        let bytes = span[2 * s + 1]
+        if (bytes === 0) bytes = this.place(sites, s, span)
+        total += bytes
+      }
+    } else {
+      keys = sites
+      for (let i = 0; i < keys.length; i++) total += this.length(keys[i])
+    }
+    total += head.length + tail.length + 2 + Math.max(0, keys.length - 1)
+    const out = answers.take(total)
+    let at = out.write(head, 0, 'latin1')
+    out[at++] = 0x5b // [
+    // a run: fragments that follow one another in one chunk, with the commas between them (-1: none yet)
+    let runWhere = 0
+    let runBytes = -1
+    for (let i = 0; i < keys.length; i++) {
+      const where = span[2 * keys[i]]
+      const bytes = span[2 * keys[i] + 1]
+      // the next fragment of the run's chunk (a run ending at the chunk's end is not followed by the next chunk's first)
+      if (runBytes >= 0 && where === runWhere + runBytes + 1 && (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)) {
+        runBytes += 1 + bytes
+        continue
+      }
+      if (runBytes >= 0) {
+        this.use(runWhere)
+        at += this.copyBytes(runWhere, runBytes, out, at)
+        out[at++] = 0x2c // ,
+      }
+      runWhere = where
+      runBytes = bytes
+    }
+    if (runBytes >= 0) {
+      this.use(runWhere)
+      at += this.copyBytes(runWhere, runBytes, out, at)
+    }
+    out[at++] = 0x5d // ]
+    out.write(tail, at, 'latin1')
+    return out
+  }
+
+  /**
+   * A site's first use at place `s` of an order: its span there is its own, or, in a laid-out
+   * order, that of a copy appended to the chunk (while the budget lasts), so that places first
+   * used together lie together.
+   */
+  private place (sites: Placed, s: number, span: Uint32Array): number {
+    const p = sites.order[s]
+    const made = this.span[2 * p + 1] !== 0
+    const bytes = this.length(p)
+    let where = this.span[2 * p]
+    if (made && sites.laidOut && this.copiedBytes + bytes <= this.madeBytes) {
+      const from = where
+      where = this.reserve(bytes)
+      const at = where & (FragmentStore.CHUNK_BYTES - 1)
+      this.copyBytes(from, bytes, this.filling, at)
+      this.filling[at + bytes] = 0x2c
+      this.copiedBytes += bytes
+      this.copiedIn[this.filled] += bytes
+    }
+    span[2 * s] = where
+    span[2 * s + 1] = bytes
+    return bytes
+  }
+
+  private placeSpansOf (order: Uint32Array): Uint32Array {
+    let table = this.placeSpans.get(order)
+    if (table === undefined) {
+      this.placeSpans.set(order, table = new Uint32Array(2 * order.length))
+      // an allow-list's orders come and go (an LRU of them per dataset): their list is kept short
+      if (this.placeTables.length >= 2 * this.placeTablesKept + 8) this.livePlaceTables()
+      this.placeTables.push(new WeakRef(table))
+    }
+    return table
+  }
+
+  /** The place tables not collected, the list rid of the others. */
+  private livePlaceTables (): Uint32Array[] {
+    const tables: Uint32Array[] = []
+    this.placeTables = this.placeTables.filter((ref) => {
+      const table = ref.deref()
+      if (table !== undefined) tables.push(table)
+      return table !== undefined
+    })
+    this.placeTablesKept = tables.length
+    return tables
+  }
+
+  /** A site's fragment with ASCII `text` put in `tailBytes` before its end. */
+  spliced (p: number, tailBytes: number, text: string): Buffer {
+    this.settle()
+    const bytes = this.length(p)
+    const out = Buffer.allocUnsafe(bytes + text.length)
+    this.copy(p, out, 0)
+    const cut = bytes - tailBytes
+    out.copyWithin(cut + text.length, cut, bytes) // the tail moves up to make room
+    out.write(text, cut, 'latin1')
+    return out
+  }
+
+  one (p: number): Buffer {
+    this.settle()
+    const out = Buffer.allocUnsafe(this.length(p))
+    this.copy(p, out, 0)
+    return out
+  }
+}
+
+interface Fragments {
+  full: FragmentStore
+  minimal: FragmentStore
+  /** a nearest record without its distance (which depends on the query) */
+  nearest: FragmentStore
+  /** bytes after the distance's place in a nearest fragment, but for the id's */
+  nearestTail: number
+  /** GeoJSON features around the records; made on first use only */
+  fullFeature: () => FragmentStore
+  minimalFeature: () => FragmentStore
+  /** the stores made so far */
+  stores: FragmentStore[]
+}
+
+const once = <T>(make: () => T) => {
+  let value: T | undefined
+  return () => (value ??= make())
+}
+
+/** A page of a list of sites (a tag's, in id order): its fragments are laid out in the list's order. */
+export type ListPage = Pick<Placed, 'order' | 'places'>
+
+const laidOut = ({ order, places }: ListPage): Placed => ({ order, places, laidOut: true })
+
+/**
+ * The records' JSON for one pilot-app URL (their links), every dataset's, from fragments made on
+ * first use and kept within `memory` (one per process: FRAGMENTS_MAX_MB).
  */
 export class RecordJson {
-  private readonly forms: FormJson[] = []
-  private readonly byDataset = new WeakMap<Dataset, Partial<Record<Form, FormJson>>>()
+  private readonly byDataset = new WeakMap<Dataset, Fragments>()
   private readonly links: string
-  private answers = 0
-  private keptBytes = 0
-  private droppedForms = 0
 
-  constructor (pilotAppUrl: string, readonly maxBytes = Infinity) {
+  constructor (pilotAppUrl: string, readonly memory = new FragmentMemory()) {
     this.links = linkPrefix(pilotAppUrl)
   }
 
   /** JSON of a full record. */
-  site (ds: Dataset, position: number): string {
-    return this.jsonOf(this.form(ds, 'full'), position)
+  site (ds: Dataset, position: number): Buffer {
+    return this.fragmentsOf(ds).full.one(position)
   }
 
-  /** JSON of a nearest record (its distance depends on the query, so it is not kept). */
-  nearest (ds: Dataset, position: number, h: number): string {
-    return JSON.stringify(nearestRecord(ds, position, h, this.links))
+  /** JSON of a nearest record (the same text as JSON.stringify of nearestRecord). */
+  nearest (ds: Dataset, position: number, h: number): Buffer {
+    const f = this.fragmentsOf(ds)
+    return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`)
   }
 
   /** JSON array of full records. */
-  sites (ds: Dataset, positions: ArrayLike<number>): string {
-    return this.array(this.form(ds, 'full'), positions)
+  sites (ds: Dataset, sites: AnswerSites): Buffer {
+    return this.fragmentsOf(ds).full.array(keysOf(sites))
   }
 
   /** GeoJSON FeatureCollection of full records. */
-  sitesGeo (ds: Dataset, positions: ArrayLike<number>): string {
-    return `{"type":"FeatureCollection","features":${this.array(this.form(ds, 'fullFeature'), positions)}}`
+  sitesGeo (ds: Dataset, sites: AnswerSites): Buffer {
+    return this.fragmentsOf(ds).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
   }
 
-  /** JSON array of map-minimal records. */
-  minimal (ds: Dataset, positions: ArrayLike<number>): string {
-    return this.array(this.form(ds, 'minimal'), positions)
+  /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
+  minimalPage (ds: Dataset, page: ListPage, head = '', tail = ''): Buffer {
+    return this.fragmentsOf(ds).minimal.array(laidOut(page), head, tail)
   }
 
-  /** JSON array of map-minimal GeoJSON features. */
-  minimalFeatures (ds: Dataset, positions: ArrayLike<number>): string {
-    return this.array(this.form(ds, 'minimalFeature'), positions)
+  /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
+  minimalPageGeo (ds: Dataset, page: ListPage, head: string, tail: string): Buffer {
+    return this.fragmentsOf(ds).minimalFeature().array(laidOut(page), head, tail)
   }
 
-  /** Bytes of a dataset's records' JSON kept now, every form. */
-  datasetBytes (ds: Dataset): number {
+  /**
+   * Bytes of a dataset's record fragments in memory (their chunks), every form: they grow with
+   * the sites and forms partners ask for, up to the memory's limit for all datasets together.
+   */
+  fragmentBytes (ds: Dataset): number {
     let bytes = 0
-    for (const form of Object.values(this.byDataset.get(ds) ?? {})) bytes += form.bytes
+    for (const store of this.byDataset.get(ds)?.stores ?? []) bytes += store.chunkBytes
     return bytes
   }
 
-  /** Bytes of all records' JSON kept now: what FRAGMENTS_MAX_MB bounds. */
-  get bytes (): number {
-    return this.keptBytes
+  private fragmentsOf (ds: Dataset): Fragments {
+    let f = this.byDataset.get(ds)
+    if (f === undefined) this.byDataset.set(ds, f = makeFragments(ds, this.links, this.memory))
+    return f
   }
+}
 
-  /** Forms dropped to stay within the bound, since the start. */
-  get dropped (): number {
-    return this.droppedForms
+function makeFragments (ds: Dataset, links: string, memory: FragmentMemory): Fragments {
+  // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
+  // byte for byte), written out by hand: ids, regions, countries and categories need no
+  // escaping by their formats, a finite number's JSON is its String, and only the name and
+  // the link prefix are escaped (the prefix once).
+  const escapedLinks = JSON.stringify(links).slice(1, -1)
+  const { ids, names, regions, countries, categories, lats, lngs } = ds
+  // The three forms share their first and last fields: `{"id":…,"category":…,` what the form
+  // adds, then `"latitude":…,"longitude":…,"helipaddy_link":…}`.
+  const record = (middle: (p: number) => string) => (p: number) => {
+    const id = ids.at(p)
+    return `{"id":"${id}","category":"${categories[p]}",${middle(p)}"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
   }
-
-  /** Forgets the forms of datasets no longer served (a reload swapped them out). */
-  keepOnly (served: readonly Dataset[]): void {
-    for (const form of [...this.forms]) if (!served.includes(form.dataset)) this.drop(form)
+  const named = (p: number) => `"name":${JSON.stringify(names.at(p))},`
+  const full = record((p) => `${named(p)}"region":"${regions.at(p)}","country":"${countries.at(p)}",`)
+  // the nearest record's text but for `,"distance_nm":…`, which goes in before the link
+  const nearest = record(named)
+  const minimal = record(() => '')
+  // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
+  const feature = (record: (p: number) => string) => (p: number) =>
+    `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
+  const stores: FragmentStore[] = []
+  const store = (make: (position: number) => string) => {
+    const made = new FragmentStore(ds.count, make, memory)
+    stores.push(made)
+    return made
   }
-
-  private array (form: FormJson, positions: ArrayLike<number>): string {
-    const parts = new Array<string>(positions.length)
-    for (let i = 0; i < positions.length; i++) parts[i] = this.jsonOf(form, positions[i])
-    return `[${parts.join(',')}]`
-  }
-
-  private jsonOf (form: FormJson, position: number): string {
-    let json = form.json[position]
-    if (json === undefined) {
-      json = form.json[position] = form.make(position)
-      form.bytes += json.length
-      this.keptBytes += json.length
-    }
-    return json
-  }
-
-  /** The form's strings, a new answer noted as its latest use, after making room if the bound is reached. */
-  private form (ds: Dataset, name: Form): FormJson {
-    if (this.keptBytes > this.maxBytes) this.makeRoom()
-    let forms = this.byDataset.get(ds)
-    if (forms === undefined) this.byDataset.set(ds, forms = {})
-    let form = forms[name]
-    if (form === undefined) {
-      form = forms[name] = new FormJson(ds, this.maker(ds, name))
-      this.forms.push(form)
-    }
-    form.lastUsed = ++this.answers
-    return form
-  }
-
-  /** Drops the least recently used forms until the rest are within the bound. */
-  private makeRoom (): void {
-    const oldestFirst = [...this.forms].sort((a, b) => a.lastUsed - b.lastUsed)
-    for (const form of oldestFirst) {
-      if (this.keptBytes <= this.maxBytes) break
-      this.drop(form)
-      this.droppedForms++
-    }
-  }
-
-  private drop (form: FormJson): void {
-    this.forms.splice(this.forms.indexOf(form), 1)
-    const forms = this.byDataset.get(form.dataset)!
-    for (const name of Object.keys(forms) as Form[]) if (forms[name] === form) delete forms[name]
-    this.keptBytes -= form.bytes
-  }
-
-  private maker (ds: Dataset, name: Form): (position: number) => string {
-    const links = this.links
-    switch (name) {
-      case 'full': return (p) => JSON.stringify(siteRecord(ds, p, links))
-      case 'minimal': return (p) => JSON.stringify(mapMinimalRecord(ds, p, links))
-      case 'fullFeature': return (p) => JSON.stringify(feature(ds, p, siteRecord(ds, p, links)))
-      case 'minimalFeature': return (p) => JSON.stringify(feature(ds, p, mapMinimalRecord(ds, p, links)))
-    }
+  return {
+    full: store(full),
+    minimal: store(minimal),
+    nearest: store(nearest),
+    nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
+    fullFeature: once(() => store(feature(full))),
+    minimalFeature: once(() => store(feature(minimal))),
+    stores
   }
 }

@@ -3,6 +3,7 @@
 // never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
 import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
+import { answers } from '../answers/pool.ts'
 import { compress, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 
@@ -58,10 +59,11 @@ export class ResponseCache {
     this.lru = new LRUCache<string, CachedAnswer>({
       max: options.maxEntries,
       maxSize: options.maxMb * 1024 * 1024,
-      sizeCalculation: (entry, key) =>
-        entry.body.length + (entry.encoded?.gzip?.length ?? 0) + (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
+      sizeCalculation: (entry, key) => answers.footprint(entry.body) + (entry.encoded?.gzip?.length ?? 0) + (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
       ttl: Math.max(1, options.ttlSeconds) * 1000,
-      ttlAutopurge: false
+      ttlAutopurge: false,
+      // an entry holds a reference on its pooled body (taken in store)
+      dispose: (entry) => answers.release(entry.body)
     })
     this.salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
   }
@@ -81,10 +83,17 @@ export class ResponseCache {
     return `"${hash('sha1', this.salt + key, 'base64url')}"`
   }
 
-  /** Keeps an answer while its dataset is in service. */
+  /** Keeps an answer (holding a reference on its body) while its dataset is in service. */
   store (key: string, entry: CachedAnswer): void {
     if (!this.enabled || !this.options.inService(entry.dataset)) return
+    answers.retain(entry.body)
     this.lru.set(key, entry)
+  }
+
+  /** The entry's body with a reference for the request that sends it (the entry may go meanwhile). */
+  lend (entry: CachedAnswer): Buffer {
+    answers.retain(entry.body)
+    return entry.body
   }
 
   /** The entry's body in `encoding`, compressed on first need and kept with the entry (stored or not). */
@@ -95,8 +104,8 @@ export class ResponseCache {
     this.compressions[encoding]++
     ;(entry.encoded ??= {})[encoding] = body
     // counted in the entry's size from now on, its lifetime unchanged: the LRU sizes an entry only
-    // when it is set again
-    if (this.lru.peek(key) === entry) this.lru.set(key, { ...entry }, { noUpdateTTL: true })
+    // when it is given a new object (the same body, whose reference the entry keeps)
+    if (this.lru.peek(key) === entry) this.lru.set(key, { ...entry }, { noUpdateTTL: true, noDisposeOnSet: true })
     return body
   }
 

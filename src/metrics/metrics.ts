@@ -15,7 +15,7 @@ export interface MetricSources {
   log?: { droppedLines: number }
   /** bytes allocated for each dataset's record fragments */
   fragmentBytes?: () => { dataset: string, bytes: number }[]
-  /** all records' JSON, within FRAGMENTS_MAX_MB, and the forms dropped to stay within it */
+  /** all record fragments' chunks, within FRAGMENTS_MAX_MB */
   fragmentMemory?: { bytes: number, forgotten: number }
 }
 
@@ -109,8 +109,7 @@ export function createMetrics (sources: MetricSources): Metrics {
     [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
   register(scraped('lsp_log_lines_dropped_total', 'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter', () =>
     [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
-  register(scraped('lsp_record_fragment_forms_dropped_total', 'Record forms of a dataset whose JSON was dropped to ' +
-    'stay within FRAGMENTS_MAX_MB; their records are made again when asked for', 'counter', () =>
+  register(scraped('lsp_record_fragment_chunks_forgotten_total', 'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; their records are made again when asked for', 'counter', () =>
     [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
   register(scraped('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter', () =>
     [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
@@ -123,15 +122,14 @@ export function createMetrics (sources: MetricSources): Metrics {
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_record_fragment_bytes',
-    help: 'Bytes of the records\' JSON, made on first use and kept (all datasets together within ' +
-      'FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
+    help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records are made; all datasets together within FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
     labelNames: ['dataset'],
     registers: [registry],
     collect () { for (const d of sources.fragmentBytes?.() ?? []) this.set({ dataset: d.dataset }, d.bytes) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_record_fragment_memory_bytes',
-    help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds, every dataset\'s',
+    help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, and those of a dataset dropped by a reload until they are freed',
     registers: [registry],
     collect () { this.set(sources.fragmentMemory?.bytes ?? 0) }
   })

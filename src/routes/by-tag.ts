@@ -1,7 +1,7 @@
 // GET /sites/by-tag: one tag's sites the partner may see, map-minimal, in id order, in pages.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { GEOJSON_TYPE, JSON_TYPE } from '../answers/records.ts'
+import { GEOJSON_TYPE } from '../answers/records.ts'
 import { TagFeatureCollection } from '../schemas/geojson.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
@@ -32,16 +32,16 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { tag, page } = request.query
     const perPage = Math.min(request.query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
-    const { total, sites } = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
-    request.rows = sites.length
-    // the same text as JSON.stringify of {tag, page, per_page, total, total_pages, sites}
-    const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},` +
-      `"total":${total},"total_pages":${Math.ceil(total / perPage)}`
+    const sites = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
+    const { total } = sites
+    request.rows = sites.places.length
+    // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
+    // (the tag is ASCII by its pattern, so the head is too)
+    const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
     if (request.query.format === 'geojson') {
-      const features = records.minimalFeatures(ds, sites)
-      return reply.type(GEOJSON_TYPE).send(`{"type":"FeatureCollection",${paging},"features":${features}}`)
+      return reply.sendAnswer(records.minimalPageGeo(ds, sites, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
     }
-    return reply.type(JSON_TYPE).send(`{${paging},"sites":${records.minimal(ds, sites)}}`)
+    return reply.sendAnswer(records.minimalPage(ds, sites, `{${paging},"sites":`, '}'))
   })
 }
 

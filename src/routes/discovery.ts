@@ -1,7 +1,6 @@
 // GET /categories and GET /tags: what a partner may ask for. Never counted (like /usage); cached
 // with ETags like the searches, since tags follow the dataset.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { JSON_TYPE } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery } from '../schemas/queries.ts'
@@ -19,7 +18,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: okResponse('The categories', { 'application/json': { schema: CategoryList, examples: EXAMPLES.categories } }), ...documentedErrors(['rest_invalid_param']) }
     }
   }, (request, reply) => {
-    reply.type(JSON_TYPE).send(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) }))
+    reply.sendAnswer(Buffer.from(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) })))
   })
 
   app.get('/tags', {
@@ -32,7 +31,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }), ...documentedErrors(['rest_invalid_param']) }
     }
   }, (request, reply) => {
-    reply.type(JSON_TYPE).send(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) }))
+    reply.sendAnswer(Buffer.from(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) })))
   })
 }
 

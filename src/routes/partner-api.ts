@@ -15,6 +15,7 @@ import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/l
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
+import answers from '../../plugins/answers.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
 import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
@@ -78,6 +79,8 @@ export function tokenOf (request: FastifyRequest): string | null | false {
 }
 
 async function partnerApi (app: FastifyInstance) {
+  // reply.sendAnswer and the pool's references given back, for these routes only
+  await app.register(answers)
   const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
   app.decorateRequest('partner', null as unknown as PartnerProfile)
   app.decorateRequest('dataset', undefined)
@@ -160,8 +163,8 @@ async function partnerApi (app: FastifyInstance) {
     request.dataset = entry.dataset
     const encoding = represent(request, reply, entry)
     if (encoding === 'not-modified') reply.code(304).send(notModifiedPayload(request, key, entry))
-    else if (encoding === undefined) reply.type(entry.type).send(entry.body)
-    else reply.header('content-encoding', encoding).type(entry.type).send(cache.encodedBody(key, entry, encoding))
+    else if (encoding === undefined) reply.sendAnswer(cache.lend(entry), entry.type)
+    else reply.header('content-encoding', encoding).sendAnswer(cache.encodedBody(key, entry, encoding), entry.type)
   }
 
   const lookup = (route: string): preHandlerHookHandler => (request, reply, done) => {

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
-import { JSON_TYPE } from '../answers/records.ts'
+import { NULL_JSON } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
@@ -29,10 +29,9 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
-    reply.type(JSON_TYPE)
-    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.send('null')
+    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.sendAnswer(NULL_JSON)
     request.rows = 1
-    return reply.send(records.site(ds, position))
+    return reply.sendAnswer(records.site(ds, position))
   })
 }
 

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, JSON_TYPE } from '../answers/records.ts'
+import { GEOJSON_TYPE, NULL_JSON } from '../answers/records.ts'
 import { documentedErrors, okResponse } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
@@ -58,10 +58,9 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, (request, reply) => {
     const { ds, found } = search(request, request.partner.maxResults)
-    const positions = found.hits.map((hit) => hit.position)
-    request.rows = positions.length
-    if (request.query.format === 'geojson') return reply.type(GEOJSON_TYPE).send(records.sitesGeo(ds, positions))
-    return reply.type(JSON_TYPE).send(records.sites(ds, positions))
+    request.rows = found.hits.length
+    if (request.query.format === 'geojson') return reply.sendAnswer(records.sitesGeo(ds, found), GEOJSON_TYPE)
+    return reply.sendAnswer(records.sites(ds, found))
   })
 
   app.get('/sites/nearest', {
@@ -81,7 +80,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, (request, reply) => {
     const { ds, found: { hits } } = search(request, 1)
     request.rows = hits.length
-    return reply.type(JSON_TYPE).send(hits.length === 0 ? 'null' : records.nearest(ds, hits[0].position, hits[0].h))
+    return reply.sendAnswer(hits.length === 0 ? NULL_JSON : records.nearest(ds, hits[0].position, hits[0].h))
   })
 }
 

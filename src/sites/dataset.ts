@@ -252,8 +252,8 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 /** Position of a site id, or -1 (ids are sorted, so a binary search). */
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
-/** One page of a tag's sites the partner may see: their positions, in id order, and how many there are in all. */
-export interface TagPage { total: number, sites: Uint32Array }
+/** One page of a tag's sites: those the partner may see in id order (tagSitesIn), and the page's places in it. */
+export interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
 /** Lists of a tag's sites in some categories, per dataset: at most as many entries in all as 4 times the dataset's sites. */
@@ -262,7 +262,8 @@ const tagViews = new WeakMap<Dataset, LRUCache<string, Uint32Array>>()
 /**
  * A tag's sites in the allowed categories, in id order: the tag's own list when the categories
  * hold every site, else a list made on first use and kept (the least recently used dropped), so
- * that a page is a slice of it rather than a pass over the whole tag.
+ * that a page is a slice of it rather than a pass over the whole tag, and its answers' fragments
+ * are laid out in one order for all partners with the same allow-list.
  */
 export function tagSitesIn (ds: Dataset, tag: string, categories: readonly number[]): Uint32Array {
   const list = ds.tagSites.get(tag)
@@ -282,9 +283,13 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
   return view
 }
 
+/** 0, 1, 2, ...: a page's places are a range of it (grown to the longest list asked for). */
+let counting = new Uint32Array(0)
+
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
 export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): TagPage {
-  const list = tagSitesIn(ds, tag, categories)
-  const from = Math.min((page - 1) * perPage, list.length)
-  return { total: list.length, sites: list.subarray(from, Math.min(from + perPage, list.length)) }
+  const order = tagSitesIn(ds, tag, categories)
+  if (counting.length < order.length) counting = Uint32Array.from({ length: order.length }, (_, i) => i)
+  const from = Math.min((page - 1) * perPage, order.length)
+  return { total: order.length, order, places: counting.subarray(from, Math.min(from + perPage, order.length)) }
 }

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset, tagPage, tagSitesIn, type Dataset } from '../../src/sites/dataset.ts'
-import { RecordJson, mapMinimalRecord, nearestRecord, siteRecord } from '../../src/answers/records.ts'
+import { FragmentStore, RecordJson, mapMinimalRecord, nearestRecord, siteRecord, type AnswerSites, type ListPage } from '../../src/answers/records.ts'
 import { maxHaverSinFor } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'
@@ -16,11 +16,10 @@ const records = (links: string) => {
 }
 const siteJson = (ds: Dataset, p: number, links: string) => records(links).site(ds, p)
 const nearestJson = (ds: Dataset, p: number, h: number, links: string) => records(links).nearest(ds, p, h)
-const sitesJson = (ds: Dataset, sites: ArrayLike<number>, links: string) => records(links).sites(ds, sites)
-const sitesGeoJson = (ds: Dataset, sites: ArrayLike<number>, links: string) => records(links).sitesGeo(ds, sites)
-const minimalSitesJson = (ds: Dataset, sites: ArrayLike<number>, links: string) => records(links).minimal(ds, sites)
-const minimalSitesGeoJson = (ds: Dataset, sites: ArrayLike<number>, links: string) =>
-  records(links).minimalFeatures(ds, sites)
+const sitesJson = (ds: Dataset, sites: AnswerSites, links: string) => records(links).sites(ds, sites)
+const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string) => records(links).sitesGeo(ds, sites)
+const minimalSitesJson = (ds: Dataset, page: ListPage, links: string, head = '', tail = '') => records(links).minimalPage(ds, page, head, tail)
+const minimalSitesGeoJson = (ds: Dataset, page: ListPage, links: string, head: string, tail: string) => records(links).minimalPageGeo(ds, page, head, tail)
 
 // names as odd as a dataset file may hold (control characters are refused at load)
 const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', ' Padded ', 'Emoji 🚁', '</script>', 'Zero\u200bwidth\ufeff', 'n'.repeat(200)]
@@ -33,15 +32,73 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
   const links = 'https://pilot.example/x/pad/'
   const all = Array.from({ length: ds.count }, (_, i) => i)
   const reversed = [...all].reverse()
+  // map-minimal records come as pages of a list (a tag's)
+  const listed = (positions: number[]) => ({ order: Uint32Array.from(positions), places: positions.map((_, i) => i) })
   for (const positions of [all, reversed, [3], []]) {
     t.equal(sitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => siteRecord(ds, p, links))))
-    t.equal(minimalSitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
+    t.equal(minimalSitesJson(ds, listed(positions), links).toString(), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
   }
   for (const p of all) t.equal(siteJson(ds, p, links).toString(), JSON.stringify(siteRecord(ds, p, links)))
   t.equal(sitesJson(ds, all, 'https://other/pad/').toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
   const odd = 'https://x.example/a"b\\c/pad/'
   t.equal(sitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, odd))), 'a link prefix that needs escaping')
-  t.equal(minimalSitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, odd))))
+  t.equal(minimalSitesJson(ds, listed(all), odd).toString(), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, odd))))
+})
+
+t.test('answers whose spans are read by tree slot equal JSON.stringify of the records', async (t) => {
+  const dir = tmpDataDir(t)
+  const sites = randomSites('slots', 4000)
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  const links = 'https://pilot.example/pad/'
+  const random = seededRandom('slot answers')
+  const sources = new Map<string, number>()
+  let compared = 0
+  for (let i = 0; i < 600; i++) {
+    const anchor = sites[Math.floor(random() * sites.length)]
+    const query = {
+      lat: anchor.latitude + (random() - 0.5),
+      lng: anchor.longitude + (random() - 0.5),
+      radiusKm: [25, 75, 400][i % 3],
+      limit: [1, 17, 100][Math.floor(random() * 3)],
+      // the index of all sites, unfiltered and filtered; one category's index; a tag's index
+      categories: [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [2, 3, 4, 5, 6, 7, 8, 9, 10]][i % 4],
+      tag: i % 4 === 3 ? '~fuel' : undefined
+    }
+    const found = findNearby(ds, query)
+    const { hits, index } = found
+    if (index === undefined) { t.fail('no single sub-index', query); return }
+    const name = index === ds.all ? 'all' : index === ds.byCategory.get(9) ? 'category 9' : index === ds.tagIndexes.get('~fuel') ? 'tag ~fuel' : 'other'
+    sources.set(name, (sources.get(name) ?? 0) + 1)
+    const positions = hits.map((h) => h.position)
+    for (const h of hits) if (index.slotPositions[h.slot] !== h.position) t.fail('a hit\'s slot is not its site\'s', { query, h })
+    const bySlots = found // one sub-index: read by slot
+    // every other answer first by slot (the fragments made there), then by position, and the other way round
+    const bySlot = () => sitesJson(ds, bySlots, links).toString()
+    const byPosition = () => sitesJson(ds, positions, links).toString()
+    const [first, second] = i % 2 === 0 ? [bySlot(), byPosition()] : [byPosition(), bySlot()]
+    const expected = JSON.stringify(positions.map((p) => siteRecord(ds, p, links)))
+    if (first !== expected || second !== expected) { t.fail('answer differs', { query }); return }
+    if (sitesGeoJson(ds, bySlots, links).toString() !== sitesGeoJson(ds, positions, links).toString()) { t.fail('GeoJSON differs', { query }); return }
+    compared++
+  }
+  t.equal(compared, 600)
+  t.same(Object.fromEntries(sources), { all: 300, 'category 9': 150, 'tag ~fuel': 150 }, 'each kind of sub-index answered')
+})
+
+t.test('hits from several sub-indexes (merged) or from a scan name no single one', async (t) => {
+  const dir = tmpDataDir(t)
+  const sites = randomSites('slots', 2000) // tags of about 600 sites: scanned, no index of their own
+  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
+  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
+  const at = { lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 500, limit: 50 }
+  const merged = findNearby(ds, { ...at, categories: [4, 9] })
+  t.equal(merged.index, undefined)
+  t.ok(merged.hits.length > 0)
+  const scanned = findNearby(ds, { ...at, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], tag: '~ppr' })
+  t.equal(ds.tagIndexes.has('~ppr'), false, 'a tag too small for an index of its own')
+  t.equal(scanned.index, undefined)
+  t.ok(scanned.hits.length > 0 && scanned.hits.every((h) => h.slot === -1))
 })
 
 t.test('a nearest answer (fragment with the distance put in) equals JSON.stringify of its record', async (t) => {
@@ -84,6 +141,47 @@ t.test('answers over HTTP are byte for byte JSON.stringify of the records', asyn
   t.equal(body, JSON.stringify((JSON.parse(body) as { id: string }[]).map((r) => record(sites.find((s) => s.id === r.id)!))))
 })
 
+t.test('fragments across many chunks, and one larger than a chunk, come back byte for byte', async (t) => {
+  // 100 kB fragments fill an 8 MB chunk after 83; site 150 alone is larger than a chunk
+  const text = (p: number) => JSON.stringify({ p, pad: (p === 150 ? 'é' : String.fromCharCode(97 + (p % 26))).repeat(p === 150 ? 5_000_000 : 100_000 + p) })
+  const store = new FragmentStore(300, text)
+  const order = Array.from({ length: 300 }, (_, i) => (i * 7) % 300) // made out of position order
+  const answer = store.array(order, '{"x":', '}')
+  t.equal(answer.toString(), `{"x":[${order.map(text).join(',')}]}`)
+  t.equal(store.one(299).toString(), text(299))
+  t.equal(store.one(150).toString(), text(150))
+  t.equal(store.array([]).toString(), '[]')
+})
+
+t.test('fragments made one after another are copied as one run, but never across chunks', async (t) => {
+  // fragment 0 and its comma fill the first chunk exactly, so fragment 1 starts the next chunk
+  // at the address just past that comma: adjacent by number, not by memory
+  const text = (p: number) => p === 0 ? `"${'a'.repeat(FragmentStore.CHUNK_BYTES - 3)}"` : JSON.stringify({ p })
+  const store = new FragmentStore(6, text)
+  const expected = (order: number[]) => `[${order.map(text).join(',')}]`
+  for (const order of [[0, 1], [0, 1, 2, 3], [1, 2, 3, 4, 5], [3, 4, 5, 1, 2], [5, 4, 3], [2, 2, 3], [1, 3, 5], [4, 5, 0, 1, 2]]) {
+    t.equal(store.array(order).toString(), expected(order), `sites ${order.join(', ')}`)
+  }
+  t.equal(store.one(0).toString(), text(0))
+  t.equal(store.one(1).toString(), text(1), 'one fragment without its comma')
+  const bare = new FragmentStore(3, (p) => p === 1 ? '' : String(p))
+  t.equal(bare.array([0, 1, 2]).toString(), '[0,,2]', 'an empty fragment keeps its commas')
+  t.equal(bare.array([1, 0]).toString(), '[,0]', 'a run that starts with an empty fragment')
+  const siteText = (p: number) => JSON.stringify({ p, name: 'é'.repeat(p % 7) })
+  const sites = new FragmentStore(1000, siteText)
+  const page = Array.from({ length: 500 }, (_, i) => 200 + i)
+  t.equal(sites.array(page, '{"sites":', '}').toString(), `{"sites":[${page.map(siteText).join(',')}]}`, 'a page made by its first request')
+  // the point of runs: the page's 500 fragments, made one after another, go into the answer in one copy
+  const copies = t.capture(Uint8Array.prototype, 'set', Uint8Array.prototype.set)
+  const again = sites.array(page, '{"sites":', '}').toString()
+  const made = copies().length
+  copies.restore()
+  t.equal(again, `{"sites":[${page.map(siteText).join(',')}]}`, 'the same page again')
+  t.equal(made, 1, 'copied as one run')
+  const mixed = [...page.slice(100, 150), 1, 2, ...page.slice(0, 10), 999]
+  t.equal(sites.array(mixed).toString(), `[${mixed.map(siteText).join(',')}]`, 'runs and single fragments mixed')
+})
+
 t.test('tag pages equal JSON.stringify of the records, whatever allow-list made their fragments first', async (t) => {
   const dir = tmpDataDir(t)
   const sites = randomSites('pages', 3000) // each tag on about 900 sites, a site on 0 to 7 tags
@@ -93,6 +191,7 @@ t.test('tag pages equal JSON.stringify of the records, whatever allow-list made 
   const random = seededRandom('tag pages')
   const tags = [...ds.tagSites.keys()]
   const allowLists = [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [4, 10]]
+  const head = '{"x":1,"sites":'
   const feature = (p: number) => ({ type: 'Feature', id: ds.ids.at(p), geometry: { type: 'Point', coordinates: [ds.lngs[p], ds.lats[p]] }, properties: mapMinimalRecord(ds, p, links) })
   let compared = 0
   for (let i = 0; i < 800; i++) {
@@ -105,83 +204,56 @@ t.test('tag pages equal JSON.stringify of the records, whatever allow-list made 
     const found = tagPage(ds, tag, categories, page, perPage)
     const positions = visible.slice((page - 1) * perPage, page * perPage)
     if (found.total !== visible.length) { t.fail('total differs', { tag, categories, page, perPage }); return }
-    const where = { tag, categories, page, perPage }
-    if (minimalSitesJson(ds, found.sites, links) !== JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links)))) {
-      t.fail('page differs', where)
-      return
-    }
-    if (minimalSitesGeoJson(ds, found.sites, links) !== JSON.stringify(positions.map(feature))) {
-      t.fail('GeoJSON page differs', where)
-      return
-    }
+    const expected = `${head}${JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links)))}}`
+    if (minimalSitesJson(ds, found, links, head, '}').toString() !== expected) { t.fail('page differs', { tag, categories, page, perPage }); return }
+    if (minimalSitesGeoJson(ds, found, links, head, '}').toString() !== `${head}${JSON.stringify(positions.map(feature))}}`) { t.fail('GeoJSON page differs', { tag, categories, page, perPage }); return }
     compared++
   }
   t.equal(compared, 800)
   t.equal(tagSitesIn(ds, tags[0], [2, 3, 4, 5, 6, 7, 8, 9, 10]), ds.tagSites.get(tags[0]), 'every category: the tag\'s own list')
   t.equal(tagSitesIn(ds, tags[0], [4, 10]), tagSitesIn(ds, tags[0], [4, 10]), 'an allow-list\'s list made once')
   const none = tagPage(ds, '~nothing', [4], 1, 10)
-  t.same([none.total, minimalSitesJson(ds, none.sites, links)], [0, '[]'], 'an unknown tag')
+  t.same([none.total, minimalSitesJson(ds, none, links, head, '}').toString()], [0, `${head}[]}`], 'an unknown tag')
 })
 
-t.test('answers from nearby searches equal JSON.stringify of the records, GeoJSON too', async (t) => {
-  const dir = tmpDataDir(t)
-  const sites = randomSites('searches', 4000)
-  writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
-  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
-  const links = 'https://pilot.example/pad/'
-  const random = seededRandom('search answers')
-  const feature = (p: number) => ({
-    type: 'Feature',
-    id: ds.ids.at(p),
-    geometry: { type: 'Point', coordinates: [ds.lngs[p], ds.lats[p]] },
-    properties: siteRecord(ds, p, links)
-  })
-  let compared = 0
-  for (let i = 0; i < 300; i++) {
-    const anchor = sites[Math.floor(random() * sites.length)]
-    const query = {
-      lat: anchor.latitude + (random() - 0.5),
-      lng: anchor.longitude + (random() - 0.5),
-      radiusKm: [25, 75, 400][i % 3],
-      limit: [1, 17, 100][Math.floor(random() * 3)],
-      categories: [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9]][i % 3]
-    }
-    const positions = findNearby(ds, query).hits.map((h) => h.position)
-    if (sitesJson(ds, positions, links) !== JSON.stringify(positions.map((p) => siteRecord(ds, p, links)))) {
-      t.fail('answer differs', { query })
-      return
-    }
-    const geo = JSON.stringify({ type: 'FeatureCollection', features: positions.map(feature) })
-    if (sitesGeoJson(ds, positions, links) !== geo) {
-      t.fail('GeoJSON differs', { query })
-      return
-    }
-    compared++
+t.test('a laid-out order\'s sites are copied again after one another, while the copies\' bytes stay within those made', async (t) => {
+  const text = (p: number) => JSON.stringify({ p })
+  const store = new FragmentStore(10, text)
+  const all = Array.from({ length: 10 }, (_, i) => i)
+  const expected = (positions: number[]) => `[${positions.map(text).join(',')}]`
+  t.equal(store.array(all).toString(), expected(all), 'made in position order')
+  const count = (make: () => Buffer) => {
+    const copies = t.capture(Uint8Array.prototype, 'set', Uint8Array.prototype.set)
+    const answer = make().toString()
+    const made = copies().length
+    copies.restore()
+    return { answer, made }
   }
-  t.equal(compared, 300)
+  const reversed = Uint32Array.from([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+  const page = (order: Uint32Array, laidOut: boolean) => store.array({ order, places: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], laidOut })
+  t.same(count(() => page(reversed, false)), { answer: expected([...reversed]), made: 10 }, 'not laid out: the fragments where they were made, one copy each')
+  const reversedAgain = Uint32Array.from(reversed) // another order, with spans of its own
+  t.same(count(() => page(reversedAgain, true)), { answer: expected([...reversed]), made: 11 }, 'laid out: each fragment copied into place, one after another, then into the answer as one run')
+  t.same(count(() => page(reversedAgain, true)), { answer: expected([...reversed]), made: 1 }, 'laid out: then one run')
+  const evensFirst = Uint32Array.from([0, 2, 4, 6, 8, 1, 3, 5, 7, 9])
+  t.same(count(() => page(evensFirst, true)), { answer: expected([...evensFirst]), made: 10 }, 'no copies left (10 sites, 10 copies made): the fragments where they are')
+  t.same(count(() => page(evensFirst, true)), { answer: expected([...evensFirst]), made: 10 })
+  t.same(count(() => page(reversedAgain, true)), { answer: expected([...reversed]), made: 1 }, 'the laid-out order still one run')
+  const fresh = new FragmentStore(10, text)
+  const ascending = Uint32Array.from(all)
+  t.same(count(() => fresh.array({ order: ascending, places: [3, 4, 5], laidOut: true })), { answer: expected([3, 4, 5]), made: 1 }, 'fragments made by the order itself are not copied again')
+  t.same(count(() => fresh.array({ order: ascending, places: [0, 1, 2, 3, 4, 5], laidOut: true })), { answer: expected([0, 1, 2, 3, 4, 5]), made: 2 }, 'a page partly made before: its new sites made after the old ones, two runs')
 })
 
-t.test('the records\' JSON stays within its bound: the least recently used forms are dropped, and made again', async (t) => {
-  const dir = tmpDataDir(t)
-  writeDataset(datasetPath(dir, 'sandbox'), randomSites('bound', 2000), { source: 't', precision: 3 })
-  const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
-  const links = 'https://pilot.example/pad/'
-  const all = Array.from({ length: ds.count }, (_, i) => i)
-  const fullBytes = JSON.stringify(all.map((p) => siteRecord(ds, p, links))).length - (ds.count + 1)
-  const minimalBytes = JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, links))).length - (ds.count + 1)
-  // room for the full form, not for both
-  const bounded = new RecordJson('https://pilot.example', fullBytes + minimalBytes / 2)
-  const full = bounded.sites(ds, all)
-  t.equal(bounded.bytes, fullBytes, 'every full record kept')
-  t.equal(bounded.datasetBytes(ds), fullBytes)
-  t.equal(bounded.minimal(ds, all), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, links))))
-  t.equal(bounded.bytes, fullBytes + minimalBytes, 'over the bound until the next answer')
-  t.equal(bounded.dropped, 0)
-  t.equal(bounded.minimal(ds, [0, 1]), JSON.stringify([0, 1].map((p) => mapMinimalRecord(ds, p, links))))
-  t.equal(bounded.dropped, 1, 'the full form, least recently used, dropped')
-  t.equal(bounded.bytes, minimalBytes)
-  t.equal(bounded.sites(ds, all), full, 'made again, the same bytes')
-  bounded.keepOnly([])
-  t.equal(bounded.bytes, 0, 'a dataset no longer served keeps nothing')
-  t.equal(bounded.datasetBytes(ds), 0)
+t.test('copies laid out across chunks come back byte for byte', async (t) => {
+  // 3 MB fragments: two to a chunk, so copies in reverse order start new chunks as they go
+  const text = (p: number) => JSON.stringify({ p, pad: String.fromCharCode(97 + p).repeat(3_000_000) })
+  const store = new FragmentStore(6, text)
+  const all = [0, 1, 2, 3, 4, 5]
+  t.equal(store.array(all).toString(), `[${all.map(text).join(',')}]`)
+  const reversed = Uint32Array.from([5, 4, 3, 2, 1, 0])
+  for (const places of [[0, 1, 2, 3, 4, 5], [2, 3], [5]]) {
+    const order = [...places].map((s) => reversed[s])
+    t.equal(store.array({ order: reversed, places, laidOut: true }).toString(), `[${order.map(text).join(',')}]`, `places ${places.join(', ')}`)
+  }
 })
