@@ -1,5 +1,5 @@
-// HTTP/1.1 over raw keep-alive sockets for the load generators (scripts/bench-load.ts at a fixed
-// rate, scripts/bench-instructions.ts under callgrind): requests are bytes made once, answers are
+// HTTP/1.1 over raw keep-alive sockets for the load generators (bench/load.ts at a fixed
+// rate, bench/instructions.ts under callgrind): requests are bytes made once, answers are
 // only framed. Node's HTTP client costs about as much CPU per request as the service does.
 
 /** Each path's GET request, with the Host header and the given ones, as bytes. */

@@ -1,7 +1,7 @@
-// The load generators' answer framing (scripts/bench-http.ts): every answer counted once with its
+// The load generators' answer framing (bench/http.ts): every answer counted once with its
 // status, however the bytes are split into reads, and nothing kept of a read buffer used again.
 import t from 'tap'
-import { AnswerFramer } from '../../scripts/bench-http.ts'
+import { AnswerFramer } from '../http.ts'
 
 const answer = (status: number, body: string, extra = '') =>
   `HTTP/1.1 ${status} X\r\ncontent-type: text/plain\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`

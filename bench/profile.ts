@@ -1,8 +1,8 @@
 // npm run bench:profile: where each request's CPU time goes, kernel included, by owner (the search,
-// the collector, Node's HTTP server, the kernel's socket send, ...: scripts/perf-owners.ts), in µs
+// the collector, Node's HTTP server, the kernel's socket send, ...: bench/perf-owners.ts), in µs
 // a request, for the bare route and the service side by side, and how many threads the machine
 // wakes a request. `perf record -g` samples the answering process at 2,000 Hz under the bench's
-// load (scripts/bench-load.ts, 50 connections); processes start with --perf-basic-prof so that JIT
+// load (bench/load.ts, 50 connections); processes start with --perf-basic-prof so that JIT
 // code has names. CPU time, not wall clock: V8's own profiler charges a wait for a core to the call
 // that was running ("Profiling" in docs/performance.md). Needs `perf` (Debian: linux-perf) and
 // leave to use it (root, or kernel.perf_event_paranoid ≤ 1 and tracefs for the wake-ups).
@@ -13,7 +13,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { COMMIT, DATA, HELLO_SCRIPT, ONLY, cpuUs, ROOT, bareEnv, currentBuild, freePort, isBare, log, runLoad, selectCases, setUp, startService, stop, waitForHttp, type Case } from './bench-setup.ts'
+import { COMMIT, DATA, HELLO_ARGS, ONLY, cpuUs, ROOT, bareEnv, currentBuild, freePort, isBare, log, runLoad, selectCases, setUp, startService, stop, waitForHttp, type Case } from './setup.ts'
 import { samplesByOwner } from './perf-owners.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
@@ -40,12 +40,12 @@ build.args = [...PERF_FLAGS, ...build.args]
 const servicePort = await freePort()
 const service = (await startService(build, servicePort)).child
 const helloPort = await freePort()
-const hello = spawn(process.execPath, [...PERF_FLAGS, HELLO_SCRIPT], {
+const hello = spawn(process.execPath, [...PERF_FLAGS, ...HELLO_ARGS], {
   cwd: ROOT, env: { ...process.env, ...bareEnv(all), PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
 })
 await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
 
-/** The case's load for `seconds` (scripts/bench-load.ts); resolves with its requests a second. */
+/** The case's load for `seconds` (bench/load.ts); resolves with its requests a second. */
 const load = async (c: Case, port: number, seconds: number) =>
   (await runLoad<{ rps: number }>(c, { base: `http://127.0.0.1:${port}`, connections: 50, seconds }, 'profile-job.json')).rps
 

@@ -1,8 +1,8 @@
 // The ceiling: a bare Fastify hello-world route, in a process of its own; beside it, in a context
-// of its own, the floors of a cached answer and a 429 (bench-floor.ts).
+// of its own, the floors of a cached answer and a 429 (floor.ts).
 import Fastify from 'fastify'
 import { holdTickShape } from '../src/http/tick-shape.ts'
-import floor from './bench-floor.ts'
+import floor from './floor.ts'
 
 // As the service does: without it, a ceiling left idle while the services' cases run falls into
 // Node's slow nextTick state (about 39,000 instructions a request more) and flatters every ratio.

@@ -1,4 +1,4 @@
-// Who a CPU sample of `perf record -g` belongs to (scripts/bench-profile.ts): the collector, the
+// Who a CPU sample of `perf record -g` belongs to (bench/profile.ts): the collector, the
 // kernel by what the process asked of it, else the innermost JavaScript frame that names an owner.
 // V8's builtins and runtime carry no owner of their own: a megamorphic load or a string's
 // flattening is charged to the JavaScript that caused it. Node's utility modules (buffer, crypto's

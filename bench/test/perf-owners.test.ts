@@ -1,7 +1,7 @@
-// npm run bench:profile's owners of a CPU sample (scripts/perf-owners.ts), on stacks as perf
+// npm run bench:profile's owners of a CPU sample (bench/perf-owners.ts), on stacks as perf
 // script prints them.
 import t from 'tap'
-import { OTHER, ownerOf, samplesByOwner } from '../../scripts/perf-owners.ts'
+import { OTHER, ownerOf, samplesByOwner } from '../perf-owners.ts'
 
 const map = '(/tmp/perf-1.map)'
 const node = '(/usr/bin/node)'

@@ -1,10 +1,10 @@
-// The bench's floor (scripts/bench-floor.ts) answers what the bench counts it for: a cached answer
+// The bench's floor (bench/floor.ts) answers what the bench counts it for: a cached answer
 // with the service's headers for a known token, a 429 with the limit's headers for a partner at its
 // limit, refusals otherwise, one access line each. A floor that answered 401s or 400s would make
 // its ratio meaningless.
 import t from 'tap'
 import Fastify from 'fastify'
-import floor from '../../scripts/bench-floor.ts'
+import floor from '../floor.ts'
 
 async function floorApp (lines: string[]) {
   const app = Fastify({ logger: false })

@@ -1,4 +1,4 @@
-// What the two benchmarks share (scripts/bench.ts: time on a loaded service; scripts/bench-instructions.ts:
+// What the two benchmarks share (bench/bench.ts: time on a loaded service; bench/instructions.ts:
 // instructions counted under callgrind): the dataset and partners, the cases, the service's command
 // line, and a baseline commit built in a worktree of its own.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -29,8 +29,8 @@ export const BASELINE = process.env.BENCH_BASELINE
 export const SITES = Number(process.env.BENCH_SITES ?? 1_000_000)
 /** BENCH_CASES, split: undefined runs every case */
 export const ONLY = process.env.BENCH_CASES?.split(',')
-/** The bare route's process (the ceiling), as built. */
-export const HELLO_SCRIPT = join(ROOT, 'dist/scripts/bench-hello.js')
+/** Node's arguments for the bare route's process (the ceiling): the bench is not part of the product's build. */
+export const HELLO_ARGS = ['--import', 'tsx', join(ROOT, 'bench/hello.ts')]
 
 /** CPU time a process has used (user + system), in µs, from /proc (clock ticks of 1/CLK_TCK s). */
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
@@ -44,7 +44,7 @@ export function cpuUs (pid: number): number {
 export interface LoadJob { base: string, connections: number, seconds: number, rate?: number }
 
 /**
- * scripts/bench-load.ts over a case's URLs (and its partner's headers) in a process of its own;
+ * bench/load.ts over a case's URLs (and its partner's headers) in a process of its own;
  * resolves with the report it prints. `file` names the job's file in DATA (runs side by side need
  * one each).
  */
@@ -52,7 +52,7 @@ export function runLoad<Report> (c: Case, job: LoadJob, file = 'job.json'): Prom
   const path = join(DATA, file)
   writeFileSync(path, JSON.stringify({ ...job, paths: c.paths, headers: c.token || c.headers ? caseHeaders(c) : undefined }))
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-load.ts'), path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.on('close', (code) => code === 0 ? resolve(JSON.parse(out) as Report) : reject(new Error(`load generator exited with ${code}`)))
@@ -92,9 +92,9 @@ export async function waitForHttp (url: string, child: ChildProcess, timeoutMs: 
 
 export interface Case {
   name: string, paths: string[], token?: string, note: string, headers?: Record<string, string>
-  /** answered by the bare route's process (HELLO_SCRIPT): the ceilings and the floors */
+  /** answered by the bare route's process (HELLO_ARGS): the ceilings and the floors */
   bare?: true
-  /** a floor case's partner limit, requests a minute (scripts/bench-floor.ts) */
+  /** a floor case's partner limit, requests a minute (bench/floor.ts) */
   perMinute?: number
 }
 
@@ -160,7 +160,7 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
   const cases: Case[] = [
     { name: 'hello-world', paths: ['/'], bare: true, note: 'bare Fastify route in its own process (the ceiling)' },
     { name: 'hello-world 19kB', paths: ['/big'], bare: true, note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
-    { name: 'floor: cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, bare: true, note: 'the contract\'s work for a cached nearest answer done plainly, in the bare route\'s process (scripts/bench-floor.ts)' },
+    { name: 'floor: cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, bare: true, note: 'the contract\'s work for a cached nearest answer done plainly, in the bare route\'s process (bench/floor.ts)' },
     { name: 'floor: 429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, perMinute: LIMITED_PER_MINUTE, bare: true, note: 'the contract\'s work for a refusal at the limit done plainly, in the bare route\'s process' },
     { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
     { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
@@ -197,10 +197,10 @@ export function setUp (): { cases: Case[], buildSeconds: number } {
   return { cases: selectCases(cases, ONLY), buildSeconds }
 }
 
-/** The cases answered by HELLO_SCRIPT's process: the bare route's (the ceilings) and the floors. */
+/** The cases answered by HELLO_ARGS's process: the bare route's (the ceilings) and the floors. */
 export const isBare = (c: Case) => c.bare === true
 
-/** The environment of HELLO_SCRIPT's process: the partners its floors take (`token` or `token:perMinute`, those of the floor cases). */
+/** The environment of HELLO_ARGS's process: the partners its floors take (`token` or `token:perMinute`, those of the floor cases). */
 export const bareEnv = (cases: Case[]): Record<string, string> =>
   ({ FLOOR_TOKENS: cases.filter((c) => c.bare && c.token !== undefined).map((c) => c.perMinute === undefined ? c.token : `${c.token}:${c.perMinute}`).join(',') })
 

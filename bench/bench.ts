@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_SCRIPT, ONLY, ROOT, SITES, bareEnv, buildBaseline, currentBuild, freePort, isBare, log, median, runLoad, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_ARGS, ONLY, ROOT, SITES, bareEnv, buildBaseline, currentBuild, freePort, isBare, log, median, runLoad, setUp, startService, stop, waitForHttp, type Build, type Case } from './setup.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -26,12 +26,12 @@ function rssKb (pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
 }
 
-// 1-2. Data: 1M production sites, three partners, each case's URLs; this checkout built (scripts/bench-setup.ts).
+// 1-2. Data: 1M production sites, three partners, each case's URLs; this checkout built (bench/setup.ts).
 const { cases: CASES, buildSeconds } = setUp()
 
 // 3. Processes, compiled as `npm start` runs them: the service (cache of 1,000 entries, so 10,000
 // cycling URLs always miss while a hot set of 100 always hits) and the ceiling (with the floors in
-// its process, scripts/bench-floor.ts, given the floor cases' partners). The first boot on
+// its process, bench/floor.ts, given the floor cases' partners). The first boot on
 // a new dataset file verifies it and writes its index snapshot; the second boot is measured.
 const servicePort = await freePort()
 const helloPort = await freePort()
@@ -66,7 +66,7 @@ log(`first boot (verify, index, write snapshot) in ${Math.round(first.ms)} ms`)
 log(`service ready in ${Math.round(bootMs)} ms`)
 await new Promise((resolve) => setTimeout(resolve, 2000))
 const rssRestKb = rssKb(service.pid!)
-const hello = spawn(process.execPath, [HELLO_SCRIPT], {
+const hello = spawn(process.execPath, HELLO_ARGS, {
   cwd: ROOT, env: { ...process.env, ...bareEnv(CASES), PORT: String(helloPort) }, stdio: ['ignore', 'ignore', 'inherit']
 })
 await waitForHttp(`http://127.0.0.1:${helloPort}/`, hello, 30_000)
@@ -135,7 +135,7 @@ for (let round = 1; round <= ROUNDS; round++) {
 
 // The latency a partner sees on a service that is not saturated: the two main misses at a fixed
 // rate of half their measured maximum: requests leave at that rate whatever the answers do
-// (bench-load.ts). The bare route at half its own maximum is the floor of the same measure: the
+// (load.ts). The bare route at half its own maximum is the floor of the same measure: the
 // load generator and the machine's two cores, with a server that does next to nothing.
 const FIXED_RATE_CASES = ['hello-world', '/sites r=25', '/sites/nearest']
 const fixedRate: {
@@ -221,7 +221,7 @@ if (process.env.BENCH_NO_IMPORT !== '1') {
   const csv = join(DATA, 'sites.csv')
   spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/admin.ts'), 'datasets', 'export', '--dataset', 'production', '--file', csv],
     { cwd: ROOT, env: { ...process.env, DATA_DIR: DATA } })
-  const imported = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/bench-import.ts'), csv, join(DATA, 'imported.db')], { cwd: ROOT, encoding: 'utf8' })
+  const imported = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/import.ts'), csv, join(DATA, 'imported.db')], { cwd: ROOT, encoding: 'utf8' })
   importFigures = JSON.parse(imported.stdout)
   rmSync(join(DATA, 'imported.db'), { force: true })
 }

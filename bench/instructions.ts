@@ -34,8 +34,8 @@ import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { AnswerFramer, requestBytes } from './bench-http.ts'
-import { BASELINE, COMMIT, DATA, HELLO_SCRIPT, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './bench-setup.ts'
+import { AnswerFramer, requestBytes } from './http.ts'
+import { BASELINE, COMMIT, DATA, HELLO_ARGS, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './setup.ts'
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
@@ -289,7 +289,7 @@ for (const b of builds) await stop((await startService(b, await freePort())).chi
 const SLOW_TIMERS = { PARTNER_REFRESH_MS: '5000', COUNTER_SAVE_MS: '5000' }
 // METRICS_PORT: the cache's hits and misses are read from /metrics around a case's counted windows
 const services = await Promise.all(builds.map(async (b) => underCallgrind(b.label, b.commit, b.args, b.cwd, { ...SERVICE_ENV, ...SLOW_TIMERS, DATA_DIR: b.dataDir, METRICS_PORT: String(await freePort()) })))
-const hello = await underCallgrind('bare route', COMMIT, [HELLO_SCRIPT], ROOT, bareEnv(CASES))
+const hello = await underCallgrind('bare route', COMMIT, HELLO_ARGS, ROOT, bareEnv(CASES))
 if (IDLE_SECONDS > 0) {
   log(`idle for ${IDLE_SECONDS} s...`)
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import autocannon from 'autocannon'
-import { AnswerFramer, requestBytes } from './bench-http.ts'
+import { AnswerFramer, requestBytes } from './http.ts'
 
 interface Job { base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string>, rate?: number }
 const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job

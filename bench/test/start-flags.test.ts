@@ -5,9 +5,9 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { startArgs } from '../../scripts/start-command.ts'
+import { startArgs } from '../start-command.ts'
 
-const fixture = fileURLToPath(new URL('../fixtures/pretenuring.ts', import.meta.url))
+const fixture = fileURLToPath(new URL('./fixtures/pretenuring.ts', import.meta.url))
 const startFlags = startArgs(fileURLToPath(new URL('../../', import.meta.url))).filter((arg) => arg.startsWith('-'))
 
 /** The fixture's line, run with these node flags beside the ones that set its scene. */
