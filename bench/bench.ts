@@ -2,19 +2,19 @@
 // real service process on it and a bare Fastify hello-world (the ceiling) in another process, and
 // drives both with autocannon from a third (-c 50, 10 s, 3 interleaved rounds, 10,000 distinct
 // URLs per case). Prints medians, p50/p99 and each case's ratio to the ceiling of the same run,
-// boot time and RSS, and writes bench/results.json.
+// boot time and RSS, and writes bench/results.json (a partial run: bench/out/results-partial.json).
 //   BENCH_SECONDS, BENCH_ROUNDS, BENCH_SITES, BENCH_CONNECTIONS change the run (for a quick look);
 //   BENCH_CASES=a,b runs only the cases named a or b, or whose names contain them (and the ceiling);
 //   BENCH_REUSE=1 keeps bench/data from the last run; BENCH_NO_IMPORT=1 skips the import figure;
 //   BENCH_WARMUP (seconds, default 5) is the unmeasured run of each case before the rounds;
 //   BENCH_BASELINE=<git ref> also builds that commit and runs its service beside this one, the two
-//   alternating case by case (AB, then BA): a change's effect in one command (bench/ab-results.json).
+//   alternating case by case (AB, then BA): a change's effect in one command (bench/out/ab-results.json).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { PartnerStore, controlPath } from '../src/partners/store.ts'
-import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_ARGS, ONLY, ROOT, SITES, bareEnv, buildBaseline, currentBuild, freePort, isBare, log, median, runLoad, setUp, startService, stop, waitForHttp, type Build, type Case } from './setup.ts'
+import { BASELINE, COMMIT, DATA, DISTINCT, cpuUs, HELLO_ARGS, ONLY, ROOT, SITES, bareEnv, buildBaseline, currentBuild, freePort, isBare, log, median, runLoad, setUp, startService, stop, waitForHttp, writeOut, type Build, type Case } from './setup.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -265,9 +265,8 @@ const results = {
 }
 // Only a full run with the standard settings is the record; a partial look goes beside it.
 const full = !ONLY && BASELINE === undefined && SECONDS === 10 && ROUNDS === 3 && SITES === 1_000_000 && CONNECTIONS === 50 && process.env.BENCH_NO_IMPORT !== '1'
-mkdirSync(join(ROOT, 'bench'), { recursive: true })
-const resultsFile = join(ROOT, full ? 'bench/results.json' : 'bench/results-partial.json')
-writeFileSync(resultsFile, JSON.stringify(results, null, 2) + '\n')
+const resultsFile = full ? join(ROOT, 'bench/results.json') : writeOut('results-partial.json', results)
+if (full) writeFileSync(resultsFile, JSON.stringify(results, null, 2) + '\n')
 log(`figures written to ${resultsFile}`)
 
 const table = [
@@ -309,8 +308,15 @@ if (baseline !== undefined) {
       cpu_ratio_median: median(cpuPairs)
     }
   })
-  const abFile = join(ROOT, 'bench/ab-results.json')
-  writeFileSync(abFile, JSON.stringify({ date: results.date, machine: results.machine, current: COMMIT, baseline: `${BASELINE} (${baseline.commit})`, boot_ms: { baseline: Math.round(baseline.bootMs), current: Math.round(bootMs) }, settings: results.settings, cases: ab }, null, 2) + '\n')
+  const abFile = writeOut('ab-results.json', {
+    date: results.date,
+    machine: results.machine,
+    current: COMMIT,
+    baseline: `${BASELINE} (${baseline.commit})`,
+    boot_ms: { baseline: Math.round(baseline.bootMs), current: Math.round(bootMs) },
+    settings: results.settings,
+    cases: ab
+  })
   process.stdout.write([
     '',
     `A/B: current ${COMMIT} against ${BASELINE} (${baseline.commit}), alternating; ratios current / baseline (req/s higher is better, CPU lower is better)`,

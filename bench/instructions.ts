@@ -27,15 +27,15 @@
 //   BENCH_KEEP_DUMPS=1 keeps callgrind's dumps (bench/data/callgrind-*); BENCH_VALGRIND_ARGS adds
 //   callgrind options (say --separate-callers4='*Runtime_DefineKeyedOwnPropertyInLiteral*' to see who
 //   reaches a runtime function through V8's CEntry trampoline).
-// Writes bench/instructions.json with every setting at its default (bench/instructions-partial.json else).
+// Writes bench/out/instructions.json with every setting at its default (bench/out/instructions-partial.json else).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { AnswerFramer, requestBytes } from './http.ts'
-import { BASELINE, COMMIT, DATA, HELLO_ARGS, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, type Build, type Case } from './setup.ts'
+import { BASELINE, COMMIT, DATA, HELLO_ARGS, ONLY, ROOT, SERVICE_ENV, SITES, bareEnv, buildBaseline, caseHeaders, currentBuild, freePort, isBare, log, median, setUp, startService, stop, waitForHttp, writeOut, type Build, type Case } from './setup.ts'
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000)
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5)
@@ -363,11 +363,10 @@ const table = [
   })
 ]
 process.stdout.write(table.join('\n') + '\n')
-// Only a run with every setting at its default is the record; a partial look goes beside it.
+// A run with every setting at its default is kept apart from a partial look, which would overwrite it.
 const full = !ONLY && SITES === 1_000_000 && BASELINE === undefined && REQUESTS === 1000 && WINDOWS === 5 && WARMUP === 15000 &&
   CONNECTIONS === 4 && IDLE_SECONDS === 0 && process.env.BENCH_NODE_FLAGS === undefined && VALGRIND_ARGS.length === 0
-const file = join(ROOT, full ? 'bench/instructions.json' : 'bench/instructions-partial.json')
-writeFileSync(file, JSON.stringify({
+const file = writeOut(full ? 'instructions.json' : 'instructions-partial.json', {
   date: new Date().toISOString(),
   command: 'npm run bench:instructions',
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, valgrind: spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).stdout.trim() },
@@ -375,7 +374,7 @@ writeFileSync(file, JSON.stringify({
   baseline: BASELINE === undefined ? undefined : `${BASELINE} (${builds[1].commit})`,
   settings: { sites: SITES, requests_per_window: REQUESTS, windows: WINDOWS, warmup_requests: WARMUP, connections: CONNECTIONS, idle_seconds: IDLE_SECONDS },
   rows
-}, null, 2) + '\n')
+})
 log(`written to ${file}`)
 if (KEEP_DUMPS) log(`callgrind's dumps kept in ${DATA}/callgrind-* (JIT code's names in /tmp/perf-<pid>.map)`)
 else {

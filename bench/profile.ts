@@ -8,12 +8,12 @@
 // leave to use it (root, or kernel.perf_event_paranoid ≤ 1 and tracefs for the wake-ups).
 //   BENCH_CASES, BENCH_SITES, BENCH_REUSE as for npm run bench (default: both bare routes, cached
 //   nearest, cached /sites, the 429 path, nearest, /sites r=25); BENCH_SECONDS (8) recorded after
-//   BENCH_WARMUP (5) seconds of the case's load. Writes bench/profile.json.
+//   BENCH_WARMUP (5) seconds of the case's load. Writes bench/out/profile.json.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { rmSync, writeFileSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { COMMIT, DATA, HELLO_ARGS, ONLY, cpuUs, ROOT, bareEnv, currentBuild, freePort, isBare, log, runLoad, selectCases, setUp, startService, stop, waitForHttp, type Case } from './setup.ts'
+import { COMMIT, DATA, HELLO_ARGS, ONLY, cpuUs, ROOT, bareEnv, currentBuild, freePort, isBare, log, runLoad, selectCases, setUp, startService, stop, waitForHttp, writeOut, type Case } from './setup.ts'
 import { samplesByOwner } from './perf-owners.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
@@ -109,4 +109,7 @@ process.stdout.write(`${'threads woken a request (whole machine)'.padEnd(width)}
 for (const n of names) process.stdout.write(`${n.padEnd(width)}${profiles.map((p) => cell(p.owners[n])).join('')}\n`)
 const machine = `${cpus().length} x ${cpus()[0]?.model.trim()}, Node ${process.version}`
 process.stdout.write(`${machine}, ${COMMIT}\n`)
-writeFileSync(join(ROOT, 'bench/profile.json'), `${JSON.stringify({ date: new Date().toISOString(), command: 'npm run bench:profile', machine, commit: COMMIT, seconds: SECONDS, hz: HZ, profiles }, null, 2)}\n`)
+const file = writeOut('profile.json', {
+  date: new Date().toISOString(), command: 'npm run bench:profile', machine, commit: COMMIT, seconds: SECONDS, hz: HZ, profiles
+})
+log(`written to ${file}`)

@@ -15,6 +15,8 @@ import { startArgs } from './start-command.ts'
 
 export const ROOT = new URL('..', import.meta.url).pathname
 export const DATA = join(ROOT, 'bench/data')
+/** Figures written on demand (ignored by git): partial and A/B runs, instruction counts, profiles. */
+export const OUT = join(ROOT, 'bench/out')
 export const log = (line: string) => process.stderr.write(`${line}\n`)
 const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
 /** The checked-out commit, marked when tracked files differ from it. */
@@ -57,6 +59,14 @@ export function runLoad<Report> (c: Case, job: LoadJob, file = 'job.json'): Prom
     child.stdout.on('data', (d) => { out += d })
     child.on('close', (code) => code === 0 ? resolve(JSON.parse(out) as Report) : reject(new Error(`load generator exited with ${code}`)))
   })
+}
+
+/** Writes `figures` as JSON to `name` in OUT; returns the file's path. */
+export function writeOut (name: string, figures: unknown): string {
+  mkdirSync(OUT, { recursive: true })
+  const file = join(OUT, name)
+  writeFileSync(file, JSON.stringify(figures, null, 2) + '\n')
+  return file
 }
 
 export const median = (values: number[]) => {
