@@ -5,13 +5,13 @@ import { holdTickShape } from '../src/http/tick-shape.ts'
 import floor from './floor.ts'
 
 // As the service does: without it, a ceiling left idle while the services' cases run falls into
-// Node's slow nextTick state (about 39,000 instructions a request more) and flatters every ratio.
+// Node's slow nextTick state and flatters every ratio.
 holdTickShape()
 
 const app = Fastify({ logger: false })
 app.get('/', async () => ({ hello: 'world' }))
-// A second ceiling for large answers: the same bare route sending a fixed body of the size of a
-// /sites answer with 100 records (about 19 kB), as bytes.
+// A second ceiling for large answers: the same bare route sending a fixed body the size of a
+// /sites answer with 100 records, as bytes.
 const record = (i: number) => ({
   id: `prd-${String(i).padStart(7, '0')}`,
   category: '3',

@@ -1,6 +1,6 @@
-// HTTP/1.1 over raw keep-alive sockets for the load generators (bench/load.ts at a fixed
-// rate, bench/instructions.ts under callgrind): requests are bytes made once, answers are
-// only framed. Node's HTTP client costs about as much CPU per request as the service does.
+// HTTP/1.1 over raw keep-alive sockets for the load generators (bench/load.ts at a fixed rate,
+// bench/instructions.ts under callgrind): requests are bytes made once, answers are only framed,
+// so that the generator's own CPU does not take the cores the service is measured on.
 
 /** Each path's GET request, with the Host header and the given ones, as bytes. */
 export function requestBytes (base: string, paths: string[], headers: Record<string, string> = {}): Buffer[] {
@@ -16,7 +16,8 @@ const EMPTY = Buffer.alloc(0)
  * Content-Length) and calls back with each one's status once its body has arrived. Bodies are
  * counted, not kept; only a head split across reads is copied (joined with the rest of the read it
  * ends in): `push` may be given a read buffer that is used again for the next read, and the
- * generator allocates next to nothing per answer (its collector's pauses, on the service's 2 cores, were half the p99 it measured).
+ * generator allocates next to nothing per answer (its collector's pauses would take the service's
+ * cores and show in the latency it measures).
  */
 export class AnswerFramer {
   /** the start of a head that has not fully arrived */

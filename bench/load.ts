@@ -9,13 +9,16 @@ import { connect, type Socket } from 'node:net'
 import autocannon from 'autocannon'
 import { AnswerFramer, requestBytes } from './http.ts'
 
-interface Job { base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string>, rate?: number }
+interface Job {
+  base: string, paths: string[], connections: number, seconds: number, headers?: Record<string, string>, rate?: number
+}
 const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job
 let next = 0
 const nextPath = () => job.paths[next++ % job.paths.length]
 
 /** Nearest-rank percentile of sorted values. */
-const percentile = (sorted: Float64Array, p: number) => sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]
+const percentile = (sorted: Float64Array, p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]
 const hundredths = (ms: number) => Math.round(ms * 100) / 100
 
 async function fullSpeed () {
@@ -50,10 +53,9 @@ const DRAIN_MS = 10_000
  * a due request goes out on the connection free the longest (waiting for one counts in its
  * latency), so every connection carries requests: the service answers a connection that has sent
  * nothing for HEADERS_TIMEOUT_MS (10 s) with a 408 and closes it, as slow clients must not hold
- * their slots. Its latency runs from when it was due to the end of its answer's body. Node's HTTP
- * client cost about as much CPU per request as the service (2 cores: the generator's own work then
- * became the latency measured), so requests are bytes made once and answers are only framed
- * (status line, Content-Length, body length).
+ * their slots. Its latency runs from when it was due to the end of its answer's body. Requests
+ * are bytes made once and answers are only framed (status line, Content-Length, body length):
+ * with Node's HTTP client, the generator's own work on the shared cores became the latency measured.
  */
 async function fixedRate (rate: number) {
   const { hostname, port } = new URL(job.base)
@@ -113,7 +115,10 @@ async function fixedRate (rate: number) {
     const framer = new AnswerFramer((code) => finish(conn, code))
     // one read buffer per connection, used again for every read: a read makes only a view of it
     const reads = Buffer.allocUnsafe(READ_BYTES)
-    const onread = { buffer: reads, callback: (bytes: number) => { framer.push(reads.subarray(0, bytes)); return true } }
+    const onread = {
+      buffer: reads,
+      callback: (bytes: number) => { framer.push(reads.subarray(0, bytes)); return true }
+    }
     const socket = connect({ host: hostname, port: Number(port), noDelay: true, onread })
     const conn: Conn = { socket, busy: -1, open: true }
     conns.push(conn)

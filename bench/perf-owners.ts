@@ -16,12 +16,18 @@ const JS_OWNERS: Array<[string, RegExp]> = [
   ['the cache (key, ETag, lookup, store)', /src\/cache\/|lru-cache/],
   ['the service\'s hooks and routes', /\/dist\/(src|plugins)\//],
   ['Fastify and its router', /node_modules\/(fastify|find-my-way|@fastify|avvio)/],
-  ['Node\'s HTTP server, streams and sockets', /node:(_http|net|events|internal\/(streams|stream_base|http|process\/task_queues|timers))/]
+  [
+    'Node\'s HTTP server, streams and sockets',
+    /node:(_http|net|events|internal\/(streams|stream_base|http|process\/task_queues|timers))/
+  ]
 ]
 
 /** Frames that decide a sample wherever they are in its stack (native code called from anywhere). */
 const ANYWHERE: Array<[string, RegExp]> = [
-  ['the collector', /Scaveng|ConcurrentMarking|MarkCompact|MinorMark|Heap::Collect|GCTracer|Sweeper|IncrementalMarking|Heap::PerformGarbage|MarkingVisitor/],
+  ['the collector', new RegExp([
+    'Scaveng', 'ConcurrentMarking', 'MarkCompact', 'MinorMark', 'Heap::Collect', 'GCTracer', 'Sweeper',
+    'IncrementalMarking', 'Heap::PerformGarbage', 'MarkingVisitor'
+  ].join('|'))],
   ['digests (token SHA-256, ETag SHA-1)', /node::crypto::Hash|EVP_Digest|sha1_block|sha256_block|SHA1_|SHA256_/],
   ['request id (randomUUID)', /CSPRNG|RandomBytes|EVP_RAND/],
   ['compression (zlib)', /deflate|longest_match|compress_block|BrotliEncoder|crc32/]
@@ -34,14 +40,20 @@ const KERNEL: Array<[string, RegExp]> = [
   ['kernel: log write', /^(ksys_write|vfs_write) /],
   ['kernel: epoll', /^(do_epoll_wait|ep_poll|__x64_sys_epoll_\w+) /],
   ['kernel: futex (threads)', /^(futex_\w+|do_futex|__x64_sys_futex) /],
-  ['kernel: memory (mmap, page faults)', /^(__x64_sys_(mmap|munmap|madvise)|do_user_addr_fault|exc_page_fault|handle_mm_fault) /],
+  [
+    'kernel: memory (mmap, page faults)',
+    /^(__x64_sys_(mmap|munmap|madvise)|do_user_addr_fault|exc_page_fault|handle_mm_fault) /
+  ],
   ['kernel: scheduling', /^(schedule|__schedule|finish_task_switch\S*) /]
 ]
 
-/** Native code without a JavaScript frame with an owner: V8's helper threads, Node's parser and streams. */
+/** Native code without a JavaScript frame that has an owner: V8's helper threads, Node's parser and streams. */
 const NATIVE: Array<[string, RegExp]> = [
   ['V8\'s compilers (helper thread)', /compiler::|Compiler|Maglev|Turbofan|PlatformWorker/],
-  ['Node\'s HTTP server, streams and sockets', /llhttp|Parser::|StreamBase|LibuvStreamWrap|TCPWrap|uv__read|uv__write|uv__stream_io/]
+  [
+    'Node\'s HTTP server, streams and sockets',
+    /llhttp|Parser::|StreamBase|LibuvStreamWrap|TCPWrap|uv__read|uv__write|uv__stream_io/
+  ]
 ]
 
 export const OTHER = 'other (V8 runtime, libc, the event loop)'

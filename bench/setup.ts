@@ -2,7 +2,9 @@
 // instructions counted under callgrind): the dataset and partners, the cases, the service's command
 // line, and a baseline commit built in a worktree of its own.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync
+} from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -20,8 +22,9 @@ export const OUT = join(ROOT, 'bench/out')
 export const log = (line: string) => process.stderr.write(`${line}\n`)
 const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
 /** The checked-out commit, marked when tracked files differ from it. */
-export const COMMIT = `${git('rev-parse', '--short', 'HEAD').stdout.trim()}${git('status', '--porcelain', '--untracked-files=no').stdout.trim() ? '+changes' : ''}`
-/** Distinct URLs per miss case: ten times the service's cache (CACHE_MAX_ENTRIES 1000), so cycling them always misses. */
+const changed = git('status', '--porcelain', '--untracked-files=no').stdout.trim() !== ''
+export const COMMIT = `${git('rev-parse', '--short', 'HEAD').stdout.trim()}${changed ? '+changes' : ''}`
+/** Distinct URLs per miss case: ten times the service's cache (CACHE_MAX_ENTRIES), so cycling them always misses. */
 export const DISTINCT = 10_000
 /** The service's environment in both benchmarks: as deployed (an access line per request, to /dev/null here). */
 export const SERVICE_ENV = { NODE_ENV: 'production', LOG_LEVEL: 'info', CACHE_MAX_ENTRIES: '1000', METRICS_PORT: '0' }
@@ -42,7 +45,7 @@ export function cpuUs (pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 1e6 / CLK_TCK
 }
 
-/** A run of the load generator: where, how many connections, for how long, at what overall rate (open loop) if any. */
+/** A run of the load generator: where, how many connections, how long, at what overall rate (open loop) if any. */
 export interface LoadJob { base: string, connections: number, seconds: number, rate?: number }
 
 /**
@@ -52,12 +55,18 @@ export interface LoadJob { base: string, connections: number, seconds: number, r
  */
 export function runLoad<Report> (c: Case, job: LoadJob, file = 'job.json'): Promise<Report> {
   const path = join(DATA, file)
-  writeFileSync(path, JSON.stringify({ ...job, paths: c.paths, headers: c.token || c.headers ? caseHeaders(c) : undefined }))
+  const headers = c.token || c.headers ? caseHeaders(c) : undefined
+  writeFileSync(path, JSON.stringify({ ...job, paths: c.paths, headers }))
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), path], {
+      cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit']
+    })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
-    child.on('close', (code) => code === 0 ? resolve(JSON.parse(out) as Report) : reject(new Error(`load generator exited with ${code}`)))
+    child.on('close', (code) => {
+      if (code === 0) resolve(JSON.parse(out) as Report)
+      else reject(new Error(`load generator exited with ${code}`))
+    })
   })
 }
 
@@ -117,7 +126,9 @@ const LIMITED_PER_MINUTE = 30
  * categories, category 10 rare at 1%), three partners made afresh in control.db, and every case's
  * URLs: points near random sites (so most answers are full) and tag pages.
  */
-export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }): { cases: Case[], buildSeconds: number } {
+export function prepareData (
+  { sites, reuse }: { sites: number, reuse: boolean }
+): { cases: Case[], buildSeconds: number } {
   const started = performance.now()
   if (!reuse || !existsSync(datasetPath(DATA, 'production')) || siteCount() !== sites) {
     rmSync(DATA, { recursive: true, force: true })
@@ -136,15 +147,20 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
   }
   const buildSeconds = (performance.now() - started) / 1000
   const store = new PartnerStore(controlPath(DATA))
-  const partner = (slug: string, changes: Parameters<PartnerStore['update']>[1], tier: 'growth' | 'scale' = 'scale') => {
+  type Changes = Parameters<PartnerStore['update']>[1]
+  const partner = (slug: string, changes: Changes, tier: 'growth' | 'scale' = 'scale') => {
     const { token } = store.create({ name: slug, slug, tier, environment: 'production' })
     store.update(slug, changes)
     return token
   }
   const tokens = {
-    wide: partner('wide', { categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED }),
+    wide: partner('wide', {
+      categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED
+    }),
     rare: partner('rare', { categories: [10], otherCategories: true, limitOverrides: UNLIMITED }),
-    limited: partner('limited', { limitOverrides: { minute: LIMITED_PER_MINUTE, hour: 'unlimited', day: 'unlimited' } }, 'growth')
+    limited: partner('limited', {
+      limitOverrides: { minute: LIMITED_PER_MINUTE, hour: 'unlimited', day: 'unlimited' }
+    }, 'growth')
   }
   store.close()
 
@@ -162,26 +178,63 @@ export function prepareData ({ sites, reuse }: { sites: number, reuse: boolean }
   const tags = db.prepare('SELECT tag, count(*) AS n FROM site_tags GROUP BY tag').all() as { tag: string, n: number }[]
   db.close()
   const near = (path: string, extra: string) => points.map((p) => `/v1${path}?lat=${p.lat}&lng=${p.lng}${extra}`)
-  const tagPages = tags.flatMap(({ tag, n }) => Array.from({ length: Math.ceil(n / 500) }, (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=500&page=${i + 1}`))
+  const tagPages = tags.flatMap(({ tag, n }) =>
+    Array.from({ length: Math.ceil(n / 500) }, (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=500&page=${i + 1}`))
   for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requests differ
     const j = Math.floor(random() * (i + 1));
     [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
   }
+  const r25 = near('/sites', '&radius=25')
+  const r75 = near('/sites', '&radius=75')
+  const nearest = near('/sites/nearest', '')
+  const gzip = { 'accept-encoding': 'gzip' }
+  const wide = tokens.wide
   const cases: Case[] = [
     { name: 'hello-world', paths: ['/'], bare: true, note: 'bare Fastify route in its own process (the ceiling)' },
-    { name: 'hello-world 19kB', paths: ['/big'], bare: true, note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)' },
-    { name: 'floor: cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, bare: true, note: 'the contract\'s work for a cached nearest answer done plainly, in the bare route\'s process (bench/floor.ts)' },
-    { name: 'floor: 429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, perMinute: LIMITED_PER_MINUTE, bare: true, note: 'the contract\'s work for a refusal at the limit done plainly, in the bare route\'s process' },
-    { name: '/sites r=25', paths: near('/sites', '&radius=25'), token: tokens.wide, note: 'all categories, up to 100 records' },
-    { name: '/sites r=75', paths: near('/sites', '&radius=75'), token: tokens.wide, note: 'all categories, up to 100 records' },
-    { name: '/sites rare', paths: near('/sites', '&radius=75'), token: tokens.rare, note: 'only category 10 (1% of sites)' },
-    { name: '/sites/nearest', paths: near('/sites/nearest', ''), token: tokens.wide, note: 'default radius 25' },
-    { name: '/sites/by-tag', paths: tagPages, token: tokens.wide, note: `pages of 500, ${tagPages.length} distinct` },
-    { name: 'cached /sites', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 queries (19 kB answers)' },
-    { name: 'cached nearest', paths: near('/sites/nearest', '').slice(0, 100), token: tokens.wide, note: 'a hot set of 100 nearest queries' },
-    { name: '/sites r=25 gzip', paths: near('/sites', '&radius=25'), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'as /sites r=25, compressed: every answer gzipped' },
-    { name: 'cached /sites gzip', paths: near('/sites', '&radius=25').slice(0, 100), token: tokens.wide, headers: { 'accept-encoding': 'gzip' }, note: 'the hot set, compressed once per answer' },
-    { name: '429 path', paths: near('/sites', '&radius=25'), token: tokens.limited, note: 'a partner at its limit (30/min)' }
+    {
+      name: 'hello-world 19kB',
+      paths: ['/big'],
+      bare: true,
+      note: 'the same bare route sending a fixed 19 kB body (the ceiling for answers of that size)'
+    },
+    {
+      name: 'floor: cached nearest',
+      paths: nearest.slice(0, 100),
+      token: wide,
+      bare: true,
+      note: 'the contract\'s work for a cached nearest answer done plainly, in the bare route\'s process ' +
+        '(bench/floor.ts)'
+    },
+    {
+      name: 'floor: 429 path',
+      paths: r25,
+      token: tokens.limited,
+      perMinute: LIMITED_PER_MINUTE,
+      bare: true,
+      note: 'the contract\'s work for a refusal at the limit done plainly, in the bare route\'s process'
+    },
+    { name: '/sites r=25', paths: r25, token: wide, note: 'all categories, up to 100 records' },
+    { name: '/sites r=75', paths: r75, token: wide, note: 'all categories, up to 100 records' },
+    { name: '/sites rare', paths: r75, token: tokens.rare, note: 'only category 10 (1% of sites)' },
+    { name: '/sites/nearest', paths: nearest, token: wide, note: 'default radius 25' },
+    { name: '/sites/by-tag', paths: tagPages, token: wide, note: `pages of 500, ${tagPages.length} distinct` },
+    { name: 'cached /sites', paths: r25.slice(0, 100), token: wide, note: 'a hot set of 100 queries (19 kB answers)' },
+    { name: 'cached nearest', paths: nearest.slice(0, 100), token: wide, note: 'a hot set of 100 nearest queries' },
+    {
+      name: '/sites r=25 gzip',
+      paths: r25,
+      token: wide,
+      headers: gzip,
+      note: 'as /sites r=25, compressed: every answer gzipped'
+    },
+    {
+      name: 'cached /sites gzip',
+      paths: r25.slice(0, 100),
+      token: wide,
+      headers: gzip,
+      note: 'the hot set, compressed once per answer'
+    },
+    { name: '429 path', paths: r25, token: tokens.limited, note: 'a partner at its limit (30/min)' }
   ]
   return { cases, buildSeconds }
 }
@@ -203,19 +256,27 @@ function siteCount (): number {
 export function setUp (): { cases: Case[], buildSeconds: number } {
   const { cases, buildSeconds } = prepareData({ sites: SITES, reuse: process.env.BENCH_REUSE === '1' })
   log('building (tsc)...')
-  if (spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed')
+  const built = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
+  if (built.status !== 0) throw new Error('build failed')
   return { cases: selectCases(cases, ONLY), buildSeconds }
 }
 
 /** The cases answered by HELLO_ARGS's process: the bare route's (the ceilings) and the floors. */
 export const isBare = (c: Case) => c.bare === true
 
-/** The environment of HELLO_ARGS's process: the partners its floors take (`token` or `token:perMinute`, those of the floor cases). */
-export const bareEnv = (cases: Case[]): Record<string, string> =>
-  ({ FLOOR_TOKENS: cases.filter((c) => c.bare && c.token !== undefined).map((c) => c.perMinute === undefined ? c.token : `${c.token}:${c.perMinute}`).join(',') })
+/**
+ * The environment of HELLO_ARGS's process: the partners its floors take (`token` or
+ * `token:perMinute`, those of the floor cases).
+ */
+export const bareEnv = (cases: Case[]): Record<string, string> => {
+  const floors = cases.filter((c) => c.bare && c.token !== undefined)
+  const tokens = floors.map((c) => c.perMinute === undefined ? c.token : `${c.token}:${c.perMinute}`)
+  return { FLOOR_TOKENS: tokens.join(',') }
+}
 
 /** A case's request headers: its own, and its partner's token. */
-export const caseHeaders = (c: Case): Record<string, string> => ({ ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })
+export const caseHeaders = (c: Case): Record<string, string> =>
+  ({ ...c.headers, ...(c.token ? { authorization: `Bearer ${c.token}` } : {}) })
 
 /**
  * The cases BENCH_CASES names (comma-separated; an exact name selects that case alone, any other
@@ -230,7 +291,8 @@ export function selectCases (all: Case[], only: string[] | undefined): Case[] {
 /** A build to measure: its service's command line as `npm start` runs it, its directory and its DATA_DIR. */
 export interface Build { label: string, commit: string, args: string[], cwd: string, dataDir: string }
 
-export const currentBuild = (): Build => ({ label: 'current', commit: COMMIT, args: startArgs(ROOT), cwd: ROOT, dataDir: DATA })
+export const currentBuild = (): Build =>
+  ({ label: 'current', commit: COMMIT, args: startArgs(ROOT), cwd: ROOT, dataDir: DATA })
 
 /**
  * Another commit, checked out and built (tsc) in a temporary worktree sharing this one's
@@ -247,16 +309,20 @@ export function buildBaseline (ref: string): Build {
   if (added.status !== 0) throw new Error(`BENCH_BASELINE=${ref}: ${added.stderr.trim()}`)
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
   log(`building the baseline ${ref} (tsc)...`)
-  if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' }).status !== 0) throw new Error('baseline build failed')
+  const built = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' })
+  if (built.status !== 0) throw new Error('baseline build failed')
   const dataDir = join(DATA, 'baseline')
   rmSync(dataDir, { recursive: true, force: true })
   mkdirSync(dataDir)
   for (const file of ['sandbox.db', 'production.db', 'control.db']) copyFileSync(join(DATA, file), join(dataDir, file))
-  return { label: 'baseline', commit: git('rev-parse', '--short', ref).stdout.trim(), args: startArgs(dir), cwd: dir, dataDir }
+  const commit = git('rev-parse', '--short', ref).stdout.trim()
+  return { label: 'baseline', commit, args: startArgs(dir), cwd: dir, dataDir }
 }
 
 /** Starts a build's service (SERVICE_ENV and `env` added); resolves once it answers, with the time that took. */
-export async function startService (build: Build, port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess, ms: number }> {
+export async function startService (
+  build: Build, port: number, env: Record<string, string> = {}
+): Promise<{ child: ChildProcess, ms: number }> {
   const begun = performance.now()
   const child = spawn(process.execPath, build.args, {
     cwd: build.cwd,

@@ -4,7 +4,8 @@ import t from 'tap'
 import { AnswerFramer } from '../http.ts'
 
 const answer = (status: number, body: string, extra = '') =>
-  `HTTP/1.1 ${status} X\r\ncontent-type: text/plain\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  `HTTP/1.1 ${status} X\r\ncontent-type: text/plain\r\n${extra}` +
+  `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 const stream = Buffer.from([
   answer(200, 'x'.repeat(19_000)),
   answer(404, ''),
@@ -14,7 +15,10 @@ const stream = Buffer.from([
 ].join(''))
 const statuses = [200, 404, 429, 200, 503]
 
-/** The statuses framed from `stream` given in reads of the sizes `sizes` cycles through, each read copied into one buffer used again (then scribbled over). */
+/**
+ * The statuses framed from `stream` given in reads of the sizes `sizes` cycles through, each read
+ * copied into one buffer used again (then scribbled over).
+ */
 function frame (sizes: number[]): number[] {
   const seen: number[] = []
   const framer = new AnswerFramer((status) => seen.push(status))
@@ -47,5 +51,6 @@ t.test('reads of mixed sizes, as a socket gives them', async (t) => {
 
 t.test('an answer without Content-Length is an error, not a hang', async (t) => {
   const framer = new AnswerFramer(() => {})
-  t.throws(() => framer.push(Buffer.from('HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nhello')), /without Content-Length/)
+  const unframed = Buffer.from('HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nhello')
+  t.throws(() => framer.push(unframed), /without Content-Length/)
 })

@@ -1,7 +1,7 @@
 // npm start's node flags (package.json): --no-allocation-site-pretenuring keeps V8 from moving a
 // literal's allocations to old space once its objects have survived young collections, which under
-// load left a third of the service's processes keeping each request's objects until a full
-// collection (docs/performance.md, "Pretenuring").
+// load left some of the service's processes keeping each request's objects until a full
+// collection (README, "Design notes").
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -12,7 +12,8 @@ const startFlags = startArgs(fileURLToPath(new URL('../../', import.meta.url))).
 
 /** The fixture's line, run with these node flags beside the ones that set its scene. */
 function run (flags: string[]): string {
-  const child = spawnSync(process.execPath, [...flags, '--import', 'tsx', '--allow-natives-syntax', '--expose-gc', '--max-semi-space-size=1', fixture], {
+  const scene = ['--import', 'tsx', '--allow-natives-syntax', '--expose-gc', '--max-semi-space-size=1']
+  const child = spawnSync(process.execPath, [...flags, ...scene, fixture], {
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '' } // tap's own preloads are not part of the service
   })
@@ -25,8 +26,8 @@ t.test('with npm start\'s flags, a literal whose objects survived is still made 
 })
 
 t.test('without them V8 pretenures it (if this fails, this V8 no longer does, and the flag may go)', async (t) => {
-  // V8 decides at a scavenge, when its timing allows: one CI run of 7,334 assertions on a loaded
-  // machine saw a process not decide (never alone, 40 of 40 runs). Up to three processes; one must.
+  // V8 decides at a scavenge, when its timing allows: on a loaded machine a process may not decide.
+  // Up to three processes; one must.
   const runs: string[] = []
   do runs.push(run([])); while (runs.at(-1) !== 'made young after 40000 survivors: false' && runs.length < 3)
   t.equal(runs.at(-1), 'made young after 40000 survivors: false', runs.join('; '))
