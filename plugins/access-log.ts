@@ -1,24 +1,32 @@
-// One access line per answered request, through the request's own logger. Registered inside the
-// context of the routes it logs (src/app.ts): the operators' probes are declared outside it, so no
-// hook tests a request for being a probe. Unless the logger writes info lines, nothing is hooked.
+// One access line per answered request (src/http/access-log.ts). Registered inside the context
+// of the routes it logs (src/app.ts): the operators' probes are declared outside it, so no hook
+// tests a request for being a probe. Unless the logger writes info lines, nothing is hooked.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
+import { accessWriter } from '../src/http/access-log.ts'
 import { redactUrl } from '../src/http/redact.ts'
 
-async function accessLog (app: FastifyInstance) {
+export interface AccessLogOptions {
+  /** the logger is one built from loggerOptions (src/app.ts), whose line format is known */
+  knownFormat: boolean
+}
+
+async function accessLog (app: FastifyInstance, options: AccessLogOptions) {
   if (!['trace', 'debug', 'info'].includes(app.log.level)) return
+  // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
+  const access = accessWriter(app.log, options.knownFormat)
+  // first among the exit's listeners: the log's own (src/server.ts) then writes these lines too
+  process.prependListener('exit', access.flush)
+  app.addHook('onClose', (_app, done) => {
+    access.flush()
+    process.off('exit', access.flush)
+    done()
+  })
   // `ms` runs until the answer was handed to the socket (Fastify stops the clock before any
-  // onResponse hook)
+  // onResponse hook): the root's hooks (the metrics) and the partner context's are not in it.
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info({
-      method: request.method,
-      url: redactUrl(request.url),
-      ip: request.ip,
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100,
-      partner: request.partner?.slug,
-      cache: request.cacheStatus === 'none' ? undefined : request.cacheStatus
-    }, 'request')
+    access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
+      request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)
     done()
   })
 }

@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
+import { lazyChildLogger } from './http/lazy-logger.ts'
 import { capConnections, clientErrorHandler, expectationUnmet, httpRefusal } from './http/connections.ts'
 import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
@@ -119,6 +120,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // one access line per request (plugins/access-log.ts) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')
@@ -177,7 +179,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(healthRoutes)
   // every other request, unknown paths included, gets an access line
   await app.register(async function logged (app) {
-    await app.register(accessLog)
+    await app.register(accessLog, { knownFormat: options.loggerInstance === undefined })
     // Set here, without a prefix, it replaces the root's 404 handler and runs this context's hooks
     // (the root's, then the access line's): root hooks must be added before this context.
     app.setNotFoundHandler(noRoute)
