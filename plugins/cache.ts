@@ -12,9 +12,13 @@ declare module 'fastify' {
 
 async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
   const { datasets } = app
-  const responseCache = new ResponseCache({ ...options, inService: (dataset) => datasets.get(dataset.name) === dataset })
+  const responseCache = new ResponseCache({
+    ...options,
+    inService: (dataset) => datasets.get(dataset.name) === dataset,
+    pool: app.answerPool
+  })
   datasets.onSwap(() => responseCache.clear())
   app.decorate('responseCache', responseCache)
 }
 
-export default fp(cache, { name: 'cache', dependencies: ['datasets'] })
+export default fp(cache, { name: 'cache', dependencies: ['datasets', 'answers'] })

@@ -21,7 +21,8 @@ export interface RecordsOptions {
 
 async function records (app: FastifyInstance, options: RecordsOptions) {
   if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) throw new Error('the records plugin needs pilotAppUrl and maxMb')
-  app.decorate('records', new RecordJson(options.pilotAppUrl, new FragmentMemory(options.maxMb * 1024 * 1024)))
+  const memory = new FragmentMemory(options.maxMb * 1024 * 1024)
+  app.decorate('records', new RecordJson(options.pilotAppUrl, memory, app.answerPool))
 }
 
-export default fp(records, { name: 'records' })
+export default fp(records, { name: 'records', dependencies: ['answers'] })

@@ -1,7 +1,6 @@
-// Answer buffers used again instead of allocated per request: 19 kB answers allocated fresh
-// made V8 run full collections about once a second (figures in docs/performance.md).
-// Reference-counted: the request that sends a buffer holds one until its response is done
-// (onResponse; an aborted response leaves its buffer to the garbage collector), the response
+// Answer buffers used again instead of allocated per request (docs/performance.md). Each app has one
+// (plugins/answers.ts). Reference-counted: the request that sends a buffer holds one until its
+// response is done (an aborted response leaves its buffer to the garbage collector), the response
 // cache one per entry. A buffer is used again at zero; a Buffer not made by take() passes through.
 
 const PAGE = 4096
@@ -79,6 +78,3 @@ export class AnswerPool {
     return { taken: this.taken, out: this.taken - this.returned, free, made: this.made }
   }
 }
-
-/** The service's pool (one process answers one request at a time; all answers come from here). */
-export const answers = new AnswerPool()

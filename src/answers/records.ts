@@ -5,7 +5,7 @@
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/records.ts'
 import type { Dataset, Nearby } from '../sites/dataset.ts'
 import { kmFromHaverSin } from '../sites/spatial.ts'
-import { answers } from './pool.ts'
+import type { AnswerPool } from './pool.ts'
 import { FragmentMemory, type ChunkAccount, type ChunkHolder } from './fragment-memory.ts'
 
 const EMPTY = new Uint8Array(0)
@@ -151,7 +151,13 @@ export class FragmentStore implements ChunkHolder {
   private readonly copiedIn: number[] = []
   private readonly account: ChunkAccount = { bytes: 0 }
 
-  constructor (count: number, private readonly make: (position: number) => string, private readonly memory = new FragmentMemory()) {
+  constructor (
+    count: number,
+    private readonly make: (position: number) => string,
+    private readonly memory = new FragmentMemory(),
+    /** where an answer's buffer comes from */
+    private readonly allocate: (size: number) => Buffer = Buffer.allocUnsafe
+  ) {
     this.span = new Uint32Array(2 * count)
     memory.register(this, this.account)
   }
@@ -282,7 +288,7 @@ export class FragmentStore implements ChunkHolder {
       for (let i = 0; i < keys.length; i++) total += this.length(keys[i])
     }
     total += head.length + tail.length + 2 + Math.max(0, keys.length - 1)
-    const out = answers.take(total)
+    const out = this.allocate(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [
     // a run: fragments that follow one another in one chunk, with the commas between them (-1: none yet)
@@ -412,7 +418,7 @@ export class RecordJson {
   private readonly byDataset = new WeakMap<Dataset, Fragments>()
   private readonly links: string
 
-  constructor (pilotAppUrl: string, readonly memory = new FragmentMemory()) {
+  constructor (pilotAppUrl: string, readonly memory = new FragmentMemory(), private readonly pool?: AnswerPool) {
     this.links = linkPrefix(pilotAppUrl)
   }
 
@@ -459,12 +465,12 @@ export class RecordJson {
 
   private fragmentsOf (ds: Dataset): Fragments {
     let f = this.byDataset.get(ds)
-    if (f === undefined) this.byDataset.set(ds, f = makeFragments(ds, this.links, this.memory))
+    if (f === undefined) this.byDataset.set(ds, f = makeFragments(ds, this.links, this.memory, this.pool))
     return f
   }
 }
 
-function makeFragments (ds: Dataset, links: string, memory: FragmentMemory): Fragments {
+function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool?: AnswerPool): Fragments {
   // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
   // byte for byte), written out by hand: ids, regions, countries and categories need no
   // escaping by their formats, a finite number's JSON is its String, and only the name and
@@ -487,7 +493,7 @@ function makeFragments (ds: Dataset, links: string, memory: FragmentMemory): Fra
     `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
   const stores: FragmentStore[] = []
   const store = (make: (position: number) => string) => {
-    const made = new FragmentStore(ds.count, make, memory)
+    const made = new FragmentStore(ds.count, make, memory, pool === undefined ? undefined : (size) => pool.take(size))
     stores.push(made)
     return made
   }

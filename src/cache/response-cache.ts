@@ -3,7 +3,7 @@
 // never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
 import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { answers } from '../answers/pool.ts'
+import { AnswerPool } from '../answers/pool.ts'
 import { compress, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 
@@ -27,6 +27,8 @@ export interface ResponseCacheOptions {
   pilotAppUrl: string
   /** whether a dataset is still the one in service (an answer of a swapped-out one is not stored) */
   inService: (dataset: Dataset) => boolean
+  /** the pool the answers' bodies come from: an entry holds a reference on its body */
+  pool?: AnswerPool
 }
 
 /** Bump when the serialised form of any answer changes, so old ETags stop matching. */
@@ -52,18 +54,21 @@ export class ResponseCache {
   readonly compressions: Record<Encoding, number> = { gzip: 0, br: 0 }
   private readonly lru: LRUCache<string, CachedAnswer>
   private readonly salt: string
+  private readonly pool: AnswerPool
 
   constructor (private readonly options: ResponseCacheOptions) {
+    const pool = this.pool = options.pool ?? new AnswerPool()
     this.enabled = options.ttlSeconds > 0
     this.cacheControl = `private, max-age=${options.ttlSeconds}`
     this.lru = new LRUCache<string, CachedAnswer>({
       max: options.maxEntries,
       maxSize: options.maxMb * 1024 * 1024,
-      sizeCalculation: (entry, key) => answers.footprint(entry.body) + (entry.encoded?.gzip?.length ?? 0) + (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
+      sizeCalculation: (entry, key) => pool.footprint(entry.body) + (entry.encoded?.gzip?.length ?? 0) +
+        (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
       ttl: Math.max(1, options.ttlSeconds) * 1000,
       ttlAutopurge: false,
       // an entry holds a reference on its pooled body (taken in store)
-      dispose: (entry) => answers.release(entry.body)
+      dispose: (entry) => pool.release(entry.body)
     })
     this.salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
   }
@@ -86,13 +91,13 @@ export class ResponseCache {
   /** Keeps an answer (holding a reference on its body) while its dataset is in service. */
   store (key: string, entry: CachedAnswer): void {
     if (!this.enabled || !this.options.inService(entry.dataset)) return
-    answers.retain(entry.body)
+    this.pool.retain(entry.body)
     this.lru.set(key, entry)
   }
 
   /** The entry's body with a reference for the request that sends it (the entry may go meanwhile). */
   lend (entry: CachedAnswer): Buffer {
-    answers.retain(entry.body)
+    this.pool.retain(entry.body)
     return entry.body
   }
 

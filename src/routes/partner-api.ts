@@ -15,7 +15,6 @@ import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/l
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
-import answers from '../../plugins/answers.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
 import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
@@ -46,6 +45,12 @@ declare module 'fastify' {
     rows: number
     cacheStatus: 'hit' | 'miss' | 'none'
     cacheKey?: string
+    /** the answer's pooled buffer, given back in onResponse */
+    pooledBody: Buffer | undefined
+  }
+  interface FastifyReply {
+    /** Sends serialised JSON (or GeoJSON, by `type`) as it is. */
+    sendAnswer (body: Buffer, type?: string): void
   }
 }
 
@@ -79,8 +84,17 @@ export function tokenOf (request: FastifyRequest): string | null | false {
 }
 
 async function partnerApi (app: FastifyInstance) {
-  // reply.sendAnswer and the pool's references given back, for these routes only
-  await app.register(answers)
+  // reply.sendAnswer, and the pool's buffer given back once the response is done (or failed)
+  const pool = app.answerPool
+  app.decorateRequest('pooledBody', undefined)
+  app.decorateReply('sendAnswer', function (this: FastifyReply, body: Buffer, type = JSON_TYPE) {
+    if (pool.holds(body)) this.request.pooledBody = body
+    this.type(type).send(body)
+  })
+  app.addHook('onResponse', (request, _reply, done) => {
+    if (request.pooledBody !== undefined) pool.release(request.pooledBody)
+    done()
+  })
   const { partners, limiter, telemetry, datasets, responseCache: cache, metrics } = app
   app.decorateRequest('partner', null as unknown as PartnerProfile)
   app.decorateRequest('dataset', undefined)
@@ -259,7 +273,7 @@ async function partnerApi (app: FastifyInstance) {
 export default fp(partnerApi, {
   name: 'partner-api',
   encapsulate: true,
-  dependencies: ['partners', 'usage', 'datasets', 'cache', 'metrics', 'records']
+  dependencies: ['partners', 'usage', 'datasets', 'cache', 'metrics', 'records', 'answers']
 })
 
 type HookName = 'onRequest' | 'preHandler' | 'onSend'

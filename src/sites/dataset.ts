@@ -283,13 +283,10 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
   return view
 }
 
-/** 0, 1, 2, ...: a page's places are a range of it (grown to the longest list asked for). */
-let counting = new Uint32Array(0)
-
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
 export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): TagPage {
   const order = tagSitesIn(ds, tag, categories)
-  if (counting.length < order.length) counting = Uint32Array.from({ length: order.length }, (_, i) => i)
   const from = Math.min((page - 1) * perPage, order.length)
-  return { total: order.length, order, places: counting.subarray(from, Math.min(from + perPage, order.length)) }
+  const places = Uint32Array.from({ length: Math.min(from + perPage, order.length) - from }, (_, i) => from + i)
+  return { total: order.length, order, places }
 }

@@ -6,7 +6,6 @@
 // (every store evicts). Every byte each client finally reads must be the answer's own.
 import { connect } from 'node:net'
 import t from 'tap'
-import { answers } from '../../src/answers/pool.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 // 3,000 sites in a 30 km square, all tagged ~fuel; the names make answers long (pooled sizes).
@@ -17,6 +16,7 @@ const { app, tokens } = await buildTestApp(t, {
   partners: [{ name: 'Pool', slug: 'pool', tier: 'scale', maxResults: 300, limitOverrides: UNLIMITED }]
 }, { CACHE_MAX_ENTRIES: '8' })
 const address = await app.listen({ host: '127.0.0.1', port: 0 })
+const answers = app.answerPool
 const { port } = new URL(address)
 const key = tokens.pool
 
