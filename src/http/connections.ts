@@ -28,7 +28,10 @@ export const FILES_RESERVED = 256
 /** A refusal episode ends after this long without a refusal; its start and end are logged. */
 const QUIET_MS = 10_000
 
-/** The process's limit of open files (Node raises the soft limit to the hard one at start-up: `ulimit -Hn`); undefined when unlimited or unknown. */
+/**
+ * The process's limit of open files (Node raises the soft limit to the hard one at start-up:
+ * `ulimit -Hn`); undefined when unlimited or unknown.
+ */
 export function openFileLimit (): number | undefined {
   try {
     const match = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
@@ -85,7 +88,10 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
   }
   // Only the code: the error's message and raw packet may quote the request, token and all.
   if (status === 408) this.log.debug({ reqId: requestId, code: err.code }, 'connection timed out')
-  else this.log.info({ reqId: requestId, code: err.code, status, remoteAddress: socket.remoteAddress }, 'request refused by the HTTP parser')
+  else {
+    this.log.info({ reqId: requestId, code: err.code, status, remoteAddress: socket.remoteAddress },
+      'request refused by the HTTP parser')
+  }
   socket.destroy()
 }
 
@@ -95,10 +101,13 @@ const noop = () => {}
  * MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP on `server`, lowered to fit the open-file limit
  * (connectionCaps), which is then said once.
  */
-export function capConnections (server: Server, configured: ConnectionCaps, log: FastifyBaseLogger, fileLimit = openFileLimit()): void {
+export function capConnections (
+  server: Server, configured: ConnectionCaps, log: FastifyBaseLogger, fileLimit = openFileLimit()
+): void {
   const caps = connectionCaps(configured, fileLimit)
   if (caps.maxConnections < configured.maxConnections) {
-    log.warn({ configured, ...caps, fileLimit }, 'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
+    log.warn({ configured, ...caps, fileLimit },
+      'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
   }
   limitConnections(server, caps, log)
 }
@@ -112,7 +121,9 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
   // The HTTP server takes connections through its own 'connection' listener (the documented way to
   // hand it one): it is called only for the connections admitted.
   const [serve, ...others] = server.listeners('connection') as ((socket: Socket) => void)[]
-  if (serve === undefined || others.length > 0) throw new Error('limitConnections: expected the HTTP server\'s connection listener alone')
+  if (serve === undefined || others.length > 0) {
+    throw new Error('limitConnections: expected the HTTP server\'s connection listener alone')
+  }
   server.removeListener('connection', serve)
 
   let open = 0
@@ -120,7 +131,8 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
   let episode: { refused: number, since: number, timer: NodeJS.Timeout } | undefined
   const endEpisode = () => {
     if (episode === undefined) return
-    log.info({ refused: episode.refused, seconds: Math.round((Date.now() - episode.since) / 1000) }, 'connections accepted again')
+    const seconds = Math.round((Date.now() - episode.since) / 1000)
+    log.info({ refused: episode.refused, seconds }, 'connections accepted again')
     episode = undefined
   }
 
@@ -143,7 +155,9 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
     if (address === undefined) return socket.destroy() // closed before it was taken
     const fromAddress = byAddress.get(address) ?? 0
     if (open >= caps.maxConnections) return refuse(socket, 'total', address)
-    if (caps.maxPerAddress > 0 && fromAddress >= caps.maxPerAddress) return refuse(socket, 'per address', address)
+    if (caps.maxPerAddress > 0 && fromAddress >= caps.maxPerAddress) {
+      return refuse(socket, 'per address', address)
+    }
     open++
     byAddress.set(address, fromAddress + 1)
     socket.once('close', () => {
