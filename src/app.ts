@@ -1,7 +1,9 @@
-// buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
-// then routes. server.ts listens on it; tests drive the very same instance with inject().
+// buildApp(config): infrastructure plugins, then app plugins, then routes. server.ts listens on
+// it; tests drive the very same instance with inject().
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import Fastify, {
+  LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions
+} from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
@@ -36,8 +38,8 @@ declare module 'fastify' {
 }
 
 /**
- * TRUST_PROXY as a hop count: the nearest N hops are trusted, whoever they are (Fastify 5.12 no
- * longer trusts any for a number, for that reason; .env.example says when a count is safe).
+ * TRUST_PROXY as a hop count: the nearest N hops are trusted, whoever they are (Fastify no longer
+ * trusts any for a number; .env.example says when a count is safe).
  */
 const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < hops
 
@@ -66,10 +68,8 @@ export function loggerOptions (config: Config) {
 }
 
 /**
- * Fastify's own response serialisers (fast-json-stringify), each compiled on its first use instead
- * of at boot: the routes declare a schema for every status they answer (the OpenAPI document's
- * source), but send most answers as bytes (records, errors), so most are never used; compiling them
- * all took about 0.15 s of every boot.
+ * Fastify's response serialisers, each compiled on first use rather than at boot: every status has
+ * a schema (for the OpenAPI document), but most answers are sent as bytes and never use theirs.
  */
 function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelector>>) {
   const compile = SerializerSelector()(...args)
@@ -80,15 +80,17 @@ function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelect
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  // stdout, holding LOG_BUFFER_MB of lines at most (src/http/log-destination.ts), unless a logger is given
+  // stdout, holding LOG_BUFFER_MB of lines at most, unless a logger is given
   const destination = options.loggerInstance === undefined && options.logger === undefined
     ? options.destination ?? logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
     : undefined
   const app = Fastify({
-    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),
+    ...(options.loggerInstance
+      ? { loggerInstance: options.loggerInstance }
+      : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
-    // A caller's id is logged and echoed: one that holds a token (ours by its prefix, or any
-    // partner's, whatever its shape) is replaced, so that no token reaches a log line.
+    // A caller's id is logged and echoed: one holding a token (ours by its prefix, or any partner's)
+    // is replaced, so that no token reaches a log line.
     genReqId: (req): string => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes(TOKEN_PREFIX) &&
@@ -96,52 +98,52 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
         ? given
         : randomUUID()
     },
-    // Slow or idle connections must not hold their slots (src/http/connections.ts caps them). Node checks
-    // the headers and request timeouts every connectionsCheckingInterval: every 30 s by default,
-    // which would let a connection overstay them by as much.
+    // Slow or idle connections must not hold their capped slots: Node checks these timeouts only every
+    // connectionsCheckingInterval (30 s by default), so a connection could overstay them by as much.
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
-    // A connection on which nothing moves while a request is under way (a client that stopped
-    // reading its answer) is closed: none of the timeouts above covers the answer's way out. 2 s
-    // more than the request's, so that one that sends nothing at all still gets its 408 first.
+    // Closes a connection stalled mid-answer (no timeout above covers the way out); longer than the
+    // request timeout so that a client sending nothing still gets its 408 first.
     connectionTimeout: config.requestTimeoutMs + 2000,
     http: {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: 1000,
-      // Node's own answer to a request without Host has an empty body: the onRequest hook answers it.
+      // Node's own answer to a request without Host has an empty body: an onRequest hook answers it.
       requireHostHeader: false
     },
     // Requests Node's HTTP parser refuses get the API's error body and a request id too.
     clientErrorHandler,
-    // No length bound on a path parameter of the router's own (100 by default, past which the URL is
-    // refused before any hook): a site id is checked by its route, after the token (the request
-    // head's size bounds it).
+    // The router's own bound on a path parameter refuses the URL before any hook: a site id is checked
+    // by its route, after the token (the request head's size bounds it).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // one access line per request (plugins/access-log.ts) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')
-      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).header('cache-control', 'no-store').code(400).send(new ApiError('rest_bad_request').toBody())
+      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).header('cache-control', 'no-store')
+        .code(400).send(new ApiError('rest_bad_request').toBody())
     },
-    // Closing (SIGTERM): idle keep-alive connections are closed at once; a request already on a
-    // connection is answered in full (with Connection: close) rather than refused with Fastify's
-    // own 503 body, which is not the API's error shape. SHUTDOWN_TIMEOUT_MS bounds the wait.
+    // On close, idle connections end at once and requests under way are answered in full (Fastify's
+    // own 503 body is not the API's error shape); SHUTDOWN_TIMEOUT_MS bounds the wait.
     forceCloseConnections: 'idle',
     return503OnClosing: false,
-    // A dataset file without a current index snapshot is verified and indexed at boot, in a
-    // worker: about 9 s for a million sites here, close to Fastify's default of 10 s per plugin.
+    // A dataset without a current index snapshot is indexed at boot, which a large one makes longer
+    // than Fastify's default plugin timeout.
     pluginTimeout: 300_000,
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', config)
   destination?.reportDropsTo(app.log)
-  // MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP, on the server itself: whatever listens on this app
-  // (src/server.ts, tests) refuses the connections past them (inject() opens none).
-  capConnections(app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }, app.log)
-  // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
-  // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
+  // On the server itself, so that whatever listens on this app refuses the connections past the caps.
+  capConnections(
+    app.server,
+    { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp },
+    app.log
+  )
+  // Node's own 417 has an empty body and no request id: the request goes through Fastify, marked,
+  // and the onRequest hook below refuses it.
   app.server.on('checkExpectation', (req, res) => {
     expectationUnmet(req)
     app.routing(req, res)
@@ -168,18 +170,25 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
-  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
+  await app.register(cache, {
+    ttlSeconds: config.cacheTtlSeconds,
+    maxEntries: config.cacheMaxEntries,
+    maxMb: config.cacheMaxMb,
+    pilotAppUrl: config.pilotAppUrl
+  })
   await app.register(metrics, { log: destination, port: config.metricsPort })
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
+  await app.register(usage, {
+    clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays
+  })
   await app.register(openapi)
   // the operators' probes, outside the access log's context
   await app.register(healthRoutes)
   // every other request, unknown paths included, gets an access line
   await app.register(async function logged (app) {
     await app.register(accessLog)
-    // Set here, without a prefix, it replaces the root's 404 handler and runs this context's hooks
-    // (the root's, then the access line's): root hooks must be added before this context.
+    // Set here, it replaces the root's 404 handler and runs this context's hooks (the root's, then the
+    // access line's): root hooks must be added before this context.
     app.setNotFoundHandler(noRoute)
     // the partner routes and their pipeline, in a context of their own
     await app.register(partnerApi, { prefix: config.apiPrefix })

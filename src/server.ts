@@ -7,8 +7,8 @@ import { closeOnSignals } from './http/shutdown.ts'
 import { logDestination } from './http/log-destination.ts'
 
 async function main () {
-  // A SIGHUP before the app can reload (a boot takes seconds, and its log lines carry the pid)
-  // must not end the process, as Node's default does: it is kept, and the reload runs once ready.
+  // A SIGHUP before the app can reload must not end the process, as Node's default does: it is
+  // kept, and the reload runs once ready.
   let reloadAsked = false
   const askedEarly = () => { reloadAsked = true }
   process.on('SIGHUP', askedEarly)
@@ -22,7 +22,7 @@ async function main () {
     }
     throw err
   }
-  // The log's lines still held are written at exit, unless their reader has stopped (src/http/log-destination.ts).
+  // The log's lines still held are written at exit, unless their reader has stopped.
   const destination = logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
   process.on('exit', destination.flushAtExit)
   const prepared = prepareDataDir(config)
@@ -47,7 +47,10 @@ async function main () {
   try {
     demoToken = createDemoPartner(app.partners.store, config)
   } catch (err) {
-    app.log.error({ error: (err as Error).message }, 'the demo partner could not be created now; the next start creates it')
+    app.log.error(
+      { error: (err as Error).message },
+      'the demo partner could not be created now; the next start creates it'
+    )
   }
   if (demoToken) {
     // served from the first request, not from the directory's next look at control.db
