@@ -39,8 +39,9 @@ export function etagMatches (ifNoneMatch: string | undefined, etag: string): boo
 }
 
 /** The cache key: the same key always means the same bytes. */
-export const cacheKeyOf = (datasetVersion: string, route: string, params: string, query: string, fingerprint: string) =>
-  `${datasetVersion}\u0000${route}\u0000${params}\u0000${query}\u0000${fingerprint}`
+export const cacheKeyOf = (
+  datasetVersion: string, route: string, params: string, query: string, fingerprint: string
+) => `${datasetVersion}\u0000${route}\u0000${params}\u0000${query}\u0000${fingerprint}`
 
 export class ResponseCache {
   readonly enabled: boolean
@@ -58,8 +59,8 @@ export class ResponseCache {
     this.lru = new LRUCache<string, CachedAnswer>({
       max: options.maxEntries,
       maxSize: options.maxMb * 1024 * 1024,
-      sizeCalculation: (entry, key) =>
-        entry.body.length + (entry.encoded?.gzip?.length ?? 0) + (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
+      sizeCalculation: (entry, key) => entry.body.length +
+        (entry.encoded?.gzip?.length ?? 0) + (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
       ttl: Math.max(1, options.ttlSeconds) * 1000,
       ttlAutopurge: false
     })
