@@ -1,6 +1,5 @@
-// One access line per answered request, through the request's own logger. Registered inside the
-// context of the routes it logs (src/app.ts): the operators' probes are declared outside it, so no
-// hook tests a request for being a probe. Unless the logger writes info lines, nothing is hooked.
+// One access line per answered request, through the request's own logger; registered inside the context of
+// the routes it logs, so that no hook tests for the operators' probes. Nothing is hooked below level info.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { redactUrl } from '../src/http/redact.ts'

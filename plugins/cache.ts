@@ -1,5 +1,4 @@
-// The response cache (src/cache/response-cache.ts), emptied whenever a dataset is swapped. The
-// partner routes look answers up and store them (src/routes/partner-api.ts).
+// The response cache, emptied whenever a dataset is swapped; the partner routes look answers up and store them.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { ResponseCache } from '../src/cache/response-cache.ts'
@@ -10,9 +9,13 @@ declare module 'fastify' {
   }
 }
 
-async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
+async function cache (
+  app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }
+) {
   const { datasets } = app
-  const responseCache = new ResponseCache({ ...options, inService: (dataset) => datasets.get(dataset.name) === dataset })
+  const responseCache = new ResponseCache({
+    ...options, inService: (dataset) => datasets.get(dataset.name) === dataset
+  })
   datasets.onSwap(() => responseCache.clear())
   app.decorate('responseCache', responseCache)
 }

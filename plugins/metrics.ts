@@ -1,6 +1,5 @@
-// The service's metrics (src/metrics/metrics.ts): every answered request is observed here. Their
-// server (src/metrics/server.ts, METRICS_PORT on 127.0.0.1) is the app's too: started by
-// app.listenMetrics(), closed by app.close().
+// The service's metrics, observing every answered request; their server (METRICS_PORT on 127.0.0.1) is
+// started by app.listenMetrics() and closed by app.close().
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createMetrics, type MetricSources, type Metrics } from '../src/metrics/metrics.ts'
@@ -11,10 +10,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     metrics: Metrics
     /**
-     * Serves GET /metrics on METRICS_PORT and logs where; resolves to its URL. src/server.ts calls it
-     * before the partner port listens, so that a port in use fails the start (an onListen hook
-     * would run after the partner port is open, and its errors are only logged). Inject-only
-     * tests never call it, and bind nothing.
+     * Serves GET /metrics on METRICS_PORT and resolves to its URL. Called before the partner port listens, so
+     * that a port in use fails the start (an onListen hook's errors are only logged).
      */
     listenMetrics (): Promise<string>
   }
@@ -35,7 +32,8 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     controlDb: app.controlDb,
     cache: app.responseCache,
     log: options.log,
-    fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.datasetBytes(datasets.get(name)) })),
+    fragmentBytes: () =>
+      DATASETS.map((name) => ({ dataset: name, bytes: records.datasetBytes(datasets.get(name)) })),
     fragmentMemory: { get bytes () { return records.bytes }, get forgotten () { return records.dropped } }
   })
   app.decorate('metrics', metrics)
@@ -58,9 +56,8 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     app.log.info({ url: server.url }, `metrics listening at ${server.url}`)
     return server.url
   })
-  // As soon as a close starts (preClose: before the partner server stops and waits for the
-  // requests in flight): Prometheus sees the instance gone at once, and a scrape connection kept
-  // alive cannot hold the close.
+  // As soon as a close starts, before the requests in flight are waited for: Prometheus sees the instance
+  // gone at once, and a kept-alive scrape connection cannot hold the close.
   app.addHook('preClose', async () => {
     closing = true
     await server?.close()

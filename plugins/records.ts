@@ -1,5 +1,5 @@
-// The records' JSON (src/answers/records.ts) for the partner routes: every dataset's records,
-// made on first use and kept within FRAGMENTS_MAX_MB; those of a dataset swapped out are dropped.
+// The records' JSON for the partner routes, made on first use and kept within FRAGMENTS_MAX_MB; those of a
+// dataset swapped out are dropped.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { RecordJson } from '../src/answers/records.ts'
