@@ -74,9 +74,8 @@ class FormJson {
 }
 
 /**
- * The records' JSON for one pilot-app URL (their links), every dataset's. The strings kept stay
- * within `maxBytes` (FRAGMENTS_MAX_MB): past it, the forms least recently used are dropped whole
- * and their sites' JSON is made again when next asked for.
+ * The records' JSON for one pilot-app URL (their links), every dataset's, kept within `maxBytes`: past it, the
+ * forms least recently used are dropped whole, and their sites' JSON made again when next asked for.
  */
 export class RecordJson {
   private readonly forms: FormJson[] = []

@@ -1,6 +1,5 @@
-// The response cache: answers' bytes by a key that holds everything an answer depends on (the
-// dataset's version, the route, the normalised parameters, the partner's permission fingerprint,
-// never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
+// The response cache: answers' bytes by a key holding everything an answer depends on (never the token), kept
+// CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
 import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { compress, type Encoding } from '../http/encoding.ts'

@@ -1,6 +1,5 @@
-// What the HTTP server answers below Fastify: connections over the caps, and requests its parser
-// refuses. Both are written on the socket as raw HTTP, with the error body of every other answer.
-// Also which requests HTTP/1.1 does not allow, which Fastify's first hook refuses (src/app.ts).
+// What the HTTP server answers below Fastify (connections over the caps, requests its parser refuses), as raw
+// HTTP with the API's error body; also which requests HTTP/1.1 does not allow, for Fastify's first hook.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
@@ -73,9 +72,8 @@ const PARSER_STATUS: Record<string, number> = {
 }
 
 /**
- * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (bad request line or
- * header, headers too large, headers or request not in time). Fastify's own answer is not the
- * error body of the API and has no request id.
+ * Fastify's `clientErrorHandler`, for a request Node's HTTP parser refuses: Fastify's own answer is not the
+ * API's error body and has no request id.
  */
 export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
@@ -113,9 +111,8 @@ export function capConnections (
 }
 
 /**
- * Caps the server's open connections, in all and per client address. A connection over a cap is
- * answered 503 and closed before the HTTP server sees it; the first refusal of an episode is logged,
- * and its end with the count refused.
+ * Caps the server's open connections, in all and per address: one over a cap is answered 503 and closed before
+ * the HTTP server sees it; an episode's first refusal is logged, and its end with the count refused.
  */
 function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBaseLogger): void {
   // The HTTP server takes connections through its own 'connection' listener (the documented way to

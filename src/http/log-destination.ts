@@ -16,9 +16,8 @@ export interface LogDestination {
   /** Resolves once every line held has been written, or once a write has failed. */
   settled (): Promise<void>
   /**
-   * For the process's 'exit': writes the lines still held, synchronously (for STALLED_MS at most),
-   * unless the writer has not moved for STALLED_MS or its last write failed; then they are left,
-   * and stderr says so.
+   * For the process's 'exit': writes the lines still held, synchronously, unless the writer has not moved for
+   * STALLED_MS or its last write failed; then they are left, and stderr says so.
    */
   flushAtExit (): void
 }
@@ -29,9 +28,8 @@ const STALLED_MS = 1000
 const RETRY_MAX_MS = 50
 
 /**
- * How long a write that found the pipe full waits before it is tried again, after the writer has
- * been still for `stillMs`: a tenth of that, a millisecond for a reader that takes its lines in
- * bursts, RETRY_MAX_MS for one that has stopped (whole ms: Node keeps a timer list per duration).
+ * The wait before retrying a write that found the pipe full, the writer still for `stillMs`: short for a bursty
+ * reader, RETRY_MAX_MS for one that has stopped (whole ms: Node keeps a timer list per duration).
  */
 export const retryDelay = (stillMs: number) => Math.min(RETRY_MAX_MS, Math.max(1, Math.ceil(stillMs / 10)))
 
@@ -55,9 +53,8 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   })
   let dropped = 0
   let unreported = 0
-  // idle: nothing held. movedAt: when the writer last finished a write, or was given lines while
-  // idle. failure: the last write's error (a closed pipe, a full disk); lines stay held, and the
-  // next line tries again.
+  // idle: nothing held. movedAt: the writer's last finished write, or lines given while idle. failure: the last
+  // write's error (a closed pipe, a full disk); lines stay held, and the next line tries again.
   let idle = true
   let movedAt = 0
   let failure: Error | undefined
@@ -115,9 +112,8 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
         movedAt = performance.now()
         const before = dropped
         writer.write(text)
-        // a line longer than the bound, dropped while nothing was held, starts no write: this one
-        // ends in a drain, which reports the drop and marks the writer idle again (sonic-boom
-        // emits 'drop' and returns before its write starts, so this is not a write within a write)
+        // a line over the bound, dropped while nothing was held, starts no write: this one ends in a drain,
+        // which reports the drop and marks the writer idle (sonic-boom's 'drop' comes before any write)
         if (dropped !== before) writer.write('')
       }
     },

@@ -28,9 +28,8 @@ interface ParamRule {
 export type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
 
 /**
- * The validated values in one string, parameters in schema order (defaults included), so that
- * two requests asking the same thing, however written, have the same string: the response cache
- * keys on it. A symbol-keyed property of the validated object.
+ * The validated values in one string, in schema order with defaults, so that two requests asking the same thing
+ * have the same string (the response cache keys on it); a symbol-keyed property of the validated object.
  */
 export const CANONICAL = Symbol('canonical parameters')
 export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?: string })[CANONICAL] ?? ''

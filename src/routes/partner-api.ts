@@ -149,9 +149,8 @@ async function partnerApi (app: FastifyInstance) {
   }
 
   /**
-   * A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6). For a HEAD,
-   * Fastify's own last hook sets Content-Length from the payload it then drops, so it is given the
-   * 200's bytes (without them it would say 0).
+   * A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6): for a HEAD, Fastify sets
+   * Content-Length from the payload it then drops, so it is given the 200's bytes.
    */
   const notModifiedPayload = (request: FastifyRequest, key: string, entry: CachedAnswer): Buffer | undefined => {
     if (request.method !== 'HEAD') return undefined
