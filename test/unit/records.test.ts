@@ -23,8 +23,13 @@ const minimalSitesGeoJson = (ds: Dataset, sites: ArrayLike<number>, links: strin
   records(links).minimalFeatures(ds, sites)
 
 // names as odd as a dataset file may hold (control characters are refused at load)
-const NAMES = ['Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', ' Padded ', 'Emoji 🚁', '</script>', 'Zero\u200bwidth\ufeff', 'n'.repeat(200)]
-const sites = NAMES.map((name, i) => site(`n-${i}`, 4, 10 + i / 100, 20, ['~odd'], { name, latitude: i % 2 ? -0.001 : 89.999, longitude: i % 3 ? 179.999 : -180 }))
+const NAMES = [
+  'Quote "inside"', 'Back\\slash', 'Ünïcödé ✈ Héliport', 'Line\u2028separator', 'Lone \ud800 surrogate', ' Padded ',
+  'Emoji 🚁', '</script>', 'Zero\u200bwidth\ufeff', 'n'.repeat(200)
+]
+const sites = NAMES.map((name, i) => site(`n-${i}`, 4, 10 + i / 100, 20, ['~odd'], {
+  name, latitude: i % 2 ? -0.001 : 89.999, longitude: i % 3 ? 179.999 : -180
+}))
 
 t.test('fragments equal JSON.stringify of the records', async (t) => {
   const dir = tmpDataDir(t)
@@ -35,12 +40,15 @@ t.test('fragments equal JSON.stringify of the records', async (t) => {
   const reversed = [...all].reverse()
   for (const positions of [all, reversed, [3], []]) {
     t.equal(sitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => siteRecord(ds, p, links))))
-    t.equal(minimalSitesJson(ds, positions, links).toString(), JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
+    t.equal(minimalSitesJson(ds, positions, links).toString(),
+      JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links))))
   }
   for (const p of all) t.equal(siteJson(ds, p, links).toString(), JSON.stringify(siteRecord(ds, p, links)))
-  t.equal(sitesJson(ds, all, 'https://other/pad/').toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
+  t.equal(sitesJson(ds, all, 'https://other/pad/').toString(),
+    JSON.stringify(all.map((p) => siteRecord(ds, p, 'https://other/pad/'))), 'another link prefix, other fragments')
   const odd = 'https://x.example/a"b\\c/pad/'
-  t.equal(sitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, odd))), 'a link prefix that needs escaping')
+  t.equal(sitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => siteRecord(ds, p, odd))),
+    'a link prefix that needs escaping')
   t.equal(minimalSitesJson(ds, all, odd).toString(), JSON.stringify(all.map((p) => mapMinimalRecord(ds, p, odd))))
 })
 
@@ -49,7 +57,10 @@ t.test('a nearest answer (fragment with the distance put in) equals JSON.stringi
   writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
   const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
   // distances from 0 to half the globe, with round, long and exponent-free texts alike
-  const hs = [0, 1e-15, 1e-9, 2.5e-7, maxHaverSinFor(0.001), maxHaverSinFor(1.852), maxHaverSinFor(25), maxHaverSinFor(500), maxHaverSinFor(9999), 0.5, 1]
+  const hs = [
+    0, 1e-15, 1e-9, 2.5e-7, maxHaverSinFor(0.001), maxHaverSinFor(1.852), maxHaverSinFor(25), maxHaverSinFor(500),
+    maxHaverSinFor(9999), 0.5, 1
+  ]
   for (let i = 1; i <= 40; i++) hs.push(maxHaverSinFor(i * 12.345678))
   let compared = 0
   for (const links of ['https://pilot.example/x/pad/', 'https://x.example/a"b\\c/pad/', 'https://ü.example/✈/pad/']) {
@@ -67,21 +78,30 @@ t.test('a nearest answer (fragment with the distance put in) equals JSON.stringi
 })
 
 t.test('answers over HTTP are byte for byte JSON.stringify of the records', async (t) => {
-  const { app, tokens } = await buildTestApp(t, { sandbox: sites, partners: [{ name: 'A', slug: 'a', tier: 'scale', siteById: true, limitOverrides: UNLIMITED }] })
+  const { app, tokens } = await buildTestApp(t, {
+    sandbox: sites, partners: [{ name: 'A', slug: 'a', tier: 'scale', siteById: true, limitOverrides: UNLIMITED }]
+  })
   const get = async (url: string) => (await app.inject({ method: 'GET', url: `${url}&api_key=${tokens.a}` })).body
   // names as stored: SQLite keeps text as UTF-8: a lone surrogate comes back as three U+FFFD
   const ds = app.datasets.get('sandbox')
   const storedName = (id: string) => ds.names.at(ds.ids.toArray().indexOf(id))
   t.equal(storedName('n-4'), 'Lone \ufffd\ufffd\ufffd surrogate')
-  const record = (s: typeof sites[number]) => ({ id: s.id, category: '4', name: storedName(s.id), region: 'EUR', country: 'GB', latitude: s.latitude, longitude: s.longitude, helipaddy_link: `https://pilot.test/pad/${s.id}` })
+  const record = (s: typeof sites[number]) => ({
+    id: s.id, category: '4', name: storedName(s.id), region: 'EUR', country: 'GB', latitude: s.latitude,
+    longitude: s.longitude, helipaddy_link: `https://pilot.test/pad/${s.id}`
+  })
   const byId = [...sites].sort((a, b) => a.id < b.id ? -1 : 1)
   t.equal(await get('/v1/sites/n-0?demo=false'), JSON.stringify(record(sites[0])))
   t.equal(await get('/v1/sites/by-tag?tag=~odd&per_page=3&page=2'), JSON.stringify({
     tag: '~odd', page: 2, per_page: 3, total: 10, total_pages: 4,
-    sites: byId.slice(3, 6).map((s) => ({ id: s.id, category: '4', latitude: s.latitude, longitude: s.longitude, helipaddy_link: `https://pilot.test/pad/${s.id}` }))
+    sites: byId.slice(3, 6).map((s) => ({
+      id: s.id, category: '4', latitude: s.latitude, longitude: s.longitude,
+      helipaddy_link: `https://pilot.test/pad/${s.id}`
+    }))
   }))
   const body = await get('/v1/sites?lat=89.999&lng=-180&radius=75')
-  t.equal(body, JSON.stringify((JSON.parse(body) as { id: string }[]).map((r) => record(sites.find((s) => s.id === r.id)!))))
+  t.equal(body,
+    JSON.stringify((JSON.parse(body) as { id: string }[]).map((r) => record(sites.find((s) => s.id === r.id)!))))
 })
 
 t.test('tag pages equal JSON.stringify of the records, whatever allow-list made their fragments first', async (t) => {
@@ -93,7 +113,10 @@ t.test('tag pages equal JSON.stringify of the records, whatever allow-list made 
   const random = seededRandom('tag pages')
   const tags = [...ds.tagSites.keys()]
   const allowLists = [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [4, 10]]
-  const feature = (p: number) => ({ type: 'Feature', id: ds.ids.at(p), geometry: { type: 'Point', coordinates: [ds.lngs[p], ds.lats[p]] }, properties: mapMinimalRecord(ds, p, links) })
+  const feature = (p: number) => ({
+    type: 'Feature', id: ds.ids.at(p), geometry: { type: 'Point', coordinates: [ds.lngs[p], ds.lats[p]] },
+    properties: mapMinimalRecord(ds, p, links)
+  })
   let compared = 0
   for (let i = 0; i < 800; i++) {
     // allow-lists in turn: each page's sites were often made first in another allow-list's order
@@ -106,7 +129,8 @@ t.test('tag pages equal JSON.stringify of the records, whatever allow-list made 
     const positions = visible.slice((page - 1) * perPage, page * perPage)
     if (found.total !== visible.length) { t.fail('total differs', { tag, categories, page, perPage }); return }
     const where = { tag, categories, page, perPage }
-    if (minimalSitesJson(ds, found.sites, links) !== JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links)))) {
+    if (minimalSitesJson(ds, found.sites, links) !==
+      JSON.stringify(positions.map((p) => mapMinimalRecord(ds, p, links)))) {
       t.fail('page differs', where)
       return
     }
@@ -117,7 +141,8 @@ t.test('tag pages equal JSON.stringify of the records, whatever allow-list made 
     compared++
   }
   t.equal(compared, 800)
-  t.equal(tagSitesIn(ds, tags[0], [2, 3, 4, 5, 6, 7, 8, 9, 10]), ds.tagSites.get(tags[0]), 'every category: the tag\'s own list')
+  t.equal(tagSitesIn(ds, tags[0], [2, 3, 4, 5, 6, 7, 8, 9, 10]), ds.tagSites.get(tags[0]),
+    'every category: the tag\'s own list')
   t.equal(tagSitesIn(ds, tags[0], [4, 10]), tagSitesIn(ds, tags[0], [4, 10]), 'an allow-list\'s list made once')
   const none = tagPage(ds, '~nothing', [4], 1, 10)
   t.same([none.total, minimalSitesJson(ds, none.sites, links)], [0, '[]'], 'an unknown tag')
@@ -161,7 +186,8 @@ t.test('answers from nearby searches equal JSON.stringify of the records, GeoJSO
   t.equal(compared, 300)
 })
 
-t.test('the records\' JSON stays within its bound: the least recently used forms are dropped, and made again', async (t) => {
+t.test('the records\' JSON stays within its bound: the least recently used forms are dropped, ' +
+  'and made again', async (t) => {
   const dir = tmpDataDir(t)
   writeDataset(datasetPath(dir, 'sandbox'), randomSites('bound', 2000), { source: 't', precision: 3 })
   const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
