@@ -1,14 +1,16 @@
-// One error handler turns every error into the public error body and hides 5xx details.
-// Unknown paths answer rest_no_route: noRoute, set as the 404 handler by the context whose hooks
-// those requests should run (src/app.ts: the access-logged one).
+// One error handler turns every error into the public error body and hides 5xx details. noRoute is set as
+// the 404 handler by the context whose hooks unknown paths should run (the access-logged one).
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../src/errors.ts'
 import { JSON_TYPE } from '../src/answers/records.ts'
 
-/** Error bodies are sent as JSON text: the schema serialiser would choose among the shapes of
- * `data.params` with a validator on every error (429s included). No cache is to keep one. */
-const send = (reply: FastifyReply, error: ApiError) => reply.code(error.statusCode).type(JSON_TYPE).header('cache-control', 'no-store').send(error.toJson())
+/**
+ * Error bodies are sent as JSON text: the schema serialiser would run a validator on every error to choose
+ * among the shapes of `data.params`. No cache is to keep one.
+ */
+const send = (reply: FastifyReply, error: ApiError) =>
+  reply.code(error.statusCode).type(JSON_TYPE).header('cache-control', 'no-store').send(error.toJson())
 
 async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {

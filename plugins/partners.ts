@@ -1,5 +1,4 @@
-// The partner directory (src/partners/directory.ts), refreshed every PARTNER_REFRESH_MS from
-// control.db, or from Redis with STATE_URL.
+// The partner directory, refreshed every PARTNER_REFRESH_MS from control.db, or from Redis with STATE_URL.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { outageReporter } from '../src/health/outage.ts'
@@ -24,7 +23,8 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
     directory = new PartnerDirectory(store, new RedisPartnerStore(app.redis))
     await directory.refreshShared()
     const report = outageReporter(
-      (err) => app.log.error({ error: (err as Error).message }, 'partners could not be read from the shared state; serving the last known table'),
+      (err) => app.log.error({ error: (err as Error).message },
+        'partners could not be read from the shared state; serving the last known table'),
       () => app.log.info('partners are read from the shared state again'))
     let inFlight = false // a slow Redis must not pile up refreshes
     timer = setInterval(() => {
@@ -32,8 +32,10 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
       inFlight = true
       directory.refreshShared().finally(() => { inFlight = false }).then((outcome) => {
         report()
-        if (outcome === 'restored') app.log.warn({ partners: directory.size }, 'the shared state had lost the partners; put back from this instance\'s copy')
-        else if (outcome === 'changed') app.log.info({ partners: directory.size }, 'partners reloaded')
+        if (outcome === 'restored') {
+          app.log.warn({ partners: directory.size },
+            'the shared state had lost the partners; put back from this instance\'s copy')
+        } else if (outcome === 'changed') app.log.info({ partners: directory.size }, 'partners reloaded')
       }, report)
     }, options.refreshMs)
   } else {

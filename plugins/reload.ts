@@ -1,7 +1,5 @@
-// Dataset reloads on request: `datasets reload` (a request row in control.db, answered by every
-// live instance) and SIGHUP (src/server.ts) both end in reloadDatasets(). The instance also
-// writes a heartbeat, so the CLI knows which instances should answer. Requests that arrive while
-// a reload runs are merged into one more reload after it (a burst of SIGHUPs costs two reloads).
+// Dataset reloads asked by `datasets reload` (control.db rows, or Redis) or SIGHUP, merged while one runs into
+// one more after it; the heartbeat tells the CLI which instances should answer.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { coalescing } from '../src/instances/coalescing-runner.ts'
@@ -28,7 +26,10 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
     const asked = { reason: [...new Set(reasons)].join(', '), requests: reasons.length, ms }
     if (outcome.ok) app.log.info({ ...asked, datasets: outcome.datasets }, 'datasets reloaded')
     else if (outcome.error === RELOAD_STOPPED) app.log.info(asked, 'dataset reload stopped: the service is closing')
-    else app.log.error({ ...asked, error: outcome.error, serving: outcome.datasets }, 'dataset reload refused; the old datasets keep serving')
+    else {
+      app.log.error({ ...asked, error: outcome.error, serving: outcome.datasets },
+        'dataset reload refused; the old datasets keep serving')
+    }
     return outcome
   })
   app.decorate('reloadDatasets', reloadDatasets)
@@ -51,12 +52,15 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
 
   const shared = app.redis && listenForSharedReloads(app.redis, instance.id, reloadDatasets, app.log)
 
-  // Before it listens, the instance has reported itself wherever the CLI looks: an instance that
-  // answers HTTP is one `datasets reload` (with or without --all) lists and reaches.
+  // Reported wherever the CLI looks before it listens: an instance that answers HTTP is one that
+  // `datasets reload` (with or without --all) lists and reaches.
   app.addHook('onReady', async () => {
     app.controlDb.attempt('heartbeat', () => instance.heartbeat())
-    // subscribed to lsp:reload, and a first heartbeat in lsp:instances (the next a second later)
-    if (shared && !await shared.ready()) app.log.error('not subscribed to shared reload requests yet: `datasets reload --all` cannot reach this instance until it is')
+    // subscribed to lsp:reload, and a first heartbeat in lsp:instances
+    if (shared && !await shared.ready()) {
+      app.log.error('not subscribed to shared reload requests yet: ' +
+        '`datasets reload --all` cannot reach this instance until it is')
+    }
   })
   app.addHook('onListen', async () => {
     const address = app.server.address()
@@ -74,4 +78,6 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
   })
 }
 
-export default fp(reload, { name: 'reload', dependencies: ['datasets', 'partners', 'health', 'metrics', 'shared-state'] })
+export default fp(reload, {
+  name: 'reload', dependencies: ['datasets', 'partners', 'health', 'metrics', 'shared-state']
+})

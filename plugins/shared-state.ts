@@ -1,8 +1,5 @@
-// The connection to the shared state (STATE_URL, Redis), one per instance for every plugin that
-// uses it: partners, the limiter's store, telemetry and reload answers (a second, duplicated
-// connection listens for reload requests, as a subscriber must). Without STATE_URL there is none.
-// Commands fail fast instead of queueing: a request never waits for Redis to come back; the
-// limiter's way down takes over (src/limits/failover-store.ts).
+// The connection to the shared state (STATE_URL, Redis) that every plugin using it shares. Commands fail fast
+// rather than queue, so that a request never waits for Redis to come back (the limiter's failover takes over).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
@@ -32,7 +29,8 @@ async function sharedState (app: FastifyInstance, options: { stateUrl?: string }
     await redis.connect()
   } catch (err) {
     redis.disconnect()
-    throw new Error(`cannot reach the shared state at STATE_URL (${withoutCredentials(options.stateUrl)}): ${(err as Error).message}`)
+    throw new Error(`cannot reach the shared state at STATE_URL (${withoutCredentials(options.stateUrl)}): ` +
+      (err as Error).message)
   }
   app.decorate('redis', redis)
   // registered first, so closed last: the other plugins' onClose hooks still have it

@@ -1,6 +1,5 @@
-// Usage: the limiter, the telemetry feed and the daily history, in process (control.db) or in
-// Redis (STATE_URL), built by src/usage/usage-state.ts. The partner routes count requests and
-// record rows and events through these (src/routes/partner-api.ts).
+// Usage: the limiter, the telemetry feed and the daily history, in process (control.db) or in Redis
+// (STATE_URL), through which the partner routes count requests and record rows and events.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { FailoverStore } from '../src/limits/failover-store.ts'
@@ -15,9 +14,8 @@ declare module 'fastify' {
     /** the shared state's health, when STATE_URL is set */
     sharedState?: FailoverStore
     /**
-     * Saves the counters, the telemetry feed and the history now (also done every COUNTER_SAVE_MS
-     * and at close); never throws, never rejects. Without STATE_URL it is synchronous: saved when
-     * it returns. With STATE_URL it starts adding the history counts to Redis: a promise.
+     * Saves the counters, telemetry feed and history now; never throws, never rejects. Synchronous without
+     * STATE_URL; with it, a promise of the history counts added to Redis.
      */
     saveCounters (): void | Promise<void>
   }

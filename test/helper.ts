@@ -82,7 +82,10 @@ function refuseWrites (paths: string[]): (() => void) | string {
   return 'paths this process cannot write'
 }
 
-/** The paths refuse this process's writes until test `t` ends (refuseWrites; cannotRefuseWrites says where it cannot). */
+/**
+ * The paths refuse this process's writes until test `t` ends (refuseWrites; cannotRefuseWrites says where it
+ * cannot).
+ */
 export function writesRefused (t: Teardown, paths: string[]): void {
   const undo = refuseWrites(paths)
   if (typeof undo === 'string') throw new Error(undo)
@@ -98,10 +101,15 @@ export function cannotRefuseWrites (t: Teardown): false | string {
 }
 
 export function testConfig (dataDir: string, env: Record<string, string> = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', DATA_DIR: dataDir, LOG_LEVEL: 'silent', PILOT_APP_URL: 'https://pilot.test', ...env }, { envFile: false })
+  return loadConfig(
+    { NODE_ENV: 'test', DATA_DIR: dataDir, LOG_LEVEL: 'silent', PILOT_APP_URL: 'https://pilot.test', ...env },
+    { envFile: false }
+  )
 }
 
-export function site (id: string, category: number, latitude: number, longitude: number, tags: string[] = [], extra: Partial<SiteRow> = {}): SiteRow {
+export function site (
+  id: string, category: number, latitude: number, longitude: number, tags: string[] = [], extra: Partial<SiteRow> = {}
+): SiteRow {
   return { id, category, name: `Site ${id}`, region: 'EUR', country: 'GB', latitude, longitude, tags, ...extra }
 }
 
@@ -117,7 +125,9 @@ export interface TestApp {
   tokens: Record<string, string>
 }
 
-export function writeFixture (dataDir: string, data: { sandbox?: SiteRow[], production?: SiteRow[], partners?: PartnerFixture[] }) {
+export function writeFixture (
+  dataDir: string, data: { sandbox?: SiteRow[], production?: SiteRow[], partners?: PartnerFixture[] }
+) {
   writeDataset(datasetPath(dataDir, 'sandbox'), data.sandbox ?? [], { source: 'test fixture', precision: 3 })
   writeDataset(datasetPath(dataDir, 'production'), data.production ?? [], { source: 'test fixture', precision: 3 })
   const tokens: Record<string, string> = {}
@@ -201,7 +211,10 @@ export function haversineKm (lat1: number, lng1: number, lat2: number, lng2: num
 }
 
 /** Brute force: every site, filtered, sorted by distance then id, cut at the limit. */
-export function bruteNearby (sites: SiteRow[], q: { lat: number, lng: number, radiusKm: number, limit: number, categories: readonly number[], tag?: string }) {
+export function bruteNearby (
+  sites: SiteRow[],
+  q: { lat: number, lng: number, radiusKm: number, limit: number, categories: readonly number[], tag?: string }
+) {
   return sites
     .filter((s) => q.categories.includes(s.category) && (q.tag === undefined || s.tags.includes(q.tag)))
     .map((s) => ({ site: s, km: haversineKm(q.lat, q.lng, s.latitude, s.longitude) }))
@@ -246,16 +259,25 @@ export async function modelCheck (options: {
       for (let b = 0; b < burst; b++) {
         const expected = referenceAdmits(reference, limits, now)
         const r = await options.limiterAt(now, random).hit(key, limits)
-        if (r.allowed !== expected) return `run ${run} step ${step}: ${r.allowed ? 'admitted' : 'refused'}, the reference ${expected ? 'admits' : 'refuses'} (${JSON.stringify(limits)})`
+        if (r.allowed !== expected) {
+          return `run ${run} step ${step}: ${r.allowed ? 'admitted' : 'refused'}, ` +
+            `the reference ${expected ? 'admits' : 'refuses'} (${JSON.stringify(limits)})`
+        }
         if (r.allowed) reference.push(now)
       }
       const { windows } = await options.limiterAt(now, random).state(key, limits)
       for (const w of windows) {
         const inWindow = reference.filter((ts) => ts > now - w.seconds * 1000)
-        if (w.used !== inWindow.length) return `run ${run} step ${step}: ${w.name} used ${w.used}, reference ${inWindow.length}`
-        if (w.limit !== null && w.used > w.limit) return `run ${run} step ${step}: the ${w.name} window admitted more than its limit`
+        if (w.used !== inWindow.length) {
+          return `run ${run} step ${step}: ${w.name} used ${w.used}, reference ${inWindow.length}`
+        }
+        if (w.limit !== null && w.used > w.limit) {
+          return `run ${run} step ${step}: the ${w.name} window admitted more than its limit`
+        }
         const resets = inWindow.length === 0 ? 0 : inWindow[0] + w.seconds * 1000 - now
-        if (w.limit !== null && w.resetsInMs !== resets) return `run ${run} step ${step}: ${w.name} resets in ${w.resetsInMs} ms, reference ${resets}`
+        if (w.limit !== null && w.resetsInMs !== resets) {
+          return `run ${run} step ${step}: ${w.name} resets in ${w.resetsInMs} ms, reference ${resets}`
+        }
       }
     }
   }
@@ -263,4 +285,5 @@ export async function modelCheck (options: {
 }
 
 /** The reason given for a malformed tag, as a partner reads it. */
-export const TAG_ERROR = 'tag must be ~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); GET /tags lists them'
+export const TAG_ERROR = 'tag must be ~ then lowercase letters, digits and hyphens, at most 64 characters in all ' +
+  '(e.g. ~helipad); GET /tags lists them'

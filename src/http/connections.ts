@@ -1,6 +1,5 @@
-// What the HTTP server answers below Fastify: connections over the caps, and requests its parser
-// refuses. Both are written on the socket as raw HTTP, with the error body of every other answer.
-// Also which requests HTTP/1.1 does not allow, which Fastify's first hook refuses (src/app.ts).
+// What the HTTP server answers below Fastify (connections over the caps, requests its parser refuses), as raw
+// HTTP with the API's error body; also which requests HTTP/1.1 does not allow, for Fastify's first hook.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
@@ -28,7 +27,10 @@ export const FILES_RESERVED = 256
 /** A refusal episode ends after this long without a refusal; its start and end are logged. */
 const QUIET_MS = 10_000
 
-/** The process's limit of open files (Node raises the soft limit to the hard one at start-up: `ulimit -Hn`); undefined when unlimited or unknown. */
+/**
+ * The process's limit of open files (Node raises the soft limit to the hard one at start-up:
+ * `ulimit -Hn`); undefined when unlimited or unknown.
+ */
 export function openFileLimit (): number | undefined {
   try {
     const match = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
@@ -70,9 +72,8 @@ const PARSER_STATUS: Record<string, number> = {
 }
 
 /**
- * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (bad request line or
- * header, headers too large, headers or request not in time). Fastify's own answer is not the
- * error body of the API and has no request id.
+ * Fastify's `clientErrorHandler`, for a request Node's HTTP parser refuses: Fastify's own answer is not the
+ * API's error body and has no request id.
  */
 export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
@@ -85,7 +86,10 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
   }
   // Only the code: the error's message and raw packet may quote the request, token and all.
   if (status === 408) this.log.debug({ reqId: requestId, code: err.code }, 'connection timed out')
-  else this.log.info({ reqId: requestId, code: err.code, status, remoteAddress: socket.remoteAddress }, 'request refused by the HTTP parser')
+  else {
+    this.log.info({ reqId: requestId, code: err.code, status, remoteAddress: socket.remoteAddress },
+      'request refused by the HTTP parser')
+  }
   socket.destroy()
 }
 
@@ -95,24 +99,28 @@ const noop = () => {}
  * MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP on `server`, lowered to fit the open-file limit
  * (connectionCaps), which is then said once.
  */
-export function capConnections (server: Server, configured: ConnectionCaps, log: FastifyBaseLogger, fileLimit = openFileLimit()): void {
+export function capConnections (
+  server: Server, configured: ConnectionCaps, log: FastifyBaseLogger, fileLimit = openFileLimit()
+): void {
   const caps = connectionCaps(configured, fileLimit)
   if (caps.maxConnections < configured.maxConnections) {
-    log.warn({ configured, ...caps, fileLimit }, 'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
+    log.warn({ configured, ...caps, fileLimit },
+      'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
   }
   limitConnections(server, caps, log)
 }
 
 /**
- * Caps the server's open connections, in all and per client address. A connection over a cap is
- * answered 503 and closed before the HTTP server sees it; the first refusal of an episode is logged,
- * and its end with the count refused.
+ * Caps the server's open connections, in all and per address: one over a cap is answered 503 and closed before
+ * the HTTP server sees it; an episode's first refusal is logged, and its end with the count refused.
  */
 function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBaseLogger): void {
   // The HTTP server takes connections through its own 'connection' listener (the documented way to
   // hand it one): it is called only for the connections admitted.
   const [serve, ...others] = server.listeners('connection') as ((socket: Socket) => void)[]
-  if (serve === undefined || others.length > 0) throw new Error('limitConnections: expected the HTTP server\'s connection listener alone')
+  if (serve === undefined || others.length > 0) {
+    throw new Error('limitConnections: expected the HTTP server\'s connection listener alone')
+  }
   server.removeListener('connection', serve)
 
   let open = 0
@@ -120,7 +128,8 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
   let episode: { refused: number, since: number, timer: NodeJS.Timeout } | undefined
   const endEpisode = () => {
     if (episode === undefined) return
-    log.info({ refused: episode.refused, seconds: Math.round((Date.now() - episode.since) / 1000) }, 'connections accepted again')
+    const seconds = Math.round((Date.now() - episode.since) / 1000)
+    log.info({ refused: episode.refused, seconds }, 'connections accepted again')
     episode = undefined
   }
 
@@ -143,7 +152,9 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
     if (address === undefined) return socket.destroy() // closed before it was taken
     const fromAddress = byAddress.get(address) ?? 0
     if (open >= caps.maxConnections) return refuse(socket, 'total', address)
-    if (caps.maxPerAddress > 0 && fromAddress >= caps.maxPerAddress) return refuse(socket, 'per address', address)
+    if (caps.maxPerAddress > 0 && fromAddress >= caps.maxPerAddress) {
+      return refuse(socket, 'per address', address)
+    }
     open++
     byAddress.set(address, fromAddress + 1)
     socket.once('close', () => {

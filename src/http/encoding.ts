@@ -10,36 +10,41 @@ export type Encoding = 'gzip' | 'br'
 export const COMPRESS_MIN_BYTES = 1024
 
 // the parsed answer per Accept-Encoding header as sent; bounded, since any client can send any header
-const negotiator = new Negotiator<Encoding>({ supportedValues: ['gzip', 'br'], cache: new LRUCache<string, string>({ max: 256 }) })
+const negotiator = new Negotiator<Encoding>({
+  supportedValues: ['gzip', 'br'], cache: new LRUCache<string, string>({ max: 256 })
+})
 
 /** The encoding to send an answer of `size` bytes in, or undefined for the bytes as they are. */
 export function encodingFor (acceptEncoding: string | undefined, size: number): Encoding | undefined {
   if (acceptEncoding === undefined || size < COMPRESS_MIN_BYTES) return undefined
-  // codings are case-insensitive, the negotiator's names are not (V8 hands back a string already
-  // in lower case as it is, the usual header: no copy)
+  // codings are case-insensitive, the negotiator's names are not
   acceptEncoding = acceptEncoding.toLowerCase()
   const chosen = negotiator.negotiate(acceptEncoding) ?? undefined
   // The negotiator lets `*` stand for a coding the header refuses by name (`gzip;q=0, *`), which
   // RFC 9110 12.5.3 forbids: the other coding, if the header does not refuse it too.
-  if (chosen === undefined || !acceptEncoding.includes('*') || !refuses(acceptEncoding, chosen)) return chosen
+  if (chosen === undefined || !acceptEncoding.includes('*') || !refuses(acceptEncoding, chosen)) {
+    return chosen
+  }
   const other = chosen === 'gzip' ? 'br' : 'gzip'
   return refuses(acceptEncoding, other) ? undefined : other
 }
 
-const refusal = (encoding: Encoding) => new RegExp(`(?:^|,)\\s*${encoding}\\s*;\\s*q\\s*=\\s*0(?:\\.0{0,3})?\\s*(?:,|$)`, 'i')
+const refusal = (encoding: Encoding) =>
+  new RegExp(`(?:^|,)\\s*${encoding}\\s*;\\s*q\\s*=\\s*0(?:\\.0{0,3})?\\s*(?:,|$)`, 'i')
 const REFUSED: Record<Encoding, RegExp> = { gzip: refusal('gzip'), br: refusal('br') }
 /** Whether the header gives `encoding` by name with q=0. */
 const refuses = (acceptEncoding: string, encoding: Encoding) => REFUSED[encoding].test(acceptEncoding)
 
-/**
- * Fast levels: a miss pays for its compression on the request path (figures of a 20 kB answer in
- * docs/performance.md: gzip 1 and brotli 4 cost half of gzip's default for a few percent of size).
- */
+/** Fast levels: a cache miss pays for its compression on the request path. */
 export function compress (body: Buffer, encoding: Encoding): Buffer {
   const compressed = encoding === 'gzip'
     ? gzipSync(body, { level: constants.Z_BEST_SPEED })
     : brotliCompressSync(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: body.length, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT }
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: 4,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT
+      }
     })
   // A result that fits zlib's 16 kB output chunk is a view of it: kept with a cache entry, the
   // chunk would outlive the scavenges that could free it. Larger results are joined, exactly.

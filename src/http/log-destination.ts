@@ -1,18 +1,5 @@
-// Where the service's log lines go: an asynchronous writer (sonic-boom, pino's own) on stdout,
-// holding at most LOG_BUFFER_MB of lines not yet written. Without a bound, a reader that stopped (a
-// stalled log collector, a pipe nobody drains) made the service keep every line in its heap, 75 MB
-// more every 10 s at 27,000 requests a second, until V8's heap limit ended the process. Past the
-// bound, lines are dropped and counted (the metrics); once the writer has caught up, one warning
-// line in the log says how many are missing.
-//
-// A stopped reader must not hold the process at exit either. On a blocking pipe, a write under way
-// in libuv's thread pool waits inside the kernel, and Node's exit joins the pool's threads: the
-// process never ended. stdout is therefore opened as Node opens it for its own use, which makes a
-// pipe or socket non-blocking: a full pipe answers EAGAIN, and the write is tried again after
-// retryDelay (sonic-boom's own 100 ms retry lost most of a bursty reader's lines:
-// docs/performance.md). And the writer is made here rather than by pino.destination(), whose exit
-// handler writes what is held until it is all written: here the exit writes it only if the writer
-// is moving.
+// Log lines go to stdout through sonic-boom, at most LOG_BUFFER_MB held (more are dropped and counted),
+// with stdout non-blocking: a reader that stops can neither fill the heap nor hold the process at exit.
 import sonicBoom from 'sonic-boom'
 
 export interface DropReport {
@@ -24,14 +11,13 @@ export interface LogDestination {
   readonly stream: { write (text: string): void }
   /** lines dropped since the start */
   readonly droppedLines: number
-  /** Once the writer has caught up after drops, a warning through `log` says how many lines were lost. */
+  /** Once the writer has caught up after drops, a warning through `log` says how many were lost. */
   reportDropsTo (log: DropReport): void
   /** Resolves once every line held has been written, or once a write has failed. */
   settled (): Promise<void>
   /**
-   * For the process's 'exit': writes the lines still held, synchronously (for STALLED_MS at most),
-   * unless the writer has not moved for STALLED_MS or its last write failed; then they are left,
-   * and stderr says so.
+   * For the process's 'exit': writes the lines still held, synchronously, unless the writer has not moved for
+   * STALLED_MS or its last write failed; then they are left, and stderr says so.
    */
   flushAtExit (): void
 }
@@ -42,9 +28,8 @@ const STALLED_MS = 1000
 const RETRY_MAX_MS = 50
 
 /**
- * How long a write that found the pipe full waits before it is tried again, after the writer has
- * been still for `stillMs`: a tenth of that, a millisecond for a reader that takes its lines in
- * bursts, RETRY_MAX_MS for one that has stopped (whole ms: Node keeps a timer list per duration).
+ * The wait before retrying a write that found the pipe full, the writer still for `stillMs`: short for a bursty
+ * reader, RETRY_MAX_MS for one that has stopped (whole ms: Node keeps a timer list per duration).
  */
 export const retryDelay = (stillMs: number) => Math.min(RETRY_MAX_MS, Math.max(1, Math.ceil(stillMs / 10)))
 
@@ -59,13 +44,17 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   // EAGAIN (a full pipe) comes back as an 'error', retried below; at exit it is retried in
   // sonic-boom's synchronous flush, until this time.
   let exitBy = 0
-  // process.stdout opens fd 1 as Node does (a pipe or socket becomes non-blocking: above)
-  const writer = new sonicBoom.SonicBoom({ fd: process.stdout.fd, sync: false, maxLength: options.maxBytes, retryEAGAIN: () => performance.now() < exitBy })
+  // process.stdout opens fd 1 as Node does: a pipe or socket becomes non-blocking
+  const writer = new sonicBoom.SonicBoom({
+    fd: process.stdout.fd,
+    sync: false,
+    maxLength: options.maxBytes,
+    retryEAGAIN: () => performance.now() < exitBy
+  })
   let dropped = 0
   let unreported = 0
-  // idle: nothing held. movedAt: when the writer last finished a write, or was given lines while
-  // idle. failure: the last write's error (a closed pipe, a full disk); lines stay held, and the
-  // next line tries again.
+  // idle: nothing held. movedAt: the writer's last finished write, or lines given while idle. failure: the last
+  // write's error (a closed pipe, a full disk); lines stay held, and the next line tries again.
   let idle = true
   let movedAt = 0
   let failure: Error | undefined
@@ -90,7 +79,8 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
       const lines = unreported
       unreported = 0
       // its line (unless the level leaves it out) makes the writer busy again: a close waits for it
-      dropReport.warn({ dropped_lines: lines }, `${lines} log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting`)
+      dropReport.warn({ dropped_lines: lines }, `${lines} log lines were dropped: ` +
+        'their reader did not keep up and more than LOG_BUFFER_MB were waiting')
     }
     if (idle) settle()
   })
@@ -107,7 +97,9 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
     failure = err
     settle()
   })
-  const held = () => `log lines held at exit were not written: ${failure ? `the last write failed (${failure.message})` : `their reader had taken nothing for ${Math.round(performance.now() - movedAt)} ms`}\n`
+  const held = () => 'log lines held at exit were not written: ' + (failure
+    ? `the last write failed (${failure.message})`
+    : `their reader had taken nothing for ${Math.round(performance.now() - movedAt)} ms`) + '\n'
 
   return {
     stream: {
@@ -120,9 +112,8 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
         movedAt = performance.now()
         const before = dropped
         writer.write(text)
-        // a line longer than the bound, dropped while nothing was held, starts no write: this one
-        // ends in a drain, which reports the drop and marks the writer idle again (sonic-boom
-        // emits 'drop' and returns before its write starts, so this is not a write within a write)
+        // a line over the bound, dropped while nothing was held, starts no write: this one ends in a drain,
+        // which reports the drop and marks the writer idle (sonic-boom's 'drop' comes before any write)
         if (dropped !== before) writer.write('')
       }
     },

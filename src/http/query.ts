@@ -1,7 +1,5 @@
-// Query-string validation by the route's TypeBox schema, with the API's error codes (docs/errors.md).
-// Fastify's Ajv would coerce and report in its own words; partners get the documented codes and
-// its order instead: missing → invalid coordinates → ambiguous 0,0 → other malformed values.
-// Installed as the validator compiler for the `querystring` part (src/app.ts).
+// Query-string validation by the route's TypeBox schema rather than Fastify's Ajv: partners get the
+// documented codes (docs/errors.md), in order: missing → invalid coordinates → ambiguous 0,0 → malformed.
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { ApiError, invalidParams, missingParams } from '../errors.ts'
 
@@ -30,9 +28,8 @@ interface ParamRule {
 export type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
 
 /**
- * The validated values in one string, parameters in schema order (defaults included), so that
- * two requests asking the same thing, however written, have the same string: the response cache
- * keys on it. A symbol-keyed property of the validated object.
+ * The validated values in one string, in schema order with defaults, so that two requests asking the same thing
+ * have the same string (the response cache keys on it); a symbol-keyed property of the validated object.
  */
 export const CANONICAL = Symbol('canonical parameters')
 export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?: string })[CANONICAL] ?? ''
@@ -44,11 +41,8 @@ const MAX_SHOWN = 64
 const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d*)?$/
 
 /**
- * String(n) for a number parsed from `text`, without converting the double back when the text,
- * less any trailing zeros after the point, already is that string: at most 15 digits (DBL_DIG:
- * such a decimal comes back from its double unchanged, and no shorter one maps to the same
- * double), and not so small that String would switch to exponent form (below 1e-6). Converting
- * a double to text is the dearer direction.
+ * String(n) for a number parsed from `text`: the text itself, less trailing zeros, when it already is that string
+ * (at most 15 digits, DBL_DIG, and no exponent form), since converting a double to text is the dearer direction.
  */
 export function numberText (text: string, n: number): string {
   if (text.length <= 24 && PLAIN_DECIMAL.test(text)) {
@@ -58,7 +52,9 @@ export function numberText (text: string, n: number): string {
       if (text.charCodeAt(end - 1) === 46) end-- // .
     }
     const digits = end - (text.charCodeAt(0) === 45 ? 1 : 0) - (text.lastIndexOf('.', end - 1) >= 0 ? 1 : 0)
-    if (digits <= 15 && (n === 0 ? end === 1 : Math.abs(n) >= 1e-6)) return end === text.length ? text : text.slice(0, end)
+    if (digits <= 15 && (n === 0 ? end === 1 : Math.abs(n) >= 1e-6)) {
+      return end === text.length ? text : text.slice(0, end)
+    }
   }
   return String(n)
 }
@@ -96,7 +92,9 @@ function describe (rule: ParamRule): string {
     default: {
       const what = rule.kind === 'integer' ? 'an integer' : 'a number'
       if (rule.exclusiveMinimum === 0) return `${rule.name} must be ${what} greater than 0`
-      if (rule.minimum !== undefined && rule.maximum !== undefined) return `${rule.name} must be ${what} from ${rule.minimum} to ${rule.maximum}`
+      if (rule.minimum !== undefined && rule.maximum !== undefined) {
+        return `${rule.name} must be ${what} from ${rule.minimum} to ${rule.maximum}`
+      }
       if (rule.minimum !== undefined) return `${rule.name} must be ${what} from ${rule.minimum}`
       return `${rule.name} must be ${what}`
     }
@@ -131,7 +129,8 @@ function parseValue (rule: ParamRule, text: string): unknown {
 export function compileQuery (schema: TObject): QueryValidator {
   const required = new Set(schema.required ?? [])
   // As with Ajv's useDefaults, a property with a default is filled in, never missing.
-  const rules = Object.entries(schema.properties).map(([name, s]) => ruleOf(name, s, required.has(name) && s.default === undefined))
+  const rules = Object.entries(schema.properties)
+    .map(([name, s]) => ruleOf(name, s, required.has(name) && s.default === undefined))
   const coordinates = rules.filter((r) => r.coordinate)
 
   return (query) => {
@@ -155,11 +154,14 @@ export function compileQuery (schema: TObject): QueryValidator {
       const parsed = typeof raw === 'string' ? parseValue(rule, raw) : undefined
       if (parsed === undefined) {
         if (rule.coordinate) badCoordinate = true
-        else (malformed ??= {})[rule.name] = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
+        else {
+          (malformed ??= {})[rule.name] = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
+        }
         continue
       }
       value[rule.name] = parsed
-      canonical += rule.prefix + (typeof parsed === 'number' ? numberText(raw as string, parsed) : String(parsed)) + '&'
+      const text = typeof parsed === 'number' ? numberText(raw as string, parsed) : String(parsed)
+      canonical += rule.prefix + text + '&'
     }
 
     if (missing.length > 0) return { error: missingParams(missing) }
@@ -168,8 +170,8 @@ export function compileQuery (schema: TObject): QueryValidator {
       return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
     }
     if (malformed) return { error: invalidParams(malformed) }
-    // A symbol key: left out of Object.keys, JSON and for...in, like a non-enumerable property,
-    // without defineProperty (which turned every validated object into a slow dictionary).
+    // A symbol key: left out of Object.keys, JSON and for...in, without defineProperty (which turns
+    // the object into a slow dictionary).
     value[CANONICAL] = canonical
     return { value }
   }

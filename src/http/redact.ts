@@ -30,7 +30,7 @@ export function redactUrl (url: string): string {
   const path = url.lastIndexOf('%', end - 1) < 0
     ? undefined
     : url.slice(0, end).split('/').map((segment) => hidesToken(segment) ? '[REDACTED]' : segment).join('/')
-  // fast path: no query, or one with no parameter name that could be secret (nor an escape that could hide one)
+  // fast path: no query, or none with a name that could be secret (nor an escape that could hide one)
   if (q < 0 || !/key|token|%/i.test(url.slice(q))) return path === undefined ? url : path + url.slice(end)
   const pairs = url.slice(q + 1).split('&').map((pair) => {
     const eq = pair.indexOf('=')

@@ -1,7 +1,5 @@
-// Graceful close with close-with-grace: a terminating signal (SIGTERM, SIGINT...), an uncaught
-// exception or an unhandled rejection closes the app, waiting at most timeoutMs for requests in
-// flight and then for the log's last lines. Exit 0 after a clean close on a signal; 1 after an
-// error, a failed close or the timeout.
+// A terminating signal, an uncaught exception or an unhandled rejection closes the app, within timeoutMs
+// for requests in flight and the log's last lines; exit 0 after a clean close on a signal, else 1.
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 
@@ -13,11 +11,8 @@ export interface ShutdownOptions {
 
 export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions): { closing: () => boolean } {
   let closing = false
-  // A forced exit saves what it can, as close-with-grace calls process.exit right after: without
-  // STATE_URL all the requests answered so far counted (saved to control.db synchronously; never
-  // throws). With STATE_URL the windows and telemetry are in Redis already, but the history flush is
-  // only started, not awaited: its counts since the last flush (a second's; more while Redis is
-  // away) may be lost.
+  // A forced exit saves the counters before close-with-grace's process.exit: synchronously to control.db,
+  // or with STATE_URL a history flush only started, so the counts since the last one may be lost.
   const forced = (msg: string, fields: object = {}) => {
     app.log.error(fields, msg)
     app.saveCounters()

@@ -9,7 +9,10 @@ import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { TagPage } from '../schemas/records.ts'
 import { tagPage } from '../sites/dataset.ts'
 
-export const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
+export const BY_TAG_ERRORS: ErrorCode[] = [
+  'rest_missing_callback_param', 'rest_invalid_param',
+  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited'
+]
 
 const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
@@ -21,7 +24,8 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Sites of one tag, map-minimal, in id order, paginated',
       querystring: ByTagQuery,
       response: {
-        200: okResponse('One page of the tag\'s sites, map-minimal, in id order; a GeoJSON FeatureCollection with format=geojson', {
+        200: okResponse('One page of the tag\'s sites, map-minimal, in id order; ' +
+          'a GeoJSON FeatureCollection with format=geojson', {
           'application/json': { schema: TagPage, examples: EXAMPLES.byTag },
           'application/geo+json': { schema: TagFeatureCollection, examples: EXAMPLES.byTagGeo }
         }),

@@ -1,14 +1,12 @@
-// The partners' documentation, public: the OpenAPI document (plugins/openapi.ts makes it) at
-// `${API_PREFIX}/openapi.json`, and a Swagger UI page rendering it at /docs (its assets are served
-// from the package: the page works without internet access).
+// The partners' public documentation: the OpenAPI document at `${API_PREFIX}/openapi.json`, and a Swagger UI
+// page at /docs whose assets come from the package, so that it works without internet access.
 import compress from '@fastify/compress'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 
 async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string }) {
-  // Compressed when asked, in this context only: the page's script is 1.5 MB and the document
-  // 125 kB as they are (br 4 makes them 0.4 MB and 7 kB). Partner answers have their own
-  // encoding, made once per cached answer (src/http/encoding.ts).
+  // Compressed when asked, in this context only (the page's script and the document are large): partner
+  // answers have their own encoding, made once per cached answer.
   await app.register(compress)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -18,15 +16,15 @@ async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string })
   })
   // serialised on first request, when every route is declared: the document does not change after
   let document: string | undefined
-  // HEAD declared with GET (not made by Fastify): it runs compress's hook too, and describes the encoded body
+  // HEAD declared with GET (not made by Fastify): it runs compress's hook too and describes the encoded body
   app.route({
     method: ['GET', 'HEAD'],
     url: `${options.apiPrefix}/openapi.json`,
     schema: { hide: true },
     handler: (_request, reply) => {
       document ??= JSON.stringify(app.swagger())
-      // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared cache
-      // keeps the forms apart
+      // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared
+      // cache keeps the forms apart
       reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding')
         .type('application/json; charset=utf-8').send(document)
     }

@@ -1,19 +1,23 @@
-// Operators' probes, outside API_PREFIX, without a token, without access lines (src/app.ts
-// declares them outside the logged context) and left out of the partners' OpenAPI document:
-// /healthz says the process answers, /readyz whether it can serve partners properly (datasets
-// loaded, control.db readable and writable) and why not. Neither shows anything about partners or sites beyond counts.
+// Operators' probes, outside API_PREFIX, without a token, access lines or OpenAPI entry: /healthz says the
+// process answers, /readyz whether it can serve partners and why not (nothing about them beyond counts).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Liveness, Readiness } from '../schemas/health.ts'
 
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/healthz', {
-    schema: { hide: true, operationId: 'healthz', tags: ['service'], summary: 'Liveness: the process is up', response: { 200: Liveness } }
+    schema: {
+      hide: true, operationId: 'healthz', tags: ['service'], summary: 'Liveness: the process is up',
+      response: { 200: Liveness }
+    }
   }, (_request, reply) => {
     reply.header('cache-control', 'no-store').send({ status: 'ok' as const })
   })
 
   app.get('/readyz', {
-    schema: { hide: true, operationId: 'readyz', tags: ['service'], summary: 'Readiness: datasets loaded and control.db usable', response: { 200: Readiness, 503: Readiness } }
+    schema: {
+      hide: true, operationId: 'readyz', tags: ['service'], summary: 'Readiness: datasets loaded and control.db usable',
+      response: { 200: Readiness, 503: Readiness }
+    }
   }, (_request, reply) => {
     const health = app.controlDb
     const ready = health.readable && health.writable

@@ -1,6 +1,5 @@
-// GET ${API_PREFIX}: what this API is: its version, its operations (the partner routes as
-// declared, with their summaries), and what each dataset holds. Public; a partner's own
-// permissions are not shown (they need the token: see /usage).
+// GET ${API_PREFIX}: this API's version, operations (the partner routes as declared) and datasets. Public,
+// so no partner's permissions (those need the token: /usage).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { API_VERSION } from '../schemas/api-info.ts'
 import { ApiIndex } from '../schemas/api-index.ts'
@@ -8,7 +7,10 @@ import { ApiIndex } from '../schemas/api-index.ts'
 const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string }> = async (app, options) => {
   let operations: { method: string, path: string, summary: string }[] | undefined
   app.get(options.apiPrefix, {
-    schema: { operationId: 'index', tags: ['service'], summary: 'This API: version, operations, datasets', response: { 200: ApiIndex } }
+    schema: {
+      operationId: 'index', tags: ['service'], summary: 'This API: version, operations, datasets',
+      response: { 200: ApiIndex }
+    }
   }, (_request, reply) => {
     // every route is declared by the time a request arrives
     operations ??= app.declaredRoutes

@@ -1,15 +1,13 @@
-// The partner API: every route that takes a partner's token, in one context at API_PREFIX, of its
-// own (fastify-plugin's `encapsulate`: nothing here reaches the public routes, and the plugins it
-// uses are declared, so that a boot without them stops, naming them). Each route
-// says what it is in its config (`endpoint`, `cache`); the pipeline is attached to it when it is
-// declared (as @fastify/rate-limit attaches its hook), in the order requests are checked:
-//   onRequest   token → partner → status → endpoint open (refused: counted nowhere);
-//               then the three windows (not /usage, /categories, /tags: never counted)
+// The partner API: every route that takes a token, in a context of its own at API_PREFIX (nothing here reaches
+// the public routes). Each route's config names it; its pipeline is attached as declared, in checking order:
+//   onRequest   token → partner → status → endpoint open (refused: counted nowhere); then the windows if counted
 //   preHandler  the dataset (after validation, so demo= is known); then the cache lookup
-//   onSend      the cache's store and its ETag/304 (or, uncached, no-store and the compression); then the
-//               usage record (rows, telemetry)
+//   onSend      the cache's store and ETag/304 (uncached: no-store and compression); then the usage record
 import fp from 'fastify-plugin'
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onSendHookHandler, preHandlerHookHandler } from 'fastify'
+import type {
+  FastifyInstance, FastifyReply, FastifyRequest, RouteOptions,
+  onRequestHookHandler, onSendHookHandler, preHandlerHookHandler
+} from 'fastify'
 import { ApiError } from '../errors.ts'
 import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
@@ -117,7 +115,9 @@ async function partnerApi (app: FastifyInstance) {
   // The limiter's store is in-process (answers at once) or shared (always a promise): the hook
   // and the rows' record are chosen here, once, for that kind.
   const counts = limiter.store
-  const admit = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number) => {
+  const admit = (
+    request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number
+  ) => {
     const refusal = result.allowed ? undefined : { window: result.refusedBy!, retryAfterMs: result.retryAfterMs! }
     reply.headers(rateLimitHeaders(result.windows, now, request.partner.ratelimitPolicy, refusal))
     if (!result.allowed) {
@@ -136,11 +136,14 @@ async function partnerApi (app: FastifyInstance) {
       }
     : (request, reply, done) => {
         const now = limiter.clock()
-        counts.hit(request.partner.id, request.partner.windows, now).then((result) => admit(request, reply, done, result, now), done)
+        counts.hit(request.partner.id, request.partner.windows, now)
+          .then((result) => admit(request, reply, done, result, now), done)
       }
   const setRows: (partnerId: string, seq: number, rows: number) => void = counts.synchronous
     ? (partnerId, seq, rows) => counts.setRows(partnerId, seq, rows)
-    : (partnerId, seq, rows) => { counts.setRows(partnerId, seq, rows).catch((err) => app.log.error({ err }, 'rows could not be recorded')) }
+    : (partnerId, seq, rows) => {
+        counts.setRows(partnerId, seq, rows).catch((err) => app.log.error({ err }, 'rows could not be recorded'))
+      }
 
   const pickDataset: preHandlerHookHandler = (request, _reply, done) => {
     const dataset = datasets.get(datasetFor(request.partner, (request.query as { demo?: boolean }).demo === true))
@@ -153,7 +156,9 @@ async function partnerApi (app: FastifyInstance) {
    * The headers of a cacheable 200 in the encoding the client takes (each encoding its own ETag);
    * the encoding to send, or 'not-modified' when If-None-Match holds that ETag.
    */
-  const represent = (request: FastifyRequest, reply: FastifyReply, entry: CachedAnswer): Encoding | undefined | 'not-modified' => {
+  const represent = (
+    request: FastifyRequest, reply: FastifyReply, entry: CachedAnswer
+  ): Encoding | undefined | 'not-modified' => {
     const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
     const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
     reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
@@ -161,9 +166,8 @@ async function partnerApi (app: FastifyInstance) {
   }
 
   /**
-   * A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6). For a HEAD,
-   * Fastify's own last hook sets Content-Length from the payload it then drops, so it is given the
-   * 200's bytes (without them it would say 0).
+   * A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6): for a HEAD, Fastify sets
+   * Content-Length from the payload it then drops, so it is given the 200's bytes.
    */
   const notModifiedPayload = (request: FastifyRequest, key: string, entry: CachedAnswer): Buffer | undefined => {
     if (request.method !== 'HEAD') return undefined
@@ -182,7 +186,10 @@ async function partnerApi (app: FastifyInstance) {
   }
 
   const lookup = (route: string): preHandlerHookHandler => (request, reply, done) => {
-    const key = cacheKeyOf(request.dataset!.version, route, canonicalOf(request.params), canonicalOf(request.query), request.partner.fingerprint)
+    const key = cacheKeyOf(
+      request.dataset!.version, route, canonicalOf(request.params), canonicalOf(request.query),
+      request.partner.fingerprint
+    )
     request.cacheKey = key
     const entry = cache.get(key)
     if (entry === undefined) {
@@ -208,7 +215,13 @@ async function partnerApi (app: FastifyInstance) {
     if (request.cacheStatus === 'hit') return done(null, payload)
     const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
     const key = request.cacheKey
-    const entry: CachedAnswer = { dataset: request.dataset!, body, type: String(reply.getHeader('content-type') ?? JSON_TYPE), etag: cache.etagOf(key), rows: request.rows }
+    const entry: CachedAnswer = {
+      dataset: request.dataset!,
+      body,
+      type: String(reply.getHeader('content-type') ?? JSON_TYPE),
+      etag: cache.etagOf(key),
+      rows: request.rows
+    }
     cache.store(key, entry)
     const encoding = represent(request, reply, entry)
     if (encoding === 'not-modified') {
@@ -239,10 +252,8 @@ async function partnerApi (app: FastifyInstance) {
     done(null, payload)
   }
 
-  // An answer made for each request and never cached (/usage): no cache is to keep it either (an
-  // error has no-store from the error handler). With the `compressed` flag, a 200 sent as JSON text
-  // is compressed when asked, by the rules of the cached answers (which keep their compressed bytes
-  // with the entry: store).
+  // An answer made for each request (/usage): no cache is to keep it either. With the `compressed` flag, a 200
+  // sent as JSON text is compressed when asked, by the cached answers' rules.
   const uncached = (compressed: boolean): onSendHookHandler => (request, reply, payload, done) => {
     if (reply.statusCode !== 200) return done(null, payload)
     reply.header('cache-control', 'no-store')
@@ -257,7 +268,9 @@ async function partnerApi (app: FastifyInstance) {
   app.addHook('onRoute', (route) => {
     const { endpoint, cache: cached = false, compressed = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
-    if (route.method === 'GET' && route.onSend !== undefined) throw new Error(`partner route ${route.url} has an onSend hook of its own`)
+    if (route.method === 'GET' && route.onSend !== undefined) {
+      throw new Error(`partner route ${route.url} has an onSend hook of its own`)
+    }
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
     attach(route, 'onSend', cached ? store : uncached(compressed), counted && record(endpoint))
@@ -279,9 +292,8 @@ export default fp(partnerApi, {
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
 
 /**
- * Adds the pipeline's hooks after the route's own (the `false`s are hooks this route does not take).
- * A partner route declares no onSend of its own, so the HEAD route Fastify makes for a GET holds only
- * Fastify's hook that drops the body: it is replaced by the GET's hooks, so that a HEAD is stored, tagged
+ * Adds the pipeline's hooks after the route's own (a `false` is a hook this route does not take). The onSend
+ * of the HEAD route Fastify makes for a GET (it drops the body) is replaced, so that a HEAD is stored, tagged
  * and recorded as its GET is (Node itself sends no body for a HEAD).
  */
 function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {

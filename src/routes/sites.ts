@@ -12,7 +12,8 @@ import { NearestRecord, SiteRecord } from '../schemas/records.ts'
 import { findNearby, type Dataset } from '../sites/dataset.ts'
 
 export const SEARCH_ERRORS: ErrorCode[] = [
-  'rest_missing_callback_param', 'rest_invalid_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
+  'rest_missing_callback_param', 'rest_invalid_param',
+  'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
   'svc_partner_api_category_not_permitted', 'svc_partner_api_rate_limited'
 ]
 
@@ -26,7 +27,10 @@ export function searchCategories (partner: PartnerProfile, categoryId: number | 
 const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
 
-  const search = (request: { partner: PartnerProfile, query: NearbyQuery | SitesQuery, dataset?: Dataset }, limit: number) => {
+  const search = (
+    request: { partner: PartnerProfile, query: NearbyQuery | SitesQuery, dataset?: Dataset },
+    limit: number
+  ) => {
     const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
     const ds = request.dataset!
@@ -49,7 +53,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Sites near a point, nearest first',
       querystring: SitesQuery,
       response: {
-        200: okResponse('Full records, nearest first (at most max_results); a GeoJSON FeatureCollection with format=geojson', {
+        200: okResponse('Full records, nearest first (at most max_results); ' +
+          'a GeoJSON FeatureCollection with format=geojson', {
           'application/json': { schema: Type.Array(SiteRecord), examples: EXAMPLES.sites },
           'application/geo+json': { schema: SiteFeatureCollection, examples: EXAMPLES.sitesGeo }
         }),

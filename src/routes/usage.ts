@@ -1,6 +1,5 @@
-// GET /usage: the partner's windows from the limiter, and on request the telemetry block (built
-// by src/usage/report.ts, which the operator CLI's `partners usage` shares).
-// Never counted and answered even while the partner is limited.
+// GET /usage: the partner's windows, and on request the telemetry block (as the CLI's `partners usage`).
+// Never counted, and answered even while the partner is limited.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { datasetFor } from '../partners/permissions.ts'
@@ -21,7 +20,10 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Usage report: the three windows, and telemetry with expand=telemetry',
       querystring: UsageQuery,
       // Fastify serialises this answer by the schema; the examples are for the document
-      response: { 200: { ...UsageReport, description: 'The partner\'s usage report', 'x-examples': EXAMPLES.usage }, ...documentedErrors(USAGE_ERRORS) }
+      response: {
+        200: { ...UsageReport, description: 'The partner\'s usage report', 'x-examples': EXAMPLES.usage },
+        ...documentedErrors(USAGE_ERRORS)
+      }
     }
   }, async (request) => {
     const partner = request.partner

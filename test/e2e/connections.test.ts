@@ -9,7 +9,9 @@ import { startServer } from '../run.ts'
 
 const FILE_LIMIT = 306 // MAX_CONNECTIONS is lowered to this less the 256 kept for other files: 50
 const PER_ADDRESS = 30 // MAX_CONNECTIONS_PER_IP=6000 lowered in proportion (10000 → 50)
-const TOO_MANY = '{"code":"svc_partner_api_too_many_connections","message":"Too many open connections, from this address or in all. Close idle connections or retry later.","data":{"status":503}}'
+const TOO_MANY = '{"code":"svc_partner_api_too_many_connections",' +
+  '"message":"Too many open connections, from this address or in all. Close idle connections or retry later.",' +
+  '"data":{"status":503}}'
 const TIMED_OUT = '{"code":"rest_bad_request","message":"The request is malformed.","data":{"status":408}}'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -17,7 +19,9 @@ interface Connection { socket: Socket, received: string, closed: boolean }
 
 /** A connection from a loopback address of its own (Linux routes all of 127/8 to lo). */
 function open (port: number, from: string): Connection {
-  const connection: Connection = { socket: connect({ host: '127.0.0.1', port, localAddress: from }), received: '', closed: false }
+  const connection: Connection = {
+    socket: connect({ host: '127.0.0.1', port, localAddress: from }), received: '', closed: false
+  }
   connection.socket.on('data', (d) => { connection.received += d })
   connection.socket.on('error', () => {})
   connection.socket.on('close', () => { connection.closed = true })
@@ -39,7 +43,8 @@ async function ask (connection: Connection, path: string) {
   await until(`an answer to ${path}`, () => {
     const end = connection.received.indexOf('\r\n\r\n')
     const length = /\r\ncontent-length: (\d+)\r\n/i.exec(connection.received)
-    return connection.closed || (end >= 0 && length !== null && connection.received.length >= end + 4 + Number(length[1]))
+    return connection.closed ||
+      (end >= 0 && length !== null && connection.received.length >= end + 4 + Number(length[1]))
   }, 10_000)
   return split(connection.received)
 }
@@ -47,12 +52,15 @@ async function ask (connection: Connection, path: string) {
 function split (text: string) {
   const end = text.indexOf('\r\n\r\n')
   const [statusLine, ...fields] = text.slice(0, end).split('\r\n')
-  const headers = Object.fromEntries(fields.map((f) => [f.slice(0, f.indexOf(':')).toLowerCase(), f.slice(f.indexOf(':') + 1).trim()]))
+  const headers = Object.fromEntries(
+    fields.map((f) => [f.slice(0, f.indexOf(':')).toLowerCase(), f.slice(f.indexOf(':') + 1).trim()])
+  )
   return { statusLine, headers, body: text.slice(end + 4) }
 }
 
 const refused = (list: Connection[]) => list.filter((c) => c.closed && c.received.startsWith('HTTP/1.1 503 ')).length
-const logLines = (output: string, msg: string) => output.split('\n').filter((l) => l.includes(`"msg":"${msg}`)).map((l) => JSON.parse(l))
+const logLines = (output: string, msg: string) =>
+  output.split('\n').filter((l) => l.includes(`"msg":"${msg}`)).map((l) => JSON.parse(l))
 
 t.test('idle sockets past the caps are refused; other clients are served; timeouts free the slots', async (t) => {
   const server = await startServer({
@@ -71,7 +79,8 @@ t.test('idle sockets past the caps are refused; other clients are served; timeou
   })
   const port = Number(new URL(server.url).port)
   const lowered = logLines(server.output(), 'MAX_CONNECTIONS lowered')
-  t.same(lowered.map((l) => [l.configured, l.maxConnections, l.maxPerAddress, l.fileLimit]), [[{ maxConnections: 10000, maxPerAddress: 6000 }, 50, PER_ADDRESS, FILE_LIMIT]],
+  t.same(lowered.map((l) => [l.configured, l.maxConnections, l.maxPerAddress, l.fileLimit]),
+    [[{ maxConnections: 10000, maxPerAddress: 6000 }, 50, PER_ADDRESS, FILE_LIMIT]],
     'the caps are lowered to fit the open-file limit, and said so')
 
   // One client opens more idle connections than the process may open files: 30 are taken, the
@@ -84,7 +93,8 @@ t.test('idle sockets past the caps are refused; other clients are served; timeou
   const refusal = split(greedy.find((c) => c.closed)!.received)
   t.equal(refusal.statusLine, 'HTTP/1.1 503 Service Unavailable')
   t.equal(refusal.body, TOO_MANY)
-  t.same(Object.keys(refusal.headers), ['content-type', 'content-length', 'cache-control', 'x-request-id', 'connection'])
+  t.same(Object.keys(refusal.headers),
+    ['content-type', 'content-length', 'cache-control', 'x-request-id', 'connection'])
   t.match(refusal.headers['x-request-id'], UUID)
 
   // Another client is served meanwhile, on a connection it keeps.
@@ -108,7 +118,9 @@ t.test('idle sockets past the caps are refused; other clients are served; timeou
 
   const refusals = logLines(server.output(), 'connections refused')
   t.equal(refusals.length, 1, 'the refusals are logged once')
-  t.match(refusals[0], { level: 40, cap: 'per address', address: '127.0.0.2', open: 30, maxConnections: 50, maxPerAddress: PER_ADDRESS })
+  t.match(refusals[0], {
+    level: 40, cap: 'per address', address: '127.0.0.2', open: 30, maxConnections: 50, maxPerAddress: PER_ADDRESS
+  })
 
   // The idle ones never sent a request: HEADERS_TIMEOUT_MS closes them, with a 408 each.
   const idle = [...greedy, ...third].filter((c) => !c.closed)
@@ -127,11 +139,14 @@ t.test('idle sockets past the caps are refused; other clients are served; timeou
     meanwhile.push(again.received)
   }
   t.equal((await ask(again, '/healthz')).statusLine, 'HTTP/1.1 200 OK', 'their slots are free again')
-  t.ok(meanwhile.every((received) => split(received).body === TOO_MANY), `refused meanwhile with the 503: ${meanwhile.length}`)
+  t.ok(meanwhile.every((received) => split(received).body === TOO_MANY),
+    `refused meanwhile with the 503: ${meanwhile.length}`)
   const refusedMeanwhile = meanwhile.length
 
-  await until('the end of the episode logged', () => logLines(server.output(), 'connections accepted again').length > 0, 20_000)
-  t.match(logLines(server.output(), 'connections accepted again'), [{ level: 30, refused: 382 + refusedMeanwhile }], 'its end is logged once, with the count refused')
+  await until('the end of the episode logged',
+    () => logLines(server.output(), 'connections accepted again').length > 0, 20_000)
+  t.match(logLines(server.output(), 'connections accepted again'), [{ level: 30, refused: 382 + refusedMeanwhile }],
+    'its end is logged once, with the count refused')
   t.equal(logLines(server.output(), 'connections refused').length, 1)
 })
 
@@ -155,7 +170,8 @@ t.test('a client that stops reading its answers loses its connection once nothin
   const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
   const connection = open(port, '127.0.0.7')
   t.teardown(() => connection.socket.destroy())
-  const opened = () => new Promise<number>((resolve, reject) => app.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
+  const opened = () =>
+    new Promise<number>((resolve, reject) => app.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
   // far more than the sockets' buffers hold (the document is about 125 kB), none of it read
   connection.socket.pause()
   connection.socket.write('GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(200))

@@ -9,15 +9,20 @@ import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
 const MB = 1024 * 1024
 const LIMIT_MB = 64
 
-interface Page { tag: string, page: number, per_page: number, total: number, total_pages: number, sites: { id: string, latitude: number, longitude: number, helipaddy_link: string }[] }
+interface PageSite { id: string, latitude: number, longitude: number, helipaddy_link: string }
+interface Page { tag: string, page: number, per_page: number, total: number, total_pages: number, sites: PageSite[] }
 interface GeoPage { features: { id: string, geometry: { coordinates: number[] }, properties: Page['sites'][number] }[] }
 
 t.test('tag pages past the fragments\' memory limit are right and the same again, within the limit', async (t) => {
   const dir = tmpDataDir(t)
   // no response cache: every page is assembled from the fragments
-  const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '120000', NODE_ENV: 'production', FRAGMENTS_MAX_MB: String(LIMIT_MB), CACHE_TTL_SECONDS: '0' }
+  const env = {
+    DATA_DIR: dir, SANDBOX_SITE_COUNT: '120000', NODE_ENV: 'production', FRAGMENTS_MAX_MB: String(LIMIT_MB),
+    CACHE_TTL_SECONDS: '0'
+  }
   const created = JSON.parse(admin(['partners', 'create', '--name', 'Pages', '--tier', 'scale', '--json'], env).stdout)
-  admin(['partners', 'update', created.slug, '--categories', '2,3,4,5,6,7,8,9', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
+  admin(['partners', 'update', created.slug, '--categories', '2,3,4,5,6,7,8,9',
+    '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   const metricsUrl = metricsUrlOf(server)
@@ -46,7 +51,8 @@ t.test('tag pages past the fragments\' memory limit are right and the same again
       const right = total === sites && records.length === Math.min(500, sites - (page - 1) * 500) &&
         records.every((r) => r.helipaddy_link === `https://helipaddy.com/pad/${r.id}`) &&
         features.length === records.length &&
-        features.every((f, i) => f.id === records[i].id && JSON.stringify(f.properties) === JSON.stringify(records[i]) &&
+        features.every((f, i) =>
+          f.id === records[i].id && JSON.stringify(f.properties) === JSON.stringify(records[i]) &&
           f.geometry.coordinates[0] === records[i].longitude && f.geometry.coordinates[1] === records[i].latitude)
       if (!right) wrong++
       ids.push(...records.map((r) => r.id))

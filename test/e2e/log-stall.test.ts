@@ -16,7 +16,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface Line { level: number, msg: string, dropped_lines?: number }
 /** The complete lines of the output (the last may still be arriving). */
-const logLines = (out: string): Line[] => out.slice(0, out.lastIndexOf('\n') + 1).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line)
+const logLines = (out: string): Line[] =>
+  out.slice(0, out.lastIndexOf('\n') + 1).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line)
 
 /** `count` requests on 16 connections; their statuses and how many of each. */
 async function flood (url: string, count: number) {
@@ -36,7 +37,8 @@ async function flood (url: string, count: number) {
 /** The process's exit code, or 'running' if it has not exited within `ms`. */
 const exitWithin = (child: ChildProcess, ms: number) =>
   Promise.race([
-    new Promise<number | null>((resolve) => child.exitCode === null ? child.on('exit', resolve) : resolve(child.exitCode)),
+    new Promise<number | null>((resolve) =>
+      child.exitCode === null ? child.on('exit', resolve) : resolve(child.exitCode)),
     sleep(ms).then(() => 'running' as const)
   ])
 
@@ -44,14 +46,19 @@ const HELD = /log lines held at exit were not written: their reader had taken no
 
 t.test('a stalled log reader costs lines, counted and reported, not memory', async (t) => {
   const dir = tmpDataDir(t)
-  const server = await startServer({ DATA_DIR: dir, SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1' })
+  const server = await startServer({
+    DATA_DIR: dir, SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1'
+  })
   t.teardown(() => server.stop('SIGKILL'))
   const metricsUrl = metricsUrlOf(server)
   /** Access lines received, and lines the warnings say were dropped (one parse of the output). */
   const tally = () => {
     const lines = logLines(server.output())
     const warnings = lines.filter((l) => l.dropped_lines !== undefined)
-    return { requests: lines.filter((l) => l.msg === 'request').length, warnings, dropped: warnings.reduce((sum, l) => sum + l.dropped_lines!, 0) }
+    return {
+      requests: lines.filter((l) => l.msg === 'request').length, warnings,
+      dropped: warnings.reduce((sum, l) => sum + l.dropped_lines!, 0)
+    }
   }
   const before = tally().requests
 
@@ -59,7 +66,8 @@ t.test('a stalled log reader costs lines, counted and reported, not memory', asy
   // about 250 bytes a line: 24,000 lines are 6 MB, far more than the 1 MB held plus the socket's
   // buffers (about 200 kB here) and this reader's
   const sent = 24_000
-  t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, sent), [[401, sent]], 'every request answered while nobody reads the log')
+  t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, sent), [[401, sent]],
+    'every request answered while nobody reads the log')
 
   server.child.stdout.resume()
   let seen = tally()
@@ -68,7 +76,8 @@ t.test('a stalled log reader costs lines, counted and reported, not memory', asy
     seen = tally()
   }
   t.ok(seen.warnings.length >= 1 && seen.warnings.every((l) => l.level === 40), 'warnings once the writer caught up')
-  t.match(seen.warnings[0]?.msg, /^\d+ log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting$/)
+  t.match(seen.warnings[0]?.msg,
+    /^\d+ log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB were waiting$/)
   t.ok(seen.dropped > 0 && seen.dropped < sent, `some lines dropped (${seen.dropped}), not all`)
   t.equal(seen.requests - before + seen.dropped, sent, 'each request has its line or is counted as dropped')
 
@@ -76,19 +85,27 @@ t.test('a stalled log reader costs lines, counted and reported, not memory', asy
   t.equal(metrics.get('lsp_log_lines_dropped_total'), seen.dropped, 'the metric counts the same lines')
 })
 
-t.test('a SIGTERM while the reader has stopped: the close ends within SHUTDOWN_TIMEOUT_MS, the lines held are left', async (t) => {
-  const server = await startServer({ DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '1000' })
+t.test('a SIGTERM while the reader has stopped: the close ends within SHUTDOWN_TIMEOUT_MS, ' +
+  'the lines held are left', async (t) => {
+  const server = await startServer({
+    DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1',
+    SHUTDOWN_TIMEOUT_MS: '1000'
+  })
   t.teardown(() => server.stop('SIGKILL'))
   server.child.stdout.pause()
   // 2 MB of lines: the pipe is full, the writer holds 1 MB
   t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 8000), [[401, 8000]])
   server.child.kill('SIGTERM')
-  t.equal(await exitWithin(server.child, 6000), 1, 'exit 1 (the close timed out), not a process that waits for its reader')
+  t.equal(await exitWithin(server.child, 6000), 1,
+    'exit 1 (the close timed out), not a process that waits for its reader')
   t.match(server.output(), HELD, 'stderr says the lines held were not written')
 })
 
 t.test('a SIGTERM while the reader is slow: every line is written before exit 0', async (t) => {
-  const server = await startServer({ DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '4', SHUTDOWN_TIMEOUT_MS: '10000' })
+  const server = await startServer({
+    DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '4',
+    SHUTDOWN_TIMEOUT_MS: '10000'
+  })
   t.teardown(() => server.stop('SIGKILL'))
   const before = logLines(server.output()).filter((l) => l.msg === 'request').length
   server.child.stdout.pause()
@@ -106,7 +123,8 @@ t.test('a SIGTERM while the reader is slow: every line is written before exit 0'
 t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM ends it all the same', async (t) => {
   // tsx makes stdout non-blocking itself; this needs the service without it
   const build = tmpDataDir(t, 'lsp-build-')
-  const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false'], { encoding: 'utf8' })
+  const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'),
+    '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false'], { encoding: 'utf8' })
   t.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(build, 'node_modules'))
   writeFileSync(join(build, 'package.json'), '{"type":"module"}')
@@ -116,7 +134,10 @@ t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM
   const writeEnd = openSync(fifo, constants.O_WRONLY) // blocking: as a shell's pipe
   const child = spawn(process.execPath, [join(build, 'src/server.js')], {
     // no NODE_OPTIONS: tap's preloads include tsx
-    env: baseEnv({ NODE_OPTIONS: '', DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0' }),
+    env: baseEnv({
+      NODE_OPTIONS: '', DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1',
+      SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0'
+    }),
     stdio: ['ignore', writeEnd, 'pipe']
   })
   closeSync(writeEnd)
@@ -127,7 +148,9 @@ t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM
   let out = ''
   reader.on('data', (d) => { out += d })
   let url: string | undefined
-  for (let i = 0; i < 300 && !(url = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(out)?.[1]); i++) await sleep(100)
+  for (let i = 0; i < 300 && !(url = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(out)?.[1]); i++) {
+    await sleep(100)
+  }
   t.ok(url, 'listening')
   reader.pause()
   t.same(await flood(`${url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 8000), [[401, 8000]])
@@ -137,8 +160,12 @@ t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM
   reader.destroy()
 })
 
-t.test('a reader that goes away (EPIPE): the service answers on, says so once on stderr, and a SIGTERM ends it', async (t) => {
-  const server = await startServer({ DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1', SHUTDOWN_TIMEOUT_MS: '5000' })
+t.test('a reader that goes away (EPIPE): the service answers on, says so once on stderr, ' +
+  'and a SIGTERM ends it', async (t) => {
+  const server = await startServer({
+    DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1',
+    SHUTDOWN_TIMEOUT_MS: '5000'
+  })
   t.teardown(() => server.stop('SIGKILL'))
   server.child.stdout.destroy()
   t.same(await flood(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1`, 2000), [[401, 2000]], 'every request answered')

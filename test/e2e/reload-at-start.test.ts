@@ -15,7 +15,9 @@ const environment = (env: Record<string, string>) => {
 
 /** The CLI, loaded and waiting for a line on stdin to run. */
 function loadedCli (args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'test/fixtures/admin-on-input.mjs'), ...args], { cwd: REPO_ROOT, env: environment(env) })
+  const child = spawn(process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'test/fixtures/admin-on-input.mjs'), ...args],
+    { cwd: REPO_ROOT, env: environment(env) })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })

@@ -36,15 +36,22 @@ const requests: [string, string, () => Record<string, string>, number][] = [
   ['POST', '/healthz', () => ({}), 404],
   ['DELETE', '/v1/sites', () => auth, 404]
 ]
-const isProbe = (method: string, url: string) => (method === 'GET' || method === 'HEAD') && (url === '/healthz' || url === '/readyz')
+const isProbe = (method: string, url: string) =>
+  (method === 'GET' || method === 'HEAD') && (url === '/healthz' || url === '/readyz')
 
 async function answer (t: Test, level: string) {
   const dir = tmpDataDir(t) // each app its own control.db: the limits start afresh
   const tokens = writeFixture(dir, {
     production: [site('prd-hotel', 4, 51.5, -0.12)],
     partners: [
-      { name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED },
-      { name: 'Small', slug: 'small', tier: 'growth', environment: 'production', categories: [4], limitOverrides: { minute: 2, hour: 'unlimited', day: 'unlimited' } }
+      {
+        name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4],
+        limitOverrides: UNLIMITED
+      },
+      {
+        name: 'Small', slug: 'small', tier: 'growth', environment: 'production', categories: [4],
+        limitOverrides: { minute: 2, hour: 'unlimited', day: 'unlimited' }
+      }
     ]
   })
   auth = { authorization: `Bearer ${tokens.live}` }
@@ -74,9 +81,11 @@ t.test('info: one line for each request but the probes, in order, with its id an
   const expected = requests.map(([method, url, , status], i) => ({ method, url, status, id: ids[i] }))
     .filter(({ method, url }) => !isProbe(method, url))
   t.equal(expected.length, 19)
-  t.same(logged.map((l) => `${l.reqId} ${l.method} ${l.url} ${l.status}`), expected.map((e) => `${e.id} ${e.method} ${e.url} ${e.status}`))
+  t.same(logged.map((l) => `${l.reqId} ${l.method} ${l.url} ${l.status}`),
+    expected.map((e) => `${e.id} ${e.method} ${e.url} ${e.status}`))
   t.same(logged.filter((l) => l.partner !== undefined).map((l) => `${l.partner} ${l.status} ${l.cache ?? '-'}`),
-    ['live 200 hit', 'live 304 hit', 'live 400 -', 'live 200 -', 'small 200 miss', 'small 200 hit', 'small 200 hit', 'small 429 -'],
+    ['live 200 hit', 'live 304 hit', 'live 400 -', 'live 200 -',
+      'small 200 miss', 'small 200 hit', 'small 200 hit', 'small 429 -'],
     'the partner (and the cache) named on its requests to the partner routes')
 })
 

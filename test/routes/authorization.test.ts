@@ -8,13 +8,20 @@ import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 const { app, tokens } = await buildTestApp(t, {
   production: [site('prd-hotel', 4, 51.5, -0.12)],
   partners: [
-    { name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED },
-    { name: 'Other', slug: 'other', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED }
+    {
+      name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED
+    },
+    {
+      name: 'Other', slug: 'other', tier: 'growth', environment: 'production', categories: [4],
+      limitOverrides: UNLIMITED
+    }
   ]
 })
 
 const search = '/v1/sites/nearest?lat=51.5&lng=-0.12'
-const INVALID_KEY = { code: 'svc_partner_api_invalid_key', message: 'The API key is not recognised.', data: { status: 401 } }
+const INVALID_KEY = {
+  code: 'svc_partner_api_invalid_key', message: 'The API key is not recognised.', data: { status: 401 }
+}
 const bearer = (slug: string) => `Bearer ${tokens[slug]}`
 
 t.test('through inject', async (t) => {

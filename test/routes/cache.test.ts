@@ -12,7 +12,10 @@ const { app, tokens, dataDir } = await buildTestApp(t, {
   sandbox,
   production,
   partners: [
-    { name: 'Live hotels', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED },
+    {
+      name: 'Live hotels', slug: 'live', tier: 'growth', environment: 'production', categories: [4],
+      limitOverrides: UNLIMITED
+    },
     { name: 'Hotels', slug: 'hotels', tier: 'growth', categories: [4], limitOverrides: UNLIMITED },
     { name: 'Pubs', slug: 'pubs', tier: 'growth', categories: [5], limitOverrides: UNLIMITED },
     { name: 'Near', slug: 'near', tier: 'growth', categories: [4, 5, 7], maxResults: 1, limitOverrides: UNLIMITED },
@@ -47,7 +50,9 @@ t.test('ETag, Cache-Control and 304', async (t) => {
   t.equal(notModified.statusCode, 304)
   t.equal(notModified.body, '')
   t.equal(notModified.headers.etag, first.headers.etag)
-  const used = async () => JSON.parse((await app.inject({ method: 'GET', url: `/v1/usage?api_key=${tokens.hotels}` })).body).windows.minute.used
+  const used = async () => JSON.parse((await app.inject({
+    method: 'GET', url: `/v1/usage?api_key=${tokens.hotels}`
+  })).body).windows.minute.used
   const before = await used()
   await get('hotels', `${Q}&radius=5`, { 'if-none-match': first.headers.etag as string })
   t.equal(await used(), before + 1, 'a 304 counts')
@@ -64,7 +69,8 @@ t.test('ETag, Cache-Control and 304', async (t) => {
 })
 
 t.test('/usage records the status sent: a miss turned into a 304 is a 304 of no rows', async (t) => {
-  const usage = async () => JSON.parse((await app.inject({ method: 'GET', url: `/v1/usage?expand=telemetry&api_key=${tokens.hotels}` })).body)
+  const usage = async () =>
+    JSON.parse((await app.inject({ method: 'GET', url: `/v1/usage?expand=telemetry&api_key=${tokens.hotels}` })).body)
   const before = await usage()
   const notModified = await get('hotels', `${Q}&radius=11`, { 'if-none-match': '*' })
   t.equal(notModified.statusCode, 304, 'a miss: made, then not sent')
@@ -92,7 +98,8 @@ t.test('normalised parameters share an entry; the answer is the same either way'
   t.equal(a.headers.etag, b.headers.etag)
 })
 
-t.test('tags are the same in another app instance on the same data (as after a restart, or on another instance)', async (t) => {
+t.test('tags are the same in another app instance on the same data ' +
+  '(as after a restart, or on another instance)', async (t) => {
   const { buildApp } = await import('../../src/app.ts')
   const { testConfig } = await import('../helper.ts')
   const other = await buildApp(testConfig(dataDir))
@@ -113,7 +120,9 @@ t.test('a repeated request is answered from the cache with the same bytes and he
   const second = await bearer('hotels', url)
   t.equal(second.statusCode, 200)
   t.equal(second.body, first.body)
-  for (const h of ['etag', 'cache-control', 'content-type', 'content-length']) t.equal(second.headers[h], first.headers[h], h)
+  for (const h of ['etag', 'cache-control', 'content-type', 'content-length']) {
+    t.equal(second.headers[h], first.headers[h], h)
+  }
   t.not(second.headers['x-request-id'], first.headers['x-request-id'])
   const notModified = await bearer('hotels', url, { 'if-none-match': first.headers.etag as string })
   t.equal(notModified.statusCode, 304)
@@ -121,13 +130,17 @@ t.test('a repeated request is answered from the cache with the same bytes and he
   const head = await app.inject({ method: 'HEAD', url, headers: { authorization: `Bearer ${tokens.hotels}` } })
   t.equal(head.statusCode, 200)
   t.equal(head.body, '', 'HEAD of a cached answer: no body')
-  for (const h of ['etag', 'cache-control', 'content-type', 'content-length']) t.equal(head.headers[h], first.headers[h], `HEAD ${h}`)
+  for (const h of ['etag', 'cache-control', 'content-type', 'content-length']) {
+    t.equal(head.headers[h], first.headers[h], `HEAD ${h}`)
+  }
   const other = await bearer('hotels', `${Q}&radius=3.0`)
   t.equal(other.headers.etag, first.headers.etag, 'the same question asked another way: the same entry')
 })
 
-t.test('HEAD on a miss: the status and headers of its GET, stored like it; a 304 on a miss as one from the cache', async (t) => {
-  const head = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'HEAD', url, headers: { authorization: `Bearer ${tokens.hotels}`, ...headers } })
+t.test('HEAD on a miss: the status and headers of its GET, stored like it; ' +
+  'a 304 on a miss as one from the cache', async (t) => {
+  const head = (url: string, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'HEAD', url, headers: { authorization: `Bearer ${tokens.hotels}`, ...headers } })
   for (const url of [`${Q}&radius=6`, '/v1/sites/nearest?lat=51.5&lng=-0.12&radius=6', '/v1/categories', '/v1/tags']) {
     for (const encoding of [undefined, 'gzip']) {
       app.responseCache.clear()
@@ -137,7 +150,9 @@ t.test('HEAD on a miss: the status and headers of its GET, stored like it; a 304
       t.equal(first.body, '')
       const after = await bearer('hotels', url, headers)
       t.equal(after.statusCode, 200)
-      for (const h of ['etag', 'cache-control', 'vary', 'content-type', 'content-length', 'content-encoding']) t.equal(first.headers[h], after.headers[h], `${url} ${encoding ?? ''}: ${h}`)
+      for (const h of ['etag', 'cache-control', 'vary', 'content-type', 'content-length', 'content-encoding']) {
+        t.equal(first.headers[h], after.headers[h], `${url} ${encoding ?? ''}: ${h}`)
+      }
       t.equal(Number(first.headers['content-length']), after.rawPayload.length, 'the length of the GET\'s body')
       t.equal(app.responseCache.size, 1, 'the HEAD stored the answer: the GET was a hit')
     }
@@ -157,19 +172,23 @@ t.test('HEAD on a miss: the status and headers of its GET, stored like it; a 304
     t.equal(notModified.headers.etag, etag)
     t.equal(notModified.headers['cache-control'], 'private, max-age=60')
     const headNotModified = await head(url, { 'if-none-match': etag as string })
-    t.same([headNotModified.statusCode, headNotModified.body, headNotModified.headers.etag, headNotModified.headers['content-type']], [304, '', etag, undefined], 'and a HEAD')
+    t.same([headNotModified.statusCode, headNotModified.body, headNotModified.headers.etag,
+      headNotModified.headers['content-type']], [304, '', etag, undefined], 'and a HEAD')
     const length = (await bearer('hotels', url)).rawPayload.length
-    t.equal(headNotModified.headers['content-length'], String(length), `a HEAD's Content-Length is its 200's, ${length}, not 0 (${fromCache ? 'hit' : 'miss'})`)
+    t.equal(headNotModified.headers['content-length'], String(length),
+      `a HEAD's Content-Length is its 200's, ${length}, not 0 (${fromCache ? 'hit' : 'miss'})`)
     app.responseCache.clear()
     const gzipped = await bearer('hotels', url, { 'accept-encoding': 'gzip' })
     const headGzip = await head(url, { 'accept-encoding': 'gzip', 'if-none-match': gzipped.headers.etag as string })
-    t.same([headGzip.statusCode, headGzip.headers['content-length']], [304, String(gzipped.rawPayload.length)], 'the length of the encoding the HEAD would get')
+    t.same([headGzip.statusCode, headGzip.headers['content-length']], [304, String(gzipped.rawPayload.length)],
+      'the length of the encoding the HEAD would get')
   }
 })
 
 t.test('the same URL for partners of other permissions or datasets', async (t) => {
   const url = `${Q}&radius=4`
-  t.equal(app.partners.byToken(tokens.live)!.fingerprint, app.partners.byToken(tokens.hotels)!.fingerprint, 'live and hotels differ only by dataset')
+  t.equal(app.partners.byToken(tokens.live)!.fingerprint, app.partners.byToken(tokens.hotels)!.fingerprint,
+    'live and hotels differ only by dataset')
   for (let round = 0; round < 3; round++) {
     t.same(ids((await bearer('hotels', url)).body), ['c-4'])
     t.same(ids((await bearer('pubs', url)).body), ['c-5'])
@@ -201,8 +220,11 @@ t.test('a sandbox and a production file with the same meta never share an answer
   const url = `${Q}&radius=8`
   for (const order of [['hotels', 'live'], ['live', 'hotels']]) {
     app.responseCache.clear()
-    const answers = Object.fromEntries(await Promise.all(order.map(async (slug) => [slug, await bearer(slug, url)] as const)))
-    for (const slug of order) answers[slug] = await bearer(slug, url) // the second asker of the URL, after the first stored it
+    const answers = Object.fromEntries(
+      await Promise.all(order.map(async (slug) => [slug, await bearer(slug, url)] as const))
+    )
+    // the second asker of the URL, after the first stored it
+    for (const slug of order) answers[slug] = await bearer(slug, url)
     t.same(ids(answers.hotels.body), ['new-4'], `${order.join(' then ')}: sandbox`)
     t.same(ids(answers.live.body), ['pew-4'], `${order.join(' then ')}: production`)
     t.not(answers.hotels.headers.etag, answers.live.headers.etag)
@@ -214,7 +236,8 @@ t.test('a dataset file edited in place, its meta unchanged, gets new ETags at it
   const before = await bearer('hotels', url)
   t.equal(before.statusCode, 200)
   t.equal((await app.reloadDatasets('test')).ok, true)
-  t.equal((await bearer('hotels', url, { 'if-none-match': before.headers.etag as string })).statusCode, 304, 'a reload of the same file keeps them')
+  t.equal((await bearer('hotels', url, { 'if-none-match': before.headers.etag as string })).statusCode, 304,
+    'a reload of the same file keeps them')
   const builtAt = app.datasets.get('sandbox')!.meta.built_at
   const db = new Database(join(dataDir, 'sandbox.db'))
   db.exec("UPDATE sites SET name = 'Renamed by hand' WHERE id = 'new-4'")

@@ -5,7 +5,9 @@ import t from 'tap'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 const sandbox = Array.from({ length: 40 }, (_, i) => site(`c-${String(i).padStart(2, '0')}`, 4, 51.5 + i / 1000, -0.12))
-const { app, tokens } = await buildTestApp(t, { sandbox, partners: [{ name: 'Hotels', slug: 'hotels', tier: 'growth', categories: [4], limitOverrides: UNLIMITED }] })
+const { app, tokens } = await buildTestApp(t, {
+  sandbox, partners: [{ name: 'Hotels', slug: 'hotels', tier: 'growth', categories: [4], limitOverrides: UNLIMITED }]
+})
 const get = (url: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${tokens.hotels}`, ...headers } })
 const SITES = '/v1/sites?lat=51.5&lng=-0.12&radius=20'
@@ -31,13 +33,15 @@ t.test('gzip and br: the same bytes, each with its own ETag', async (t) => {
   t.equal(br.headers['content-encoding'], 'br')
   t.same(brotliDecompressSync(br.rawPayload), plain.rawPayload)
   t.equal(br.headers.etag, `${etag.slice(0, -1)}-br"`)
-  t.same((await get(SITES, { 'accept-encoding': 'gzip;q=0.5, br' })).headers['content-encoding'], 'br', 'the client\'s preference')
+  t.same((await get(SITES, { 'accept-encoding': 'gzip;q=0.5, br' })).headers['content-encoding'], 'br',
+    'the client\'s preference')
 
   for (let i = 0; i < 3; i++) {
     t.same(gunzipSync((await get(SITES, { 'accept-encoding': 'gzip' })).rawPayload), plain.rawPayload)
     t.same(brotliDecompressSync((await get(SITES, { 'accept-encoding': 'br' })).rawPayload), plain.rawPayload)
   }
-  t.same(app.responseCache.compressions, { gzip: before.gzip + 1, br: before.br + 1 }, 'compressed once per encoding, not on every hit')
+  t.same(app.responseCache.compressions, { gzip: before.gzip + 1, br: before.br + 1 },
+    'compressed once per encoding, not on every hit')
 })
 
 t.test('a miss asked with gzip is sent compressed and keeps its compressed bytes', async (t) => {

@@ -24,7 +24,10 @@ const { app, tokens } = await buildTestApp(t, {
   sandbox,
   production,
   partners: [
-    { name: 'Wide', slug: 'wide', tier: 'scale', environment: 'production', siteById: true, categories: [2, 3, 4, 5, 6, 7, 8, 9], otherCategories: true, limitOverrides: UNLIMITED },
+    {
+      name: 'Wide', slug: 'wide', tier: 'scale', environment: 'production', siteById: true,
+      categories: [2, 3, 4, 5, 6, 7, 8, 9], otherCategories: true, limitOverrides: UNLIMITED
+    },
     { name: 'Demo', slug: 'demo', tier: 'demo', limitOverrides: UNLIMITED },
     { name: 'Growth', slug: 'growth', tier: 'growth', limitOverrides: UNLIMITED }
   ]
@@ -32,9 +35,18 @@ const { app, tokens } = await buildTestApp(t, {
 
 interface Endpoint { path: string, ok: TSchema, geo?: TSchema, codes: ErrorCode[], base: Record<string, string> }
 const ENDPOINTS: Endpoint[] = [
-  { path: '/v1/sites', ok: Type.Array(SiteRecord), geo: SiteFeatureCollection, codes: SEARCH_ERRORS, base: { lat: '51.5', lng: '-0.12', radius: '50' } },
-  { path: '/v1/sites/nearest', ok: Type.Union([NearestRecord, Type.Null()]), codes: SEARCH_ERRORS, base: { lat: '48.85', lng: '2.35' } },
-  { path: '/v1/sites/by-tag', ok: TagPage, geo: TagFeatureCollection, codes: BY_TAG_ERRORS, base: { tag: '~fuel', per_page: '20' } },
+  {
+    path: '/v1/sites', ok: Type.Array(SiteRecord), geo: SiteFeatureCollection, codes: SEARCH_ERRORS,
+    base: { lat: '51.5', lng: '-0.12', radius: '50' }
+  },
+  {
+    path: '/v1/sites/nearest', ok: Type.Union([NearestRecord, Type.Null()]), codes: SEARCH_ERRORS,
+    base: { lat: '48.85', lng: '2.35' }
+  },
+  {
+    path: '/v1/sites/by-tag', ok: TagPage, geo: TagFeatureCollection, codes: BY_TAG_ERRORS,
+    base: { tag: '~fuel', per_page: '20' }
+  },
   { path: '/v1/sites/{id}', ok: Type.Union([SiteRecord, Type.Null()]), codes: SITE_ERRORS, base: {} },
   { path: '/v1/usage', ok: UsageReport, codes: USAGE_ERRORS, base: { expand: 'telemetry' } }
 ]
@@ -44,13 +56,14 @@ const ANYWHERE: ErrorCode[] = ['rest_bad_request', 'rest_no_route']
 const PARAMS = ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo', 'page', 'per_page', 'expand', 'id', 'format']
 
 const HOSTILE = [
-  '', ' ', 'NaN', '-NaN', 'nan', '1e309', '-1e309', '1e-400', 'Infinity', '-Infinity', '0x1A', '0b1', '0o7', '1_000', ' 5', '5 ',
-  '+5', '05', '5.', '.5', '1e2', '-0', '0', '0.0', '00', '-', '+', '.', 'e', '1e', '1,5', '٣', '５', '½', '🚁', '\u0000',
-  '\u202e', '%', '%%', '%2', '%zz', '%00', '%2F', '..%2F..%2Fetc%2Fpasswd', '%2e%2e', '%C0%AF', '%E0%A4%A', '%FF',
-  'true', 'false', 'TRUE', 'yes', 'null', 'undefined', '[]', '{}', '[1]', '{"a":1}', '__proto__', 'constructor',
-  'toString', '~', '~~', '~fuel', '~FUEL', '~a b', `~${'a'.repeat(63)}`, `~${'a'.repeat(64)}`, 'A'.repeat(64), 'A'.repeat(65),
-  'A'.repeat(5000), '9'.repeat(400), `1.${'1'.repeat(400)}`, '90', '90.0000001', '-90', '180', '180.0000001', '-180',
-  'geojson', 'json', 'GEOJSON', 'geojson ', '2147483647', '2147483648', '-2147483649', '9007199254740993', '1', '2', '4', '7', '8', '500', '501', '0.000001', '-1'
+  '', ' ', 'NaN', '-NaN', 'nan', '1e309', '-1e309', '1e-400', 'Infinity', '-Infinity', '0x1A', '0b1', '0o7', '1_000',
+  ' 5', '5 ', '+5', '05', '5.', '.5', '1e2', '-0', '0', '0.0', '00', '-', '+', '.', 'e', '1e', '1,5', '٣', '５', '½',
+  '🚁', '\u0000', '\u202e', '%', '%%', '%2', '%zz', '%00', '%2F', '..%2F..%2Fetc%2Fpasswd', '%2e%2e', '%C0%AF',
+  '%E0%A4%A', '%FF', 'true', 'false', 'TRUE', 'yes', 'null', 'undefined', '[]', '{}', '[1]', '{"a":1}', '__proto__',
+  'constructor', 'toString', '~', '~~', '~fuel', '~FUEL', '~a b', `~${'a'.repeat(63)}`, `~${'a'.repeat(64)}`,
+  'A'.repeat(64), 'A'.repeat(65), 'A'.repeat(5000), '9'.repeat(400), `1.${'1'.repeat(400)}`, '90', '90.0000001',
+  '-90', '180', '180.0000001', '-180', 'geojson', 'json', 'GEOJSON', 'geojson ', '2147483647', '2147483648',
+  '-2147483649', '9007199254740993', '1', '2', '4', '7', '8', '500', '501', '0.000001', '-1'
 ]
 const value = fc.oneof(
   { weight: 5, arbitrary: fc.constantFrom(...HOSTILE) },
@@ -63,7 +76,10 @@ const value = fc.oneof(
 )
 const key = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(...PARAMS) },
-  { weight: 1, arbitrary: fc.constantFrom('lat[]', 'lat[0]', 'lat.x', 'LAT', 'api_key', '__proto__', 'constructor', '', '=', '&') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('lat[]', 'lat[0]', 'lat.x', 'LAT', 'api_key', '__proto__', 'constructor', '', '=', '&')
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 12 }) }
 )
 /** How a key or value goes into the URL: encoded, or left raw apart from what would break the URL itself. */
@@ -77,7 +93,9 @@ const mutation = fc.oneof(
   fc.record({ op: fc.constant('add' as const), key, value }), // a second value: the parameter given twice
   fc.record({ op: fc.constant('drop' as const), key: fc.constantFrom(...PARAMS) }),
   fc.record({ op: fc.constant('origin' as const) }), // lat=0&lng=0, in any spelling of zero
-  fc.record({ op: fc.constant('set' as const), key: fc.constant('category_id'), value: fc.constantFrom('1', '3', '4', '8', '99') })
+  fc.record({
+    op: fc.constant('set' as const), key: fc.constant('category_id'), value: fc.constantFrom('1', '3', '4', '8', '99')
+  })
 )
 const siteId = fc.oneof(
   fc.constantFrom(sandbox[0].id, production[0].id, production[1].id),
@@ -94,7 +112,8 @@ const auth: fc.Arbitrary<Auth> = fc.oneof(
 )
 const request = fc.record({
   endpoint: fc.constantFrom(...ENDPOINTS),
-  method: fc.oneof({ weight: 15, arbitrary: fc.constant('GET') }, { weight: 5, arbitrary: fc.constantFrom('POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH') }),
+  method: fc.oneof({ weight: 15, arbitrary: fc.constant('GET') },
+    { weight: 5, arbitrary: fc.constantFrom('POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH') }),
   mutations: fc.array(mutation, { maxLength: 6 }),
   id: siteId,
   encodeKey: encoder,
@@ -119,8 +138,10 @@ t.test('random and hostile requests: documented answers only', async (t) => {
   await fc.assert(fc.asyncProperty(request, async (r) => {
     const pairs: [string, string][] = Object.entries(r.endpoint.base)
     for (const m of r.mutations) {
-      if (m.op === 'origin') pairs.splice(0, pairs.length, ...pairs.filter(([k]) => k !== 'lat' && k !== 'lng'), ['lat', '0'], ['lng', '-0.0'])
-      else if (m.op === 'drop') pairs.splice(0, pairs.length, ...pairs.filter(([k]) => k !== m.key))
+      if (m.op === 'origin') {
+        pairs.splice(0, pairs.length, ...pairs.filter(([k]) => k !== 'lat' && k !== 'lng'),
+          ['lat', '0'], ['lng', '-0.0'])
+      } else if (m.op === 'drop') pairs.splice(0, pairs.length, ...pairs.filter(([k]) => k !== m.key))
       else if (m.op === 'set') pairs.splice(0, pairs.length, ...pairs.filter(([k]) => k !== m.key), [m.key, m.value])
       else pairs.push([m.key, m.value])
     }
@@ -136,7 +157,9 @@ t.test('random and hostile requests: documented answers only', async (t) => {
     const where = `${r.method} ${url.slice(0, 300)} -> ${res.statusCode} ${res.body.slice(0, 300)}`
     if (res.statusCode >= 500) throw new Error(`5xx: ${where}`)
     const geo = res.headers['content-type'] === 'application/geo+json; charset=utf-8'
-    if (res.headers['content-type'] !== 'application/json; charset=utf-8' && !(geo && res.statusCode === 200)) throw new Error(`content-type ${res.headers['content-type']}: ${where}`)
+    if (res.headers['content-type'] !== 'application/json; charset=utf-8' && !(geo && res.statusCode === 200)) {
+      throw new Error(`content-type ${res.headers['content-type']}: ${where}`)
+    }
     if (!res.headers['x-request-id']) throw new Error(`no X-Request-Id: ${where}`)
     if (Object.keys(res.headers).some((h) => h.startsWith('access-control-'))) throw new Error(`CORS header: ${where}`)
     if (allTokens.some((tok) => res.body.includes(tok))) throw new Error(`token in the body: ${where}`)
@@ -146,7 +169,10 @@ t.test('random and hostile requests: documented answers only', async (t) => {
       if (!endpoint) throw new Error(`200 from no endpoint: ${where}`)
       const schema = geo ? endpoint.geo : endpoint.ok
       if (!schema) throw new Error(`GeoJSON from ${endpoint.path}: ${where}`)
-      if (!Value.Check(schema, body)) throw new Error(`200 body off its schema: ${[...Value.Errors(schema, body)].slice(0, 3).map((e) => `${e.path} ${e.message}`).join('; ')}: ${where}`)
+      if (!Value.Check(schema, body)) {
+        const errors = [...Value.Errors(schema, body)].slice(0, 3).map((e) => `${e.path} ${e.message}`).join('; ')
+        throw new Error(`200 body off its schema: ${errors}: ${where}`)
+      }
       seen.set('200', (seen.get('200') ?? 0) + 1)
       return
     }
@@ -155,17 +181,28 @@ t.test('random and hostile requests: documented answers only', async (t) => {
     const documented = r.method === 'GET' && endpoint ? [...PARTNER_ERRORS, ...endpoint.codes, ...ANYWHERE] : ANYWHERE
     if (!documented.includes(code)) throw new Error(`undocumented code ${code} for ${endpoint?.path}: ${where}`)
     if (body.data.status !== res.statusCode) throw new Error(`data.status ${body.data.status}: ${where}`)
-    if (code !== 'rest_bad_request' && ERRORS[code].status !== res.statusCode) throw new Error(`status of ${code}: ${where}`)
+    if (code !== 'rest_bad_request' && ERRORS[code].status !== res.statusCode) {
+      throw new Error(`status of ${code}: ${where}`)
+    }
     if (typeof body.message !== 'string' || body.message.length === 0) throw new Error(`message: ${where}`)
     if (res.body.length > 1000) throw new Error(`error body of ${res.body.length} bytes (input echoed?): ${where}`)
-    if (code === 'rest_missing_callback_param' && !(Array.isArray(body.data.params) && body.data.params.every((p: string) => PARAMS.includes(p)))) throw new Error(`params: ${where}`)
-    if (code === 'rest_invalid_param' && !Object.entries(body.data.params).every(([k, v]) => PARAMS.includes(k) && typeof v === 'string')) throw new Error(`params: ${where}`)
+    if (code === 'rest_missing_callback_param' &&
+      !(Array.isArray(body.data.params) && body.data.params.every((p: string) => PARAMS.includes(p)))) {
+      throw new Error(`params: ${where}`)
+    }
+    if (code === 'rest_invalid_param' &&
+      !Object.entries(body.data.params).every(([k, v]) => PARAMS.includes(k) && typeof v === 'string')) {
+      throw new Error(`params: ${where}`)
+    }
     seen.set(code, (seen.get(code) ?? 0) + 1)
   }), { numRuns: 4000, seed: Number(process.env.FUZZ_SEED ?? 20261121) })
 
   // the generator must reach every layer, or the property proves little
-  for (const code of ['200', 'rest_no_route', 'rest_invalid_param', 'rest_missing_callback_param', 'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
-    'svc_partner_api_invalid_key', 'svc_partner_api_missing_key', 'svc_partner_api_feature_disabled', 'svc_partner_api_category_not_permitted']) {
+  for (const code of [
+    '200', 'rest_no_route', 'rest_invalid_param', 'rest_missing_callback_param', 'svc_partner_api_invalid_coordinates',
+    'svc_partner_api_ambiguous_coordinates', 'svc_partner_api_invalid_key', 'svc_partner_api_missing_key',
+    'svc_partner_api_feature_disabled', 'svc_partner_api_category_not_permitted'
+  ]) {
     t.ok((seen.get(code) ?? 0) > 0, `reached ${code} (${seen.get(code) ?? 0} times)`)
   }
   t.comment(JSON.stringify(Object.fromEntries(seen)))

@@ -7,18 +7,27 @@ import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/g
 import { seededRandom } from '../../src/sites/generator.ts'
 import { UNLIMITED, buildTestApp, randomSites } from '../helper.ts'
 
-const sandbox = randomSites('geojson', 600).map((s, i) => ({ ...s, name: i % 7 === 0 ? `Héliport "${i}" \\ ünïcode` : s.name }))
+const sandbox = randomSites('geojson', 600)
+  .map((s, i) => ({ ...s, name: i % 7 === 0 ? `Héliport "${i}" \\ ünïcode` : s.name }))
 const { app, tokens } = await buildTestApp(t, {
   sandbox,
   partners: [
-    { name: 'Wide', slug: 'wide', tier: 'scale', categories: [2, 3, 4, 5, 6, 7, 8, 9], otherCategories: true, limitOverrides: UNLIMITED },
+    {
+      name: 'Wide', slug: 'wide', tier: 'scale', categories: [2, 3, 4, 5, 6, 7, 8, 9], otherCategories: true,
+      limitOverrides: UNLIMITED
+    },
     { name: 'Small', slug: 'small', tier: 'growth', limitOverrides: { minute: 3, hour: 'unlimited', day: 'unlimited' } }
   ]
 })
 const get = (path: string, slug = 'wide', headers: Record<string, string> = {}) =>
   app.inject({ url: path, headers: { authorization: `Bearer ${tokens[slug]}`, ...headers } })
 
-interface Feature { type: string, id: string, geometry: { type: string, coordinates: number[] }, properties: Record<string, unknown> }
+interface Feature {
+  type: string
+  id: string
+  geometry: { type: string, coordinates: number[] }
+  properties: Record<string, unknown>
+}
 const asFeatures = (records: Record<string, unknown>[]) => records.map((r) => ({
   type: 'Feature', id: r.id, geometry: { type: 'Point', coordinates: [r.longitude, r.latitude] }, properties: r
 }))
@@ -35,7 +44,10 @@ t.test('/sites: the JSON answer\'s records as features, byte for byte', async (t
     const json = await get(`/v1/sites?${q}`)
     const geo = await get(`/v1/sites?${q}&format=geojson`)
     t.equal(geo.statusCode, 200)
-    if (geo.headers['content-type'] !== 'application/geo+json; charset=utf-8') { t.fail(`content-type ${geo.headers['content-type']}`); return }
+    if (geo.headers['content-type'] !== 'application/geo+json; charset=utf-8') {
+      t.fail(`content-type ${geo.headers['content-type']}`)
+      return
+    }
     const records = json.json()
     const expected = JSON.stringify({ type: 'FeatureCollection', features: asFeatures(records) })
     if (geo.body !== expected) { t.fail(`${q}: ${geo.body.slice(0, 300)} vs ${expected.slice(0, 300)}`); return }
@@ -60,8 +72,11 @@ t.test('/sites/by-tag: the same page, paging fields as foreign members', async (
 })
 
 t.test('coordinates are [longitude, latitude]', async (t) => {
-  const geo = (await get(`/v1/sites?lat=${sandbox[5].latitude}&lng=${sandbox[5].longitude}&radius=75&format=geojson`)).json()
-  for (const f of geo.features as Feature[]) t.same(f.geometry.coordinates, [f.properties.longitude, f.properties.latitude])
+  const near = `lat=${sandbox[5].latitude}&lng=${sandbox[5].longitude}`
+  const geo = (await get(`/v1/sites?${near}&radius=75&format=geojson`)).json()
+  for (const f of geo.features as Feature[]) {
+    t.same(f.geometry.coordinates, [f.properties.longitude, f.properties.latitude])
+  }
   t.ok(geo.features.length > 0)
 })
 
@@ -82,6 +97,10 @@ t.test('cached, 304, counted, limited, validated like any answer', async (t) => 
   t.equal(usage.windows.minute.rows, 2 * first.json().features.length, 'rows: the features of the two 200 answers')
   const bad = await get('/v1/sites?lat=51.5&lng=-0.1&format=kml')
   t.equal(bad.statusCode, 400)
-  t.same(bad.json(), { code: 'rest_invalid_param', message: 'Invalid parameter(s): format.', data: { status: 400, params: { format: 'format must be json or geojson' } } })
-  t.equal((await get('/v1/sites/nearest?lat=51.5&lng=-0.1&format=geojson')).statusCode, 200, '/sites/nearest ignores format (not one of its parameters)')
+  t.same(bad.json(), {
+    code: 'rest_invalid_param', message: 'Invalid parameter(s): format.',
+    data: { status: 400, params: { format: 'format must be json or geojson' } }
+  })
+  t.equal((await get('/v1/sites/nearest?lat=51.5&lng=-0.1&format=geojson')).statusCode, 200,
+    '/sites/nearest ignores format (not one of its parameters)')
 })

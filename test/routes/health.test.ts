@@ -25,7 +25,10 @@ t.test('readyz: datasets and control.db', async (t) => {
   t.equal(res.statusCode, 200)
   t.same(res.json(), {
     status: 'ready',
-    datasets: { sandbox: { site_count: 2, built_at: builtAt('sandbox') }, production: { site_count: 1, built_at: builtAt('production') } },
+    datasets: {
+      sandbox: { site_count: 2, built_at: builtAt('sandbox') },
+      production: { site_count: 1, built_at: builtAt('production') }
+    },
     control_db: { readable: true, writable: true, failures: [] },
     shared_state: { backend: 'embedded' }
   })
@@ -41,11 +44,15 @@ t.test('readyz: a failing control.db job makes it 503 with the reason, and recov
   t.same(body.control_db.readable, true)
   t.same(body.control_db.writable, false)
   t.equal(body.control_db.failures.length, 1)
-  t.match(body.control_db.failures[0], { job: 'counters', error: 'database or disk is full', since: /^\d{4}-\d\d-\d\dT/, consequence: /saved once control.db takes writes again/ })
+  t.match(body.control_db.failures[0], {
+    job: 'counters', error: 'database or disk is full', since: /^\d{4}-\d\d-\d\dT/,
+    consequence: /saved once control.db takes writes again/
+  })
   t.equal((await app.inject('/healthz')).statusCode, 200, 'liveness is not readiness')
   app.controlDb.failed('partners', new Error('disk I/O error'))
   res = await app.inject('/readyz')
-  t.same([res.json().control_db.readable, res.json().control_db.failures.map((f: { job: string }) => f.job)], [false, ['counters', 'partners']])
+  t.same([res.json().control_db.readable, res.json().control_db.failures.map((f: { job: string }) => f.job)],
+    [false, ['counters', 'partners']])
   app.controlDb.succeeded('counters')
   app.controlDb.succeeded('partners')
   res = await app.inject('/readyz')

@@ -13,12 +13,16 @@ import { UNLIMITED, logCapture, nextTurn, randomSites, site, testConfig, tmpData
 
 const { lines, stream, clear: clearLines } = logCapture()
 const dir = tmpDataDir(t)
-const sandbox = [...randomSites('leaks', 200), site('near-1', 4, 51.5, -0.12, ['~fuel']), site('near-2', 7, 51.51, -0.12, ['~fuel'])]
+const sandbox = [
+  ...randomSites('leaks', 200), site('near-1', 4, 51.5, -0.12, ['~fuel']), site('near-2', 7, 51.51, -0.12, ['~fuel'])
+]
 const tokens = writeFixture(dir, {
   sandbox,
   production: [site('p-1', 4, 51.5, -0.12, ['~fuel'])],
   partners: [
-    { name: 'Live', slug: 'live', tier: 'growth', environment: 'production', siteById: true, limitOverrides: UNLIMITED },
+    {
+      name: 'Live', slug: 'live', tier: 'growth', environment: 'production', siteById: true, limitOverrides: UNLIMITED
+    },
     { name: 'Tight', slug: 'tight', tier: 'demo', limitOverrides: { minute: 2 } },
     { name: 'Demo', slug: 'demo', tier: 'demo', limitOverrides: UNLIMITED },
     { name: 'Gone', slug: 'gone', status: 'suspended' }
@@ -30,7 +34,10 @@ t.teardown(() => app.close())
 
 const answers: LightMyRequestResponse[] = []
 const send = async (url: string, token?: string, headers: Record<string, string> = {}, method = 'GET') => {
-  const res = await app.inject({ method: method as 'GET', url, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } })
+  const res = await app.inject({
+    method: method as 'GET', url,
+    headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` }
+  })
   answers.push(res)
   return res
 }
@@ -63,7 +70,8 @@ t.test('every kind of answer, and no token anywhere', async (t) => {
   await both(`/v1/nowhere/${tokens.live}`, 'live')
   await send(`/v1/sites/%zz?api_key=${tokens.live}`)
   for (let i = 0; i < 4; i++) await both('/v1/sites/nearest?lat=51.5&lng=-0.12', 'tight')
-  await send(`/v1/sites?lat=1&lng=1&api_key=${tokens.live}`, undefined, { origin: 'https://evil.example', 'access-control-request-method': 'GET' }, 'OPTIONS')
+  await send(`/v1/sites?lat=1&lng=1&api_key=${tokens.live}`, undefined,
+    { origin: 'https://evil.example', 'access-control-request-method': 'GET' }, 'OPTIONS')
   const ds = app.datasets.get('production')
   const saved = ds.byCategory
   ;(ds as { byCategory: unknown }).byCategory = null
@@ -89,7 +97,9 @@ t.test('every kind of answer, and no token anywhere', async (t) => {
   for (const line of lines) if (leaked(line)) t.fail(`a log line holds a token: ${line}`)
   t.ok(lines.some((l) => l.includes('api_key=[REDACTED]')), 'tokens in URLs are logged redacted')
   t.ok(app.responseCache.size > 0)
-  for (const key of app.responseCache.keys()) if (leaked(key)) t.fail(`a cache key holds a token: ${JSON.stringify(key)}`)
+  for (const key of app.responseCache.keys()) {
+    if (leaked(key)) t.fail(`a cache key holds a token: ${JSON.stringify(key)}`)
+  }
 })
 
 const heapMb = () => {
@@ -138,5 +148,6 @@ t.test('10,000 unknown tokens make no state and leave memory flat', async (t) =>
   }
   t.same(state(), before, 'no partner, limiter, telemetry, cache entry or alias for any unknown token')
   const growth = [heaps[1] - heaps[0], heaps[2] - heaps[1], heaps[3] - heaps[2]].sort((x, y) => x - y)
-  t.ok(growth[1] < 1, `heap ${heaps.map((h) => h.toFixed(1)).join(' -> ')} MB over three batches of 8,000 refused requests`)
+  t.ok(growth[1] < 1,
+    `heap ${heaps.map((h) => h.toFixed(1)).join(' -> ')} MB over three batches of 8,000 refused requests`)
 })

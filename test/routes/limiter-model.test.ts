@@ -21,7 +21,8 @@ interface Model { limits: Limits, accepted: number[], retryAfter?: number }
 interface Real { token: string }
 
 const usedIn = (m: Model, w: WindowName) => m.accepted.filter((ts) => ts > now - WINDOW_MS[w]).length
-const freeNow = (m: Model) => Math.min(...NAMES.map((w) => m.limits[w] === null ? Infinity : m.limits[w]! - usedIn(m, w)))
+const freeNow = (m: Model) =>
+  Math.min(...NAMES.map((w) => m.limits[w] === null ? Infinity : m.limits[w]! - usedIn(m, w)))
 
 const request = (token: string, path = '/v1/sites/nearest?lat=51.5&lng=-0.12') =>
   app.inject({ method: 'GET', url: path, headers: { authorization: `Bearer ${token}` } })
@@ -48,12 +49,18 @@ class Burst implements fc.AsyncCommand<Model, Real> {
     const answers = await Promise.all(Array.from({ length: this.size }, () => request(r.token)))
     const ok = answers.filter((a) => a.statusCode === 200).length
     const limited = answers.filter((a) => a.statusCode === 429)
-    if (ok !== expected || ok + limited.length !== this.size) throw new Error(`burst of ${this.size}: ${ok} accepted, ${limited.length} refused; the reference accepts ${expected}`)
+    if (ok !== expected || ok + limited.length !== this.size) {
+      throw new Error(
+        `burst of ${this.size}: ${ok} accepted, ${limited.length} refused; the reference accepts ${expected}`
+      )
+    }
     for (let i = 0; i < ok; i++) m.accepted.push(now)
     checkWindows(m)
     if (limited.length > 0) {
       const retry = Number(limited[0].headers['retry-after'])
-      if (!(retry >= 1) || limited[0].json().data.retry_after !== retry) throw new Error(`Retry-After ${limited[0].headers['retry-after']} vs body ${limited[0].body}`)
+      if (!(retry >= 1) || limited[0].json().data.retry_after !== retry) {
+        throw new Error(`Retry-After ${limited[0].headers['retry-after']} vs body ${limited[0].body}`)
+      }
       m.retryAfter = retry
     } else {
       m.retryAfter = undefined
@@ -73,11 +80,15 @@ class UsageThenRequest implements fc.AsyncCommand<Model, Real> {
       const used = usedIn(m, w)
       const limit = m.limits[w]
       if (report.used !== used) throw new Error(`/usage ${w}.used ${report.used}, reference ${used}`)
-      if (report.limit !== limit || report.remaining !== (limit === null ? null : limit - used)) throw new Error(`/usage ${w} ${JSON.stringify(report)} with ${used} used of ${limit}`)
+      if (report.limit !== limit || report.remaining !== (limit === null ? null : limit - used)) {
+        throw new Error(`/usage ${w} ${JSON.stringify(report)} with ${used} used of ${limit}`)
+      }
     }
     const room = NAMES.every((w) => usage.windows[w].remaining === null || usage.windows[w].remaining > 0)
     const answer = await request(r.token)
-    if ((answer.statusCode === 200) !== room) throw new Error(`/usage said ${room ? 'room' : 'no room'}, the next request got ${answer.statusCode}`)
+    if ((answer.statusCode === 200) !== room) {
+      throw new Error(`/usage said ${room ? 'room' : 'no room'}, the next request got ${answer.statusCode}`)
+    }
     if (answer.statusCode === 200) m.accepted.push(now)
     m.retryAfter = answer.statusCode === 429 ? Number(answer.headers['retry-after']) : undefined
     checkWindows(m)
@@ -92,7 +103,9 @@ class RetryAfter implements fc.AsyncCommand<Model, Real> {
   async run (m: Model, r: Real) {
     now += m.retryAfter! * 1000
     const answer = await request(r.token)
-    if (answer.statusCode !== 200) throw new Error(`a retry after Retry-After ${m.retryAfter} s got ${answer.statusCode} ${answer.body}`)
+    if (answer.statusCode !== 200) {
+      throw new Error(`a retry after Retry-After ${m.retryAfter} s got ${answer.statusCode} ${answer.body}`)
+    }
     m.accepted.push(now)
     m.retryAfter = undefined
     checkWindows(m)
@@ -116,11 +129,14 @@ const commands = fc.commands([
 
 t.test('model check: limiter and /usage against a reference sliding log', async (t) => {
   let runs = 0
-  await fc.assert(fc.asyncProperty(limit(1, 8), limit(1, 30), limit(1, 80), commands, async (minute, hour, day, cmds) => {
+  const [minutes, hours, days] = [limit(1, 8), limit(1, 30), limit(1, 80)]
+  await fc.assert(fc.asyncProperty(minutes, hours, days, commands, async (minute, hour, day, cmds) => {
     // a partner of its own per run, made the way an operator makes one
     const slug = `m-${runs++}`
     const { token } = operator.create({ name: slug, slug, tier: 'scale' })
-    operator.update(slug, { limitOverrides: { minute: minute ?? 'unlimited', hour: hour ?? 'unlimited', day: day ?? 'unlimited' } })
+    operator.update(slug, {
+      limitOverrides: { minute: minute ?? 'unlimited', hour: hour ?? 'unlimited', day: day ?? 'unlimited' }
+    })
     app.partners.refresh()
     await fc.asyncModelRun(() => ({ model: { limits: { minute, hour, day }, accepted: [] }, real: { token } }), cmds)
   }), { numRuns: 300, seed: Number(process.env.FUZZ_SEED ?? 424242) })

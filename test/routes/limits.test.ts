@@ -6,7 +6,9 @@ import { PartnerStore, controlPath } from '../../src/partners/store.ts'
 
 let now = Date.UTC(2026, 10, 21, 12, 0, 0)
 const clock = () => now
-const sandbox = [site('s-1', 4, 51.5, -0.12, ['~fuel']), site('s-2', 7, 51.51, -0.12, ['~fuel']), site('s-3', 5, 51.52, -0.12)]
+const sandbox = [
+  site('s-1', 4, 51.5, -0.12, ['~fuel']), site('s-2', 7, 51.51, -0.12, ['~fuel']), site('s-3', 5, 51.52, -0.12)
+]
 const { app, tokens } = await buildTestApp(t, {
   sandbox,
   partners: [
@@ -70,20 +72,25 @@ t.test('429: Retry-After exact, the window in the body, then served again', asyn
     limit: 5, used: 5, remaining: 0, window_seconds: 60, resets_in_seconds: 1,
     resets_at: new Date(now + 500).toISOString(), rows: 10
   }, 'the refused requests were not counted (2 rows per answer: sites of categories 4 and 7)')
-  t.same(u.windows.hour, { limit: null, used: 6, remaining: null, window_seconds: 3600, resets_in_seconds: null, resets_at: null, rows: 12 })
+  t.same(u.windows.hour, {
+    limit: null, used: 6, remaining: null, window_seconds: 3600, resets_in_seconds: null, resets_at: null, rows: 12
+  })
   t.same([u.windows.day.limit, u.windows.day.used, u.windows.day.remaining], [8, 6, 2])
   now += 60_000
   t.equal((await get('growth', NEAR)).statusCode, 200)
   t.equal((await get('growth', NEAR)).statusCode, 200)
   const dayFull = await get('growth', NEAR)
   t.same(JSON.parse(dayFull.body).data.window, 'day', 'the day window refuses once its 8 are used')
-  t.equal(dayFull.headers.ratelimit, '"day";r=0;t=' + dayFull.headers['retry-after'], 'the tightest window is the day now')
+  t.equal(dayFull.headers.ratelimit, '"day";r=0;t=' + dayFull.headers['retry-after'],
+    'the tightest window is the day now')
 })
 
 t.test('100 simultaneous requests at a limit of 30: exactly 30 accepted', async (t) => {
   now += 86_400_000
   const answers = await Promise.all(Array.from({ length: 100 }, () => get('crowd', NEAR)))
-  const counts = answers.reduce<Record<number, number>>((c, r) => ({ ...c, [r.statusCode]: (c[r.statusCode] ?? 0) + 1 }), {})
+  const counts = answers.reduce<Record<number, number>>(
+    (c, r) => ({ ...c, [r.statusCode]: (c[r.statusCode] ?? 0) + 1 }), {}
+  )
   t.same(counts, { 200: 30, 429: 70 })
   t.equal((await usage('crowd')).windows.minute.used, 30)
 })
@@ -104,11 +111,14 @@ t.test('/usage: never counted, answers while limited, report shape, telemetry', 
   const report = await usage('order', '?expand=telemetry')
   t.same(Object.keys(report), ['timestamp', 'partner', 'client', 'windows', 'telemetry'])
   t.equal(report.timestamp, new Date(now).toISOString())
-  t.same(report.partner, { id: report.partner.id, slug: 'order', name: 'Order', environment: 'sandbox', is_sandbox: true })
+  t.same(report.partner, {
+    id: report.partner.id, slug: 'order', name: 'Order', environment: 'sandbox', is_sandbox: true
+  })
   t.match(report.partner.id, /^ptn_[0-9a-f]{12}$/)
   t.same(report.client, { ip: '127.0.0.1' })
   t.same(report.windows.minute, {
-    limit: 30, used: 30, remaining: 0, window_seconds: 60, resets_in_seconds: 60, resets_at: new Date(now + 60_000).toISOString(),
+    limit: 30, used: 30, remaining: 0, window_seconds: 60, resets_in_seconds: 60,
+    resets_at: new Date(now + 60_000).toISOString(),
     rows: 3 * 2 + 1 + 0 + 0 + 24 * 2 // /sites finds s-1 and s-2 (demo allow-list 4,7), nearest 1, null 0, 400 0
   })
   t.equal(report.windows.day.used, 30)
@@ -127,14 +137,27 @@ t.test('/usage: never counted, answers while limited, report shape, telemetry', 
   t.same(report.telemetry.recent_events[1].cache, 'hit', 'repeated questions came from the cache')
   t.same(report.telemetry.recent_events.map((e: { rows: number }) => e.rows).slice(1), [2, 2, 2, 2, 2, 2, 2, 2, 2])
   const invalid = await get('order', '/usage?expand=more')
-  t.same(JSON.parse(invalid.body), { code: 'rest_invalid_param', message: 'Invalid parameter(s): expand.', data: { status: 400, params: { expand: 'expand must be telemetry' } } })
+  t.same(JSON.parse(invalid.body), {
+    code: 'rest_invalid_param', message: 'Invalid parameter(s): expand.',
+    data: { status: 400, params: { expand: 'expand must be telemetry' } }
+  })
   t.notOk((await usage('order')).telemetry, 'no telemetry block unless asked')
 })
 
 t.test('the telemetry feed keeps the latest 200 events', async (t) => {
-  const { app: big, tokens: bigTokens } = await buildTestApp(t, { sandbox, partners: [{ name: 'Big', slug: 'big', tier: 'scale', limitOverrides: { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' } }] }, {}, { clock })
-  for (let i = 0; i < 250; i++) await big.inject({ method: 'GET', url: `/v1/sites?lat=51.5&lng=-0.12&radius=${1 + i}&api_key=${bigTokens.big}` })
-  const report = JSON.parse((await big.inject({ method: 'GET', url: `/v1/usage?expand=telemetry&api_key=${bigTokens.big}` })).body)
+  const { app: big, tokens: bigTokens } = await buildTestApp(t, {
+    sandbox,
+    partners: [{
+      name: 'Big', slug: 'big', tier: 'scale',
+      limitOverrides: { minute: 'unlimited', hour: 'unlimited', day: 'unlimited' }
+    }]
+  }, {}, { clock })
+  for (let i = 0; i < 250; i++) {
+    await big.inject({ method: 'GET', url: `/v1/sites?lat=51.5&lng=-0.12&radius=${1 + i}&api_key=${bigTokens.big}` })
+  }
+  const report = JSON.parse(
+    (await big.inject({ method: 'GET', url: `/v1/usage?expand=telemetry&api_key=${bigTokens.big}` })).body
+  )
   t.equal(report.telemetry.events, 200)
   t.equal(report.telemetry.windows.minute.requests, 200, 'derived from the feed: less than the authoritative count')
   t.equal(report.windows.minute.used, 250)
@@ -146,26 +169,33 @@ t.test('cached answers still count', async (t) => {
   const a = await get('cached', NEAR)
   const b = await get('cached', NEAR)
   t.equal(a.body, b.body)
-  t.same([a.headers['x-ratelimit-used'], b.headers['x-ratelimit-used']], ['1', '2'], 'rate-limit fields are fresh on a cached answer')
+  t.same([a.headers['x-ratelimit-used'], b.headers['x-ratelimit-used']], ['1', '2'],
+    'rate-limit fields are fresh on a cached answer')
   t.same((await usage('cached')).windows.minute.rows, 4)
 })
 
 t.test('a HEAD counts as a request and answers no rows', async (t) => {
   now += 86_400_000
-  for (const [method, ifNoneMatch] of [['GET', undefined], ['HEAD', undefined], ['HEAD', 'none'], ['GET', 'none']] as const) {
-    const etag = ifNoneMatch && (await app.inject({ method: 'HEAD', url: `/v1${NEAR}&api_key=${tokens.cached}` })).headers.etag
-    const r = await app.inject({ method, url: `/v1${NEAR}&api_key=${tokens.cached}`, headers: etag ? { 'if-none-match': etag as string } : {} })
+  const cases = [['GET', undefined], ['HEAD', undefined], ['HEAD', 'none'], ['GET', 'none']] as const
+  for (const [method, ifNoneMatch] of cases) {
+    const url = `/v1${NEAR}&api_key=${tokens.cached}`
+    const etag = ifNoneMatch && (await app.inject({ method: 'HEAD', url })).headers.etag
+    const r = await app.inject({ method, url, headers: etag ? { 'if-none-match': etag as string } : {} })
     t.equal(r.statusCode, etag ? 304 : 200, `${method}${etag ? ' conditional' : ''}`)
   }
   const report = await usage('cached')
-  t.same([report.windows.minute.used, report.windows.minute.rows], [6, 2], 'six requests; the first GET\'s two sites are the only rows answered')
+  t.same([report.windows.minute.used, report.windows.minute.rows], [6, 2],
+    'six requests; the first GET\'s two sites are the only rows answered')
 })
 
 t.test('a limit lowered and raised again within the day: every request of the day still counts', async (t) => {
   let at = Date.UTC(2026, 10, 21, 12, 0, 0)
   const { app, dataDir, tokens } = await buildTestApp(t, {
     sandbox,
-    partners: [{ name: 'Varied', slug: 'varied', tier: 'growth', limitOverrides: { minute: 'unlimited', hour: 'unlimited', day: 10 } }]
+    partners: [{
+      name: 'Varied', slug: 'varied', tier: 'growth',
+      limitOverrides: { minute: 'unlimited', hour: 'unlimited', day: 10 }
+    }]
   }, {}, { clock: () => at })
   const operator = new PartnerStore(controlPath(dataDir))
   t.teardown(() => operator.close())
@@ -175,13 +205,18 @@ t.test('a limit lowered and raised again within the day: every request of the da
   }
   const send = async () => {
     at += 1000
-    return (await app.inject({ method: 'GET', url: `/v1${NEAR}`, headers: { authorization: `Bearer ${tokens.varied}` } })).statusCode
+    return (await app.inject({
+      method: 'GET', url: `/v1${NEAR}`, headers: { authorization: `Bearer ${tokens.varied}` }
+    })).statusCode
   }
   for (let i = 0; i < 8; i++) t.equal(await send(), 200)
   day(3) // e.g. a move to a smaller tier
   t.equal(await send(), 429, 'eight in the day, over the new limit')
-  const usageOf = async () => JSON.parse((await app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens.varied}` } })).body)
-  t.same([(await usageOf()).windows.day.used, (await usageOf()).windows.day.remaining], [8, 0], 'the day still holds all eight')
+  const usageOf = async () => JSON.parse((await app.inject({
+    method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens.varied}` }
+  })).body)
+  t.same([(await usageOf()).windows.day.used, (await usageOf()).windows.day.remaining], [8, 0],
+    'the day still holds all eight')
   day(10) // and back within the day
   const statuses = []
   for (let i = 0; i < 4; i++) statuses.push(await send())

@@ -10,10 +10,12 @@ const { app, dataDir } = await buildTestApp(t, { sandbox: [site('s-1', 4, 51.5, 
 const operator = new PartnerStore(controlPath(dataDir))
 t.teardown(() => operator.close())
 
-const request = (token: string) =>
-  app.inject({ method: 'GET', url: '/v1/sites/nearest?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${token}` } })
+const request = (token: string) => app.inject({
+  method: 'GET', url: '/v1/sites/nearest?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${token}` }
+})
 
-t.test('30 a minute used over 30 s, the limit lowered to 5: the headers of the 429 agree with Retry-After', async (t) => {
+t.test('30 a minute used over 30 s, the limit lowered to 5: ' +
+  'the headers of the 429 agree with Retry-After', async (t) => {
   const { token } = operator.create({ name: 'lowered', slug: 'lowered', tier: 'scale' })
   operator.update('lowered', { limitOverrides: { minute: 30, hour: 'unlimited', day: 'unlimited' } })
   app.partners.refresh()
@@ -30,7 +32,8 @@ t.test('30 a minute used over 30 s, the limit lowered to 5: the headers of the 4
   const retryAfter = Number(refused.headers['retry-after'])
   t.equal(retryAfter, 55, 'until the 5th most recent (at 25 s) leaves the minute')
   t.equal(refused.headers.ratelimit, `"minute";r=0;t=${retryAfter}`, 'RateLimit t= is the same wait')
-  t.equal(refused.headers['x-ratelimit-reset'], String((now + retryAfter * 1000) / 1000), 'X-RateLimit-Reset: when a request frees up')
+  t.equal(refused.headers['x-ratelimit-reset'], String((now + retryAfter * 1000) / 1000),
+    'X-RateLimit-Reset: when a request frees up')
   now += retryAfter * 1000
   t.equal((await request(token)).statusCode, 200, 'accepted then')
 })

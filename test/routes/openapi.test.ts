@@ -20,6 +20,8 @@ const { app, tokens } = await buildTestApp(t, {
 })
 const res = await app.inject('/v1/openapi.json')
 const doc = res.json()
+/** the content of an error answer in the document: the enum of its codes */
+type ErrorContent = Record<string, { schema: { properties: { code: { enum: string[] } } } }>
 
 t.test('served without a token, valid OpenAPI 3.1', async (t) => {
   t.equal(res.statusCode, 200)
@@ -32,10 +34,17 @@ t.test('served without a token, valid OpenAPI 3.1', async (t) => {
 })
 
 t.test('every route is in it, and nothing else', async (t) => {
-  const declared = app.declaredRoutes.filter((r) => !r.hidden && r.method !== 'HEAD').map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`).sort()
-  const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort()
+  const declared = app.declaredRoutes.filter((r) => !r.hidden && r.method !== 'HEAD')
+    .map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`)
+    .sort()
+  const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+    .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+    .sort()
   t.same(documented, declared)
-  t.same(declared, ['GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest', 'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'])
+  t.same(declared, [
+    'GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest',
+    'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'
+  ])
 })
 
 t.test('each partner operation: parameters, answers, exact error codes, security', async (t) => {
@@ -53,20 +62,27 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     t.equal(op.operationId, operationId)
     t.same(op.parameters.map((p: { name: string }) => p.name), params, `${path} parameters`)
     const required = op.parameters.filter((p: { required: boolean }) => p.required).map((p: { name: string }) => p.name)
-    t.same(required, { '/v1/sites/by-tag': ['tag'], '/v1/sites/{id}': ['id'], '/v1/usage': [], '/v1/categories': [], '/v1/tags': [] }[path as string] ?? ['lat', 'lng'], `${path}: only what has no default is required`)
+    const requiredOf: Record<string, string[]> = {
+      '/v1/sites/by-tag': ['tag'], '/v1/sites/{id}': ['id'], '/v1/usage': [], '/v1/categories': [], '/v1/tags': []
+    }
+    t.same(required, requiredOf[path as string] ?? ['lat', 'lng'], `${path}: only what has no default is required`)
     t.notOk(op.security, 'the document-wide security applies')
     const expected = [...new Set([...PARTNER_ERRORS, ...codes])]
     const documented: string[] = []
-    for (const [status, response] of Object.entries(op.responses as Record<string, { content: Record<string, { schema: { properties: { code: { enum: string[] } } } }> }>)) {
+    for (const [status, response] of Object.entries(op.responses as Record<string, { content: ErrorContent }>)) {
       if (status === '200' || status === '304') continue
       const enumCodes = response.content['application/json'].schema.properties.code.enum
-      for (const code of enumCodes) t.equal(ERRORS[code as ErrorCode].status, Number(status), `${path}: ${code} under ${status}`)
+      for (const code of enumCodes) {
+        t.equal(ERRORS[code as ErrorCode].status, Number(status), `${path}: ${code} under ${status}`)
+      }
       documented.push(...enumCodes)
     }
     t.same(documented.sort(), expected.sort(), `${path}: every error code it can answer, and no other`)
   }
   t.same(Object.keys(doc.paths['/v1/sites'].get.responses['200'].content), ['application/json', 'application/geo+json'])
-  t.same(doc.components.securitySchemes.api_key, { type: 'apiKey', in: 'query', name: 'api_key', description: 'The partner token' })
+  t.same(doc.components.securitySchemes.api_key, {
+    type: 'apiKey', in: 'query', name: 'api_key', description: 'The partner token'
+  })
   t.same(doc.security, [{ api_key: [] }, { bearer: [] }])
   t.same(doc.paths['/v1'].get.security, [], '/v1 needs no token')
   t.equal(doc.paths['/healthz'], undefined, 'the operators\' probes are not in the partners\' document')
@@ -79,16 +95,30 @@ t.test('each partner operation: parameters, answers, exact error codes, security
 // `no-store` Cache-Control (required), `retry` Retry-After (required); X-Request-Id (required) on
 // every answer.
 const HEADERS: Record<string, Record<string, string>> = {
-  '/v1/sites': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
-  '/v1/sites/nearest': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
-  '/v1/sites/by-tag': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
-  '/v1/sites/{id}': { 200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store', 429: 'rate! retry no-store', 500: 'rate no-store' },
+  '/v1/sites': {
+    200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store',
+    429: 'rate! retry no-store', 500: 'rate no-store'
+  },
+  '/v1/sites/nearest': {
+    200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store',
+    429: 'rate! retry no-store', 500: 'rate no-store'
+  },
+  '/v1/sites/by-tag': {
+    200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store',
+    429: 'rate! retry no-store', 500: 'rate no-store'
+  },
+  '/v1/sites/{id}': {
+    200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store',
+    429: 'rate! retry no-store', 500: 'rate no-store'
+  },
   '/v1/categories': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
   '/v1/tags': { 200: 'fresh', 304: 'fresh', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
   '/v1/usage': { 200: 'vary no-store', 400: 'no-store', 401: 'no-store', 403: 'no-store', 500: 'no-store' },
   '/v1': { 200: '' }
 }
-const RATE = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']
+const RATE = [
+  'RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset'
+]
 
 /** name → required, as the document should have them */
 function expectedHeaders (spec: string): Record<string, boolean> {
@@ -110,14 +140,19 @@ t.test('response headers of every operation, by status', async (t) => {
     const responses = doc.paths[path].get.responses as Record<string, { headers: DocHeaders }>
     t.same(Object.keys(responses).sort(), Object.keys(statuses).sort(), `${path}: its statuses`)
     for (const [status, spec] of Object.entries(statuses)) {
-      const documented = Object.fromEntries(Object.entries(responses[status].headers).map(([name, h]) => [name, h.required === true]))
+      const documented = Object.fromEntries(
+        Object.entries(responses[status].headers).map(([name, h]) => [name, h.required === true])
+      )
       t.same(documented, expectedHeaders(spec), `${path} ${status}`)
     }
   }
   const sites = doc.paths['/v1/sites'].get.responses
-  t.equal(sites['200'].headers['Cache-Control'].description, 'private, max-age=60: the answer may be reused for that many seconds, by this caller only')
+  t.equal(sites['200'].headers['Cache-Control'].description,
+    'private, max-age=60: the answer may be reused for that many seconds, by this caller only')
   t.equal(sites['400'].headers['Cache-Control'].description, 'no-store: an error is not to be kept')
-  t.match(sites['403'].headers.RateLimit.description, /Sent only with svc_partner_api_category_not_permitted \(refused after the request was counted\), and when at least one of the partner's windows is limited\.$/)
+  t.match(sites['403'].headers.RateLimit.description, new RegExp(
+    'Sent only with svc_partner_api_category_not_permitted \\(refused after the request was counted\\), ' +
+    'and when at least one of the partner\'s windows is limited\\.$'))
   t.match(sites['200'].headers.RateLimit.description, /Sent when at least one of the partner's windows is limited\.$/)
   t.equal(sites['304'].content, undefined, '304: no body')
   t.same(sites['429'].headers['Retry-After'].schema, { type: 'integer' })
@@ -136,8 +171,14 @@ t.test('the service sends the headers and codes the document says, by operation 
   })
   // per operation: its URL and query, a malformed query, and the extra refusals it has
   const operations: Record<string, { url: string, bad: string, more?: string[] }> = {
-    '/v1/sites': { url: '/v1/sites?lat=51.5&lng=-0.12', bad: '/v1/sites?lat=abc&lng=-0.12', more: ['/v1/sites?lng=-0.12', '/v1/sites?lat=51.5&lng=-0.12&category_id=99'] },
-    '/v1/sites/nearest': { url: '/v1/sites/nearest?lat=51.5&lng=-0.12', bad: '/v1/sites/nearest?lat=0&lng=0', more: ['/v1/sites/nearest?lat=51.5&lng=-0.12&category_id=99'] },
+    '/v1/sites': {
+      url: '/v1/sites?lat=51.5&lng=-0.12', bad: '/v1/sites?lat=abc&lng=-0.12',
+      more: ['/v1/sites?lng=-0.12', '/v1/sites?lat=51.5&lng=-0.12&category_id=99']
+    },
+    '/v1/sites/nearest': {
+      url: '/v1/sites/nearest?lat=51.5&lng=-0.12', bad: '/v1/sites/nearest?lat=0&lng=0',
+      more: ['/v1/sites/nearest?lat=51.5&lng=-0.12&category_id=99']
+    },
     '/v1/sites/by-tag': { url: '/v1/sites/by-tag?tag=~fuel', bad: '/v1/sites/by-tag?tag=fuel' },
     '/v1/sites/{id}': { url: '/v1/sites/s-1', bad: '/v1/sites/s.1' },
     '/v1/usage': { url: '/v1/usage', bad: '/v1/usage?expand=all' },
@@ -146,24 +187,34 @@ t.test('the service sends the headers and codes the document says, by operation 
   }
   const known = new Map(Object.keys(expectedHeaders('rate fresh retry')).map((name) => [name.toLowerCase(), name]))
   const withKey = (url: string, slug: string) => `${url}${url.includes('?') ? '&' : '?'}api_key=${tokens[slug]}`
-  t.equal((await app.inject(withKey('/v1/sites/s-2', 'tight'))).statusCode, 200, 'the tight partner\'s one request of the minute')
+  t.equal((await app.inject(withKey('/v1/sites/s-2', 'tight'))).statusCode, 200,
+    'the tight partner\'s one request of the minute')
   for (const [path, op] of Object.entries(operations)) {
-    const responses = doc.paths[path].get.responses as Record<string, { headers: DocHeaders, content?: Record<string, { schema: { properties: { code: { enum: string[] } } } }> }>
+    const responses = doc.paths[path].get.responses as Record<string, { headers: DocHeaders, content?: ErrorContent }>
     const seen = new Map<string, Set<string>>()
     const check = async (label: string, url: string, headers: Record<string, string> = {}) => {
       const res = await app.inject({ url, headers })
       const status = String(res.statusCode)
       const documented = responses[status]
       if (!documented) throw new Error(`${path} ${label}: ${status} is not documented`)
-      if (status !== '200' && status !== '304') t.ok(documented.content!['application/json'].schema.properties.code.enum.includes(res.json().code), `${path} ${label}: ${res.json().code} documented under ${status}`)
+      if (status !== '200' && status !== '304') {
+        t.ok(documented.content!['application/json'].schema.properties.code.enum.includes(res.json().code),
+          `${path} ${label}: ${res.json().code} documented under ${status}`)
+      }
       const sent = Object.keys(res.headers).filter((name) => known.has(name)).map((name) => known.get(name)!)
-      t.same(sent.filter((name) => !documented.headers[name]), [], `${path} ${label} (${status}): every header sent is documented`)
-      t.same(Object.keys(documented.headers).filter((name) => documented.headers[name].required && !sent.includes(name)), [], `${path} ${label} (${status}): every required header is sent`)
+      t.same(sent.filter((name) => !documented.headers[name]), [],
+        `${path} ${label} (${status}): every header sent is documented`)
+      t.same(
+        Object.keys(documented.headers).filter((name) => documented.headers[name].required && !sent.includes(name)), [],
+        `${path} ${label} (${status}): every required header is sent`
+      )
       seen.set(status, new Set([...seen.get(status) ?? [], ...sent]))
       return res
     }
     const ok = await check('full', withKey(op.url, 'full'))
-    if (ok.headers.etag) await check('If-None-Match', withKey(op.url, 'full'), { 'if-none-match': String(ok.headers.etag) })
+    if (ok.headers.etag) {
+      await check('If-None-Match', withKey(op.url, 'full'), { 'if-none-match': String(ok.headers.etag) })
+    }
     await check('malformed', withKey(op.bad, 'full'))
     for (const url of op.more ?? []) await check(url, withKey(url, 'full'))
     await check('no token', op.url)
@@ -173,8 +224,12 @@ t.test('the service sends the headers and codes the document says, by operation 
     await check('unlimited', withKey(op.url, 'free'))
     await check('over the limit', withKey(op.url, 'tight'))
     // every status but 500 was answered; each of them sent, across its answers, every header documented for it
-    t.same([...seen.keys()].sort(), Object.keys(responses).filter((s) => s !== '500').sort(), `${path}: each documented status seen but 500`)
-    for (const [status, names] of seen) t.same([...names].sort(), Object.keys(responses[status].headers).sort(), `${path} ${status}: each documented header seen`)
+    t.same([...seen.keys()].sort(), Object.keys(responses).filter((s) => s !== '500').sort(),
+      `${path}: each documented status seen but 500`)
+    for (const [status, names] of seen) {
+      t.same([...names].sort(), Object.keys(responses[status].headers).sort(),
+        `${path} ${status}: each documented header seen`)
+    }
   }
 })
 
@@ -182,11 +237,20 @@ t.test('a real example of every answer: each valid against its schema, each erro
   const { Ajv2020 } = await import('ajv/dist/2020.js')
   const ajv = new Ajv2020({ strict: false })
   let checked = 0
-  for (const [path, ops] of Object.entries(doc.paths as Record<string, { get: { responses: Record<string, { content?: Record<string, { schema: object, example?: unknown, examples?: Record<string, { value: unknown }> }> }> } }>)) {
+  type Media = Record<string, { schema: object, example?: unknown, examples?: Record<string, { value: unknown }> }>
+  for (const [path, ops] of Object.entries(
+    doc.paths as Record<string, { get: { responses: Record<string, { content?: Media }> } }>
+  )) {
     if (path === '/v1') continue
     for (const [status, response] of Object.entries(ops.get.responses)) {
       for (const [type, media] of Object.entries(response.content ?? {})) {
-        const examples = media.examples ? Object.entries(media.examples) : media.example !== undefined ? [['example', { value: media.example }] as const] : []
+        const examples = media.examples
+          ? Object.entries(media.examples)
+          : media.example !== undefined
+            ? [
+                ['example', { value: media.example }] as const
+              ]
+            : []
         t.ok(examples.length > 0, `${path} ${status} ${type} has an example`)
         const validate = ajv.compile(media.schema)
         for (const [name, example] of examples) {
@@ -207,7 +271,8 @@ t.test('a real example of every answer: each valid against its schema, each erro
 
 t.test('the specification version and its history', async (t) => {
   t.equal(doc.info.version, '1.2.6')
-  t.match(doc.info.description, '| 1.2.6 | 2026-02-18 | Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites. |')
+  t.match(doc.info.description,
+    '| 1.2.6 | 2026-02-18 | Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites. |')
   t.match(doc.info.description, '| 1.0 | 2025-11-05 |')
 })
 
@@ -222,10 +287,19 @@ t.test('GET /v1: the index', async (t) => {
       { method: 'GET', path: '/v1/sites', summary: 'Sites near a point, nearest first' },
       { method: 'GET', path: '/v1/sites/nearest', summary: 'The nearest site within the radius, or null' },
       { method: 'GET', path: '/v1/sites/by-tag', summary: 'Sites of one tag, map-minimal, in id order, paginated' },
-      { method: 'GET', path: '/v1/sites/{id}', summary: 'One site by id, or null when it is unknown or outside the allow-list' },
-      { method: 'GET', path: '/v1/usage', summary: 'Usage report: the three windows, and telemetry with expand=telemetry' },
+      {
+        method: 'GET', path: '/v1/sites/{id}',
+        summary: 'One site by id, or null when it is unknown or outside the allow-list'
+      },
+      {
+        method: 'GET', path: '/v1/usage',
+        summary: 'Usage report: the three windows, and telemetry with expand=telemetry'
+      },
       { method: 'GET', path: '/v1/categories', summary: 'The categories this partner may use, with their names' },
-      { method: 'GET', path: '/v1/tags', summary: 'The tags of this partner\'s dataset, with their site counts within its categories' }
+      {
+        method: 'GET', path: '/v1/tags',
+        summary: 'The tags of this partner\'s dataset, with their site counts within its categories'
+      }
     ],
     datasets: {
       sandbox: { site_count: 2, built_at: app.datasets.get('sandbox').builtAt },
@@ -247,21 +321,28 @@ t.test('the docs page is served locally', async (t) => {
   t.notMatch(page.body, /https?:\/\/(?!127\.0\.0\.1|localhost)[a-z]/i, 'no external asset')
 })
 
-t.test('the document and the docs page are compressed when asked; the partner routes are left to their own rules', async (t) => {
+t.test('the document and the docs page are compressed when asked; ' +
+  'the partner routes are left to their own rules', async (t) => {
   const plain = res.rawPayload
   t.equal(res.headers.vary, 'accept-encoding', 'a shared cache keeps the forms apart, the plain one too')
   t.equal(res.headers['content-encoding'], undefined)
   const decoders = { gzip: gunzipSync, br: brotliDecompressSync }
   for (const encoding of ['gzip', 'br'] as const) {
     const r = await app.inject({ url: '/v1/openapi.json', headers: { 'accept-encoding': encoding } })
-    t.same([r.statusCode, r.headers['content-encoding'], r.headers['content-type'], r.headers.vary, r.headers['cache-control']],
-      [200, encoding, 'application/json; charset=utf-8', 'accept-encoding', 'public, max-age=300'], encoding)
+    t.same([
+      r.statusCode, r.headers['content-encoding'], r.headers['content-type'], r.headers.vary, r.headers['cache-control']
+    ],
+    [200, encoding, 'application/json; charset=utf-8', 'accept-encoding', 'public, max-age=300'], encoding)
     t.ok(r.rawPayload.length < plain.length / 10, `${encoding}: ${r.rawPayload.length} bytes of ${plain.length}`)
     t.same(decoders[encoding](r.rawPayload), plain, `${encoding}: the same document`)
-    const bundle = await app.inject({ url: '/docs/static/swagger-ui-bundle.js', headers: { 'accept-encoding': encoding } })
+    const bundle = await app.inject({
+      url: '/docs/static/swagger-ui-bundle.js', headers: { 'accept-encoding': encoding }
+    })
     const asIs = await app.inject('/docs/static/swagger-ui-bundle.js')
-    t.same([bundle.statusCode, bundle.headers['content-encoding'], asIs.headers['content-encoding']], [200, encoding, undefined])
-    t.same(decoders[encoding](bundle.rawPayload), asIs.rawPayload, `${encoding}: the page's script, ${bundle.rawPayload.length} bytes of ${asIs.rawPayload.length}`)
+    t.same([bundle.statusCode, bundle.headers['content-encoding'], asIs.headers['content-encoding']],
+      [200, encoding, undefined])
+    t.same(decoders[encoding](bundle.rawPayload), asIs.rawPayload,
+      `${encoding}: the page's script, ${bundle.rawPayload.length} bytes of ${asIs.rawPayload.length}`)
   }
   const index = await app.inject({ url: '/v1/', headers: { 'accept-encoding': 'gzip' } })
   t.ok(index.rawPayload.length >= 1024, 'the index is large enough to be compressed')
@@ -269,7 +350,9 @@ t.test('the document and the docs page are compressed when asked; the partner ro
 })
 
 t.test('a HEAD of the docs describes what a GET sends', async (t) => {
-  const urls = ['/docs', '/docs/json', '/docs/static/swagger-ui.css', '/docs/static/swagger-initializer.js', '/v1/openapi.json']
+  const urls = [
+    '/docs', '/docs/json', '/docs/static/swagger-ui.css', '/docs/static/swagger-initializer.js', '/v1/openapi.json'
+  ]
   for (const url of urls) {
     const plain = await app.inject({ url, headers: { 'accept-encoding': 'identity' } })
     for (const encoding of ['br', 'gzip', 'identity']) {

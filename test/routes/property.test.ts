@@ -6,12 +6,26 @@ import { UNLIMITED, bruteNearby, buildTestApp, randomSites } from '../helper.ts'
 
 const sites = randomSites('http-property', 5000, 's')
 const partners = [
-  { name: 'Wide', slug: 'wide', tier: 'scale' as const, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, radiusCapKm: 5000, maxResults: 100, limitOverrides: UNLIMITED },
-  { name: 'Narrow', slug: 'narrow', tier: 'growth' as const, categories: [4, 7, 9], radiusCapKm: 300, maxResults: 7, limitOverrides: UNLIMITED },
-  { name: 'Most', slug: 'most', tier: 'growth' as const, categories: [2, 3, 4, 5, 6, 7], radiusCapKm: 1000, maxResults: 20, limitOverrides: UNLIMITED },
-  { name: 'Rare', slug: 'rare', tier: 'growth' as const, categories: [10], otherCategories: true, radiusCapKm: 2000, maxResults: 3, limitOverrides: UNLIMITED }
+  {
+    name: 'Wide', slug: 'wide', tier: 'scale' as const, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true,
+    radiusCapKm: 5000, maxResults: 100, limitOverrides: UNLIMITED
+  },
+  {
+    name: 'Narrow', slug: 'narrow', tier: 'growth' as const, categories: [4, 7, 9], radiusCapKm: 300, maxResults: 7,
+    limitOverrides: UNLIMITED
+  },
+  {
+    name: 'Most', slug: 'most', tier: 'growth' as const, categories: [2, 3, 4, 5, 6, 7], radiusCapKm: 1000,
+    maxResults: 20, limitOverrides: UNLIMITED
+  },
+  {
+    name: 'Rare', slug: 'rare', tier: 'growth' as const, categories: [10], otherCategories: true, radiusCapKm: 2000,
+    maxResults: 3, limitOverrides: UNLIMITED
+  }
 ]
-const allowed: Record<string, number[]> = { wide: [2, 3, 4, 5, 6, 7, 8, 9, 10], most: [2, 3, 4, 5, 6, 7], narrow: [4, 7], rare: [10] }
+const allowed: Record<string, number[]> = {
+  wide: [2, 3, 4, 5, 6, 7, 8, 9, 10], most: [2, 3, 4, 5, 6, 7], narrow: [4, 7], rare: [10]
+}
 const { app, tokens } = await buildTestApp(t, { sandbox: sites, partners })
 
 const fullRecord = (s: typeof sites[number]) => ({
@@ -27,11 +41,15 @@ t.test('random queries: same records, same order as brute force', async (t) => {
     const partner = partners[Math.floor(random() * partners.length)]
     const anchor = sites[Math.floor(random() * sites.length)]
     const near = random() < 0.7
-    const lat = Math.round((near ? Math.max(-90, Math.min(90, anchor.latitude + (random() - 0.5))) : random() * 180 - 90) * 1e6) / 1e6
+    const lat = Math.round(
+      (near ? Math.max(-90, Math.min(90, anchor.latitude + (random() - 0.5))) : random() * 180 - 90) * 1e6
+    ) / 1e6
     let lng = near ? anchor.longitude + (random() - 0.5) : random() * 360 - 180
     lng = Math.round((lng > 180 ? lng - 360 : lng < -180 ? lng + 360 : lng) * 1e6) / 1e6
     const radius = Math.round((random() < 0.2 ? 25 : 1 + random() * 400) * 1000) / 1000
-    const categoryId = random() < 0.2 ? allowed[partner.slug][Math.floor(random() * allowed[partner.slug].length)] : undefined
+    const categoryId = random() < 0.2
+      ? allowed[partner.slug][Math.floor(random() * allowed[partner.slug].length)]
+      : undefined
     const tag = random() < 0.2 ? '~fuel' : undefined
     const useDefaultRadius = random() < 0.2
     let params = `lat=${lat}&lng=${lng}${useDefaultRadius ? '' : `&radius=${radius}`}`
@@ -46,20 +64,29 @@ t.test('random queries: same records, same order as brute force', async (t) => {
       tag
     }
     const expected = bruteNearby(sites, query)
-    const res = await app.inject({ method: 'GET', url: `/v1/sites?${params}`, headers: { authorization: `Bearer ${tokens[partner.slug]}` } })
+    const res = await app.inject({
+      method: 'GET', url: `/v1/sites?${params}`, headers: { authorization: `Bearer ${tokens[partner.slug]}` }
+    })
     if (res.statusCode !== 200) { t.fail(`status ${res.statusCode} for ${params}: ${res.body}`); return }
     const body = JSON.parse(res.body)
     if (res.body !== JSON.stringify(expected.map((e) => fullRecord(e.site)))) { // byte for byte
-      t.fail('/sites differs from brute force', { params, partner: partner.slug, got: body.map((r: { id: string }) => r.id), expected: expected.map((e) => e.site.id) })
+      t.fail('/sites differs from brute force', {
+        params, partner: partner.slug, got: body.map((r: { id: string }) => r.id),
+        expected: expected.map((e) => e.site.id)
+      })
       return
     }
-    const nearest = await app.inject({ method: 'GET', url: `/v1/sites/nearest?${params}`, headers: { authorization: `Bearer ${tokens[partner.slug]}` } })
+    const nearest = await app.inject({
+      method: 'GET', url: `/v1/sites/nearest?${params}`, headers: { authorization: `Bearer ${tokens[partner.slug]}` }
+    })
     const first = expected[0]
     const want = first === undefined
       ? null
       : {
-          id: first.site.id, category: String(first.site.category), name: first.site.name, latitude: first.site.latitude, longitude: first.site.longitude,
-          distance_nm: Math.round(first.km / 1.852 * 1000) / 1000, helipaddy_link: `https://pilot.test/pad/${first.site.id}`
+          id: first.site.id, category: String(first.site.category), name: first.site.name,
+          latitude: first.site.latitude, longitude: first.site.longitude,
+          distance_nm: Math.round(first.km / 1.852 * 1000) / 1000,
+          helipaddy_link: `https://pilot.test/pad/${first.site.id}`
         }
     const got = JSON.parse(nearest.body)
     if (JSON.stringify(got) !== JSON.stringify(want)) {

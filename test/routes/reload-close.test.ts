@@ -33,7 +33,8 @@ t.test('a reload asked for in-process: settled when the close returns, as refuse
   t.equal(result.ok, false)
   t.equal(result.ok ? '' : result.error, 'the service closed before the reload ended')
   t.notOk(lines.some((l) => l.includes('"msg":"datasets reloaded"')), 'no swap after the close began')
-  t.ok(lines.some((l) => l.includes('"msg":"dataset reload stopped: the service is closing"')), 'logged as stopped, not as refused')
+  t.ok(lines.some((l) => l.includes('"msg":"dataset reload stopped: the service is closing"')),
+    'logged as stopped, not as refused')
   t.same(readdirSync(dir).filter((name) => name.includes('.tmp')), [], 'no temporary file left')
 })
 
@@ -51,5 +52,6 @@ t.test('a reload asked for by the CLI (control.db): answered before control.db c
   t.equal(rows[0].ok, 0)
   t.equal(JSON.parse(rows[0].detail).error, 'the service closed before the reload ended')
   await new Promise((resolve) => setTimeout(resolve, 200))
-  t.same(lines.filter((l) => /"level":50/.test(l) || (/reload|control\.db/.test(l) && /"level":40/.test(l))), [], 'nothing failed, even later')
+  t.same(lines.filter((l) => /"level":50/.test(l) || (/reload|control\.db/.test(l) && /"level":40/.test(l))), [],
+    'nothing failed, even later')
 })

@@ -22,7 +22,10 @@ t.test('six requests at once: two reloads, the second for the five that came whi
   clear()
   productionWith(2)
   const first = app.reloadDatasets('SIGHUP')
-  const during = [app.reloadDatasets('SIGHUP'), app.reloadDatasets('request 7'), app.reloadDatasets('SIGHUP'), app.reloadDatasets('shared request 3'), app.reloadDatasets('SIGHUP')]
+  const during = [
+    app.reloadDatasets('SIGHUP'), app.reloadDatasets('request 7'), app.reloadDatasets('SIGHUP'),
+    app.reloadDatasets('shared request 3'), app.reloadDatasets('SIGHUP')
+  ]
   const outcomes = await Promise.all([first, ...during])
   t.same(outcomes.map((o) => [o.ok, productionCount(o)]), Array(6).fill([true, 2]))
   t.same(reloads(), [
@@ -33,7 +36,8 @@ t.test('six requests at once: two reloads, the second for the five that came whi
   t.match(metrics, /^lsp_dataset_reloads_total\{result="ok"\} 2$/m, 'the reload metric counts two')
 })
 
-t.test('a request made during a reload is answered by the next one, which reads the file as it is after the request', async (t) => {
+t.test('a request made during a reload is answered by the next one, ' +
+  'which reads the file as it is after the request', async (t) => {
   clear()
   const first = app.reloadDatasets('before')
   productionWith(3) // written while the first reload may already have read the file

@@ -15,8 +15,13 @@ const dir = tmpDataDir(t)
 const tokens = writeFixture(dir, {
   production: [site('prd-hotel', 4, 51.5, -0.12)],
   partners: [
-    { name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED },
-    { name: 'Legacy', slug: 'legacy', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED }
+    {
+      name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED
+    },
+    {
+      name: 'Legacy', slug: 'legacy', tier: 'growth', environment: 'production', categories: [4],
+      limitOverrides: UNLIMITED
+    }
   ]
 })
 const db = new Database(join(dir, 'control.db'))
@@ -49,7 +54,8 @@ t.test('a request id that holds a token is neither echoed nor logged', async (t)
       t.match(res.headers['x-request-id'], UUID, `${what}, ${url}: a fresh id`)
     }
     await nextTurn()
-    t.equal(lines.filter((l) => l.includes('"msg":"request"')).length, 3, `${what}: three access lines (probes are not logged)`)
+    t.equal(lines.filter((l) => l.includes('"msg":"request"')).length, 3,
+      `${what}: three access lines (probes are not logged)`)
     t.notOk(lines.some((l) => l.includes(id)), `${what}: in no log line`)
   }
 })
@@ -57,10 +63,15 @@ t.test('a request id that holds a token is neither echoed nor logged', async (t)
 t.test('an ordinary request id is still kept, echoed and logged', async (t) => {
   await nextTurn()
   clear()
-  const res = await app.inject({ url: `${search}&api_key=${tokens.live}`, headers: { 'x-request-id': 'partner-abc.123' } })
+  const res = await app.inject({
+    url: `${search}&api_key=${tokens.live}`, headers: { 'x-request-id': 'partner-abc.123' }
+  })
   t.equal(res.statusCode, 200)
   t.equal(res.headers['x-request-id'], 'partner-abc.123')
   await nextTurn()
   t.equal(lines.filter((l) => l.includes('"reqId":"partner-abc.123"')).length, 1)
-  t.equal((await app.inject({ url: search, headers: { 'x-request-id': 'LSP_is-not-a-token' } })).headers['x-request-id'], 'LSP_is-not-a-token')
+  t.equal(
+    (await app.inject({ url: search, headers: { 'x-request-id': 'LSP_is-not-a-token' } })).headers['x-request-id'],
+    'LSP_is-not-a-token'
+  )
 })

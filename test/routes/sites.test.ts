@@ -2,7 +2,9 @@
 // body, the order of checks, allow-list and category rules, datasets, radius, limits, shapes.
 import t from 'tap'
 import { buildApp, loggerOptions } from '../../src/app.ts'
-import { TAG_ERROR, UNLIMITED, buildTestApp, logCapture, nextTurn, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import {
+  TAG_ERROR, UNLIMITED, buildTestApp, logCapture, nextTurn, site, testConfig, tmpDataDir, writeFixture
+} from '../helper.ts'
 
 const KM_PER_DEG = 6371 * Math.PI / 180
 const north = (km: number) => Math.round((51.5 + km / KM_PER_DEG) * 1000) / 1000
@@ -29,10 +31,19 @@ const fixture = {
   production,
   partners: [
     { name: 'Demo Tier', slug: 'demo', tier: 'demo' as const, environment: 'production' as const },
-    { name: 'Live', slug: 'live', tier: 'growth' as const, environment: 'production' as const, categories: [4, 7, 9], limitOverrides: UNLIMITED },
+    {
+      name: 'Live', slug: 'live', tier: 'growth' as const, environment: 'production' as const, categories: [4, 7, 9],
+      limitOverrides: UNLIMITED
+    },
     { name: 'Sandboxed', slug: 'sandboxed', tier: 'growth' as const, limitOverrides: UNLIMITED },
-    { name: 'Others', slug: 'others', tier: 'scale' as const, categories: [1, 4, 8, 9], otherCategories: true, limitOverrides: UNLIMITED },
-    { name: 'Capped', slug: 'capped', tier: 'growth' as const, radiusCapKm: 5, maxResults: 3, categories: [4, 5, 7, 8, 9], otherCategories: true, limitOverrides: UNLIMITED },
+    {
+      name: 'Others', slug: 'others', tier: 'scale' as const, categories: [1, 4, 8, 9], otherCategories: true,
+      limitOverrides: UNLIMITED
+    },
+    {
+      name: 'Capped', slug: 'capped', tier: 'growth' as const, radiusCapKm: 5, maxResults: 3,
+      categories: [4, 5, 7, 8, 9], otherCategories: true, limitOverrides: UNLIMITED
+    },
     { name: 'Suspended', slug: 'suspended', status: 'suspended' as const },
     { name: 'Pending', slug: 'pending', status: 'pending' as const }
   ]
@@ -45,15 +56,22 @@ const q = (slug: string, params: string) => `api_key=${encodeURIComponent(tokens
 const ids = (body: string) => (JSON.parse(body) as { id: string }[]).map((r) => r.id)
 
 const ENDPOINTS = ['/v1/sites', '/v1/sites/nearest']
-const error = (code: string, status: number, message: string, extra: object = {}) => ({ code, message, data: { status, ...extra } })
-const MISSING_KEY = error('svc_partner_api_missing_key', 401, 'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.')
+const error = (code: string, status: number, message: string, extra: object = {}) =>
+  ({ code, message, data: { status, ...extra } })
+const MISSING_KEY = error('svc_partner_api_missing_key', 401,
+  'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.')
 const INVALID_KEY = error('svc_partner_api_invalid_key', 401, 'The API key is not recognised.')
 const INACTIVE = error('svc_partner_api_inactive_partner', 403, 'The partner account is not active. Contact support.')
-const INVALID_COORDINATES = error('svc_partner_api_invalid_coordinates', 400, 'Latitude must be a number from -90 to 90 and longitude a number from -180 to 180.')
-const AMBIGUOUS = error('svc_partner_api_ambiguous_coordinates', 400, 'Coordinates 0,0 are ambiguous. Use a real-world location.')
-const NOT_PERMITTED = error('svc_partner_api_category_not_permitted', 403, 'The category is not in the allow-list of this partner.')
-const missing = (...params: string[]) => error('rest_missing_callback_param', 400, `Missing parameter(s): ${params.join(', ')}.`, { params })
-const invalid = (params: Record<string, string>) => error('rest_invalid_param', 400, `Invalid parameter(s): ${Object.keys(params).join(', ')}.`, { params })
+const INVALID_COORDINATES = error('svc_partner_api_invalid_coordinates', 400,
+  'Latitude must be a number from -90 to 90 and longitude a number from -180 to 180.')
+const AMBIGUOUS = error('svc_partner_api_ambiguous_coordinates', 400,
+  'Coordinates 0,0 are ambiguous. Use a real-world location.')
+const NOT_PERMITTED = error('svc_partner_api_category_not_permitted', 403,
+  'The category is not in the allow-list of this partner.')
+const missing = (...params: string[]) =>
+  error('rest_missing_callback_param', 400, `Missing parameter(s): ${params.join(', ')}.`, { params })
+const invalid = (params: Record<string, string>) =>
+  error('rest_invalid_param', 400, `Invalid parameter(s): ${Object.keys(params).join(', ')}.`, { params })
 
 t.test('every error code of both endpoints, with its exact body', async (t) => {
   for (const endpoint of ENDPOINTS) {
@@ -76,14 +94,20 @@ t.test('every error code of both endpoints, with its exact body', async (t) => {
       [`${endpoint}?${q('live', 'lat=51.5&lat=51.6&lng=-0.12')}`, 400, INVALID_COORDINATES],
       [`${endpoint}?${q('live', 'lat=0&lng=0')}`, 400, AMBIGUOUS],
       [`${endpoint}?${q('live', 'lat=-0.0&lng=0e5')}`, 400, AMBIGUOUS],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=0')}`, 400, invalid({ radius: 'radius must be a number greater than 0' })],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=-3')}`, 400, invalid({ radius: 'radius must be a number greater than 0' })],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=ten')}`, 400, invalid({ radius: 'radius must be a number greater than 0' })],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=5&radius=6')}`, 400, invalid({ radius: 'radius was given more than once' })],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=4.5')}`, 400, invalid({ category_id: 'category_id must be an integer' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=0')}`, 400,
+        invalid({ radius: 'radius must be a number greater than 0' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=-3')}`, 400,
+        invalid({ radius: 'radius must be a number greater than 0' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=ten')}`, 400,
+        invalid({ radius: 'radius must be a number greater than 0' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=5&radius=6')}`, 400,
+        invalid({ radius: 'radius was given more than once' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=4.5')}`, 400,
+        invalid({ category_id: 'category_id must be an integer' })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&tag=fuel')}`, 400, invalid({ tag: TAG_ERROR })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&tag=~Fuel')}`, 400, invalid({ tag: TAG_ERROR })],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&demo=yes')}`, 400, invalid({ demo: 'demo must be true, false, 1 or 0' })],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&demo=yes')}`, 400,
+        invalid({ demo: 'demo must be true, false, 1 or 0' })],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=5')}`, 403, NOT_PERMITTED],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&category_id=9')}`, 403, NOT_PERMITTED],
       [`${endpoint}?${q('others', 'lat=51.5&lng=-0.12&category_id=1')}`, 403, NOT_PERMITTED],
@@ -108,8 +132,10 @@ t.test('checks run in the contract order', async (t) => {
     [`/v1/sites?${q('live', 'lat=99&radius=-1')}`, missing('lng')], // missing before invalid
     [`/v1/sites?${q('live', 'lat=0&lng=abc&radius=-1')}`, INVALID_COORDINATES], // coordinates before ambiguity
     [`/v1/sites?${q('live', 'lat=0&lng=0&radius=-1')}`, AMBIGUOUS], // ambiguity before other malformed values
-    [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=5')}`, invalid({ radius: 'radius must be a number greater than 0' })],
-    [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=0')}`, invalid({ radius: 'radius must be a number greater than 0' })],
+    [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=5')}`,
+      invalid({ radius: 'radius must be a number greater than 0' })],
+    [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=0')}`,
+      invalid({ radius: 'radius must be a number greater than 0' })],
     [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&tag=x&demo=2')}`, invalid({
       radius: 'radius must be a number greater than 0', tag: TAG_ERROR, demo: 'demo must be true, false, 1 or 0'
     })]
@@ -123,7 +149,9 @@ t.test('the token may come in an Authorization: Bearer header', async (t) => {
   t.equal(JSON.parse(ok.body).id, 'prd-hotel')
   const bad = await get('/v1/sites/nearest?lat=51.5&lng=-0.12', { authorization: 'Basic abc' })
   t.same(JSON.parse(bad.body), INVALID_KEY)
-  const both = await get(`/v1/sites/nearest?lat=51.5&lng=-0.12&api_key=${tokens.sandboxed}`, { authorization: `Bearer ${tokens.live}` })
+  const both = await get(`/v1/sites/nearest?lat=51.5&lng=-0.12&api_key=${tokens.sandboxed}`, {
+    authorization: `Bearer ${tokens.live}`
+  })
   t.same(JSON.parse(both.body), INVALID_KEY, 'two different tokens are refused')
 })
 
@@ -153,36 +181,45 @@ t.test('nearest record, field by field, and null when nothing is in range', asyn
 t.test('allow-list: category 1 never, 8 and above only with other categories', async (t) => {
   const near = 'lat=51.5&lng=-0.12&radius=4'
   t.same(ids((await get(`/v1/sites?${q('sandboxed', near)}`)).body), ['sbx-hotel'], 'default allow-list 4,7')
-  t.same(ids((await get(`/v1/sites?${q('others', near)}`)).body), ['sbx-hotel', 'sbx-estate', 'sbx-heliport'], '1 dropped, 8 and 9 allowed')
+  t.same(ids((await get(`/v1/sites?${q('others', near)}`)).body), ['sbx-hotel', 'sbx-estate', 'sbx-heliport'],
+    '1 dropped, 8 and 9 allowed')
   t.same(ids((await get(`/v1/sites?${q('others', near + '&category_id=8')}`)).body), ['sbx-estate'])
-  t.same(ids((await get(`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=10&demo=true')}`)).body), ['sbx-hotel', 'sbx-aero'],
-    '9 is in the list but other categories are off')
+  t.same(ids((await get(`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=10&demo=true')}`)).body),
+    ['sbx-hotel', 'sbx-aero'], '9 is in the list but other categories are off')
 })
 
 t.test('datasets: environment, demo=true, and the demo tier', async (t) => {
   const near = 'lat=51.5&lng=-0.12&radius=4.5'
-  t.same(ids((await get(`/v1/sites?${q('live', near)}`)).body), ['prd-hotel', 'prd-aero'], 'production partner gets production')
+  t.same(ids((await get(`/v1/sites?${q('live', near)}`)).body), ['prd-hotel', 'prd-aero'],
+    'production partner gets production')
   for (const flag of ['true', '1']) {
-    t.same(ids((await get(`/v1/sites?${q('live', near + '&demo=' + flag)}`)).body), ['sbx-hotel'], `demo=${flag} gets sandbox`)
+    t.same(ids((await get(`/v1/sites?${q('live', near + '&demo=' + flag)}`)).body), ['sbx-hotel'],
+      `demo=${flag} gets sandbox`)
   }
   for (const flag of ['false', '0']) {
-    t.same(ids((await get(`/v1/sites?${q('live', near + '&demo=' + flag)}`)).body), ['prd-hotel', 'prd-aero'], `demo=${flag}`)
+    t.same(ids((await get(`/v1/sites?${q('live', near + '&demo=' + flag)}`)).body), ['prd-hotel', 'prd-aero'],
+      `demo=${flag}`)
   }
-  t.same(ids((await get(`/v1/sites?${q('demo', near)}`)).body), ['sbx-hotel'], 'demo tier in production environment gets sandbox')
-  t.same(ids((await get(`/v1/sites?${q('demo', near + '&demo=false')}`)).body), ['sbx-hotel'], 'demo tier cannot ask for production')
+  t.same(ids((await get(`/v1/sites?${q('demo', near)}`)).body), ['sbx-hotel'],
+    'demo tier in production environment gets sandbox')
+  t.same(ids((await get(`/v1/sites?${q('demo', near + '&demo=false')}`)).body), ['sbx-hotel'],
+    'demo tier cannot ask for production')
 })
 
 t.test('radius: default 25 km, clamped at the partner cap', async (t) => {
   const base = 'lat=51.5&lng=-0.12&category_id=4'
   t.same(ids((await get(`/v1/sites?${q('sandboxed', base)}`)).body), ['sbx-hotel', 'sbx-20km'], 'default 25 km')
-  t.same(ids((await get(`/v1/sites?${q('sandboxed', base + '&radius=40')}`)).body), ['sbx-hotel', 'sbx-20km', 'sbx-30km'])
-  t.same(ids((await get(`/v1/sites?${q('sandboxed', base + '&radius=5000')}`)).body), ['sbx-hotel', 'sbx-20km', 'sbx-30km', 'sbx-70km'],
-    'clamped at 75 km')
-  t.same(ids((await get(`/v1/sites?${q('capped', 'lat=51.5&lng=-0.12&radius=75')}`)).body), ['sbx-hotel', 'sbx-pub', 'sbx-estate'],
-    'cap 5 km and at most 3 results')
+  t.same(ids((await get(`/v1/sites?${q('sandboxed', base + '&radius=40')}`)).body),
+    ['sbx-hotel', 'sbx-20km', 'sbx-30km'])
+  t.same(ids((await get(`/v1/sites?${q('sandboxed', base + '&radius=5000')}`)).body),
+    ['sbx-hotel', 'sbx-20km', 'sbx-30km', 'sbx-70km'], 'clamped at 75 km')
+  t.same(ids((await get(`/v1/sites?${q('capped', 'lat=51.5&lng=-0.12&radius=75')}`)).body),
+    ['sbx-hotel', 'sbx-pub', 'sbx-estate'], 'cap 5 km and at most 3 results')
   const from11 = `lat=${north(11)}&lng=-0.12&radius=75`
-  t.equal(JSON.parse((await get(`/v1/sites/nearest?${q('capped', from11)}`)).body), null, 'nearest is clamped too: the closest site is 6 km away')
-  t.equal(JSON.parse((await get(`/v1/sites/nearest?${q('sandboxed', from11)}`)).body).id, 'sbx-aero', 'uncapped, it is found')
+  t.equal(JSON.parse((await get(`/v1/sites/nearest?${q('capped', from11)}`)).body), null,
+    'nearest is clamped too: the closest site is 6 km away')
+  t.equal(JSON.parse((await get(`/v1/sites/nearest?${q('sandboxed', from11)}`)).body).id, 'sbx-aero',
+    'uncapped, it is found')
 })
 
 t.test('a radius of half the globe or more holds every site, the antipode included', async (t) => {
@@ -197,14 +234,17 @@ t.test('a radius of half the globe or more holds every site, the antipode includ
     return JSON.parse(res.body)
   }
   for (const radius of ['20016', '20038']) {
-    t.same((await get(`/v1/sites?lat=8&lng=20&radius=${radius}`)).map((r: { id: string }) => r.id), ['here', 'east', 'antipode'], `radius ${radius}`)
+    t.same((await get(`/v1/sites?lat=8&lng=20&radius=${radius}`)).map((r: { id: string }) => r.id),
+      ['here', 'east', 'antipode'], `radius ${radius}`)
   }
   const nearest = await get('/v1/sites/nearest?lat=8&lng=20&radius=20038&category_id=7')
-  t.same(nearest && [nearest.id, nearest.distance_nm], ['antipode', 10807.282], 'half the circumference, in nautical miles')
+  t.same(nearest && [nearest.id, nearest.distance_nm], ['antipode', 10807.282],
+    'half the circumference, in nautical miles')
 })
 
 t.test('tag filter', async (t) => {
-  t.same(ids((await get(`/v1/sites?${q('sandboxed', 'lat=51.5&lng=-0.12&radius=10&tag=~fuel')}`)).body), ['sbx-hotel', 'sbx-aero'])
+  t.same(ids((await get(`/v1/sites?${q('sandboxed', 'lat=51.5&lng=-0.12&radius=10&tag=~fuel')}`)).body),
+    ['sbx-hotel', 'sbx-aero'])
   t.same(ids((await get(`/v1/sites?${q('sandboxed', 'lat=51.5&lng=-0.12&radius=10&tag=~ppr')}`)).body), ['sbx-aero'])
   t.same(ids((await get(`/v1/sites?${q('sandboxed', 'lat=51.5&lng=-0.12&radius=10&tag=~unknown')}`)).body), [])
 })
@@ -216,7 +256,10 @@ t.test('unknown parameters are ignored', async (t) => {
 
 t.test('unknown paths and methods: rest_no_route, with or without a token', async (t) => {
   const body = error('rest_no_route', 404, 'No route was found matching the URL and request method.')
-  for (const [method, url] of [['GET', '/v1/nope'], ['GET', `/v1/nope?api_key=${tokens.live}`], ['POST', '/v1/sites'], ['GET', '/'], ['DELETE', '/v1/sites/nearest']] as const) {
+  for (const [method, url] of [
+    ['GET', '/v1/nope'], ['GET', `/v1/nope?api_key=${tokens.live}`], ['POST', '/v1/sites'], ['GET', '/'],
+    ['DELETE', '/v1/sites/nearest']
+  ] as const) {
     const res = await app.inject({ method, url })
     t.equal(res.statusCode, 404, `${method} ${url}`)
     t.same(JSON.parse(res.body), body)
@@ -243,7 +286,9 @@ t.test('no CORS headers', async (t) => {
 t.test('the request log never shows a token', async (t) => {
   const { lines, stream } = logCapture()
   const dir = tmpDataDir(t)
-  const logTokens = writeFixture(dir, { sandbox, production, partners: [{ name: 'L', slug: 'l' }, { name: 'S', slug: 's', status: 'suspended' }] })
+  const logTokens = writeFixture(dir, {
+    sandbox, production, partners: [{ name: 'L', slug: 'l' }, { name: 'S', slug: 's', status: 'suspended' }]
+  })
   const config = testConfig(dir, { LOG_LEVEL: 'info' })
   const logged = await buildApp(config, { logger: { ...loggerOptions(config), stream } })
   t.teardown(() => logged.close())
@@ -257,7 +302,9 @@ t.test('the request log never shows a token', async (t) => {
     `/v1/sites?lat=51.5&lng=-0.12&API_KEY=${secret}&token=${secret}`
   ]
   for (const url of urls) await logged.inject({ method: 'GET', url })
-  await logged.inject({ method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${secret}` } })
+  await logged.inject({
+    method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${secret}` }
+  })
   await nextTurn()
   const log = lines.join('')
   t.ok(lines.filter((l) => l.includes('"msg":"request"')).length >= urls.length, 'every request was logged')

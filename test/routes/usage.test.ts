@@ -12,7 +12,9 @@ const { app, tokens } = await buildTestApp(t, {
   ]
 })
 const partnerOf = async (slug: string, query = '') => {
-  const res = await app.inject({ method: 'GET', url: `/v1/usage${query}`, headers: { authorization: `Bearer ${tokens[slug]}` } })
+  const res = await app.inject({
+    method: 'GET', url: `/v1/usage${query}`, headers: { authorization: `Bearer ${tokens[slug]}` }
+  })
   t.equal(res.statusCode, 200, `${slug} ${query}`)
   const { environment, is_sandbox: isSandbox } = res.json().partner
   return { environment, isSandbox }
@@ -23,12 +25,17 @@ t.test('environment follows demo=, as the searches do', async (t) => {
   t.same(await partnerOf('live', '?demo=false'), { environment: 'production', isSandbox: false })
   t.same(await partnerOf('live', '?demo=true'), { environment: 'sandbox', isSandbox: true })
   t.same(await partnerOf('live', '?demo=1&expand=telemetry'), { environment: 'sandbox', isSandbox: true })
-  t.same(await partnerOf('demo'), { environment: 'sandbox', isSandbox: true }, 'the demo tier is always served the sandbox')
-  const bad = await app.inject({ method: 'GET', url: '/v1/usage?demo=yes', headers: { authorization: `Bearer ${tokens.live}` } })
+  t.same(await partnerOf('demo'), { environment: 'sandbox', isSandbox: true },
+    'the demo tier is always served the sandbox')
+  const bad = await app.inject({
+    method: 'GET', url: '/v1/usage?demo=yes', headers: { authorization: `Bearer ${tokens.live}` }
+  })
   t.equal(bad.statusCode, 400)
   t.same(bad.json().data.params, { demo: 'demo must be true, false, 1 or 0' })
   // and the searches agree
-  const ids = async (query: string) => (await app.inject({ method: 'GET', url: `/v1/sites?lat=51.5&lng=-0.12${query}`, headers: { authorization: `Bearer ${tokens.live}` } })).json().map((s: { id: string }) => s.id)
+  const ids = async (query: string) => (await app.inject({
+    method: 'GET', url: `/v1/sites?lat=51.5&lng=-0.12${query}`, headers: { authorization: `Bearer ${tokens.live}` }
+  })).json().map((s: { id: string }) => s.id)
   t.same(await ids(''), ['p-1'])
   t.same(await ids('&demo=true'), ['s-1'])
 })

@@ -78,7 +78,8 @@ t.test('past its capacity the log grows, keeping every entry; only at its maximu
   t.same([log.size, log.at(0)], [10, 0], 'a lower capacity drops nothing')
   log.push(10, 10)
   log.push(11, 11)
-  t.same([log.size, log.at(0), log.rowsAt(0), log.recent(1), log.nextSeq], [10, 2, 2, 11, 12], 'at the maximum the oldest leave')
+  t.same([log.size, log.at(0), log.rowsAt(0), log.recent(1), log.nextSeq], [10, 2, 2, 11, 12],
+    'at the maximum the oldest leave')
   log.dropUntil(8)
   t.same([log.size, log.at(0)], [3, 9], 'entries leave by age')
   log.setRows(11, 7)

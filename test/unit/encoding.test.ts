@@ -4,8 +4,10 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { COMPRESS_MIN_BYTES, compress, encodingFor, type Encoding } from '../../src/http/encoding.ts'
 
-const records = (n: number) => Buffer.from(JSON.stringify(Array.from({ length: n }, (_, i) =>
-  ({ id: `site-${i * 7919 % 100003}`, name: `Pad ${i}`, category: i % 9 + 2, latitude: 51 + i / 1000, longitude: -0.1 - i / 997 }))))
+const records = (n: number) => Buffer.from(JSON.stringify(Array.from({ length: n }, (_, i) => ({
+  id: `site-${i * 7919 % 100003}`, name: `Pad ${i}`, category: i % 9 + 2,
+  latitude: 51 + i / 1000, longitude: -0.1 - i / 997
+}))))
 const decode = { gzip: gunzipSync, br: brotliDecompressSync }
 
 // zlib hands back a view of its 16 kB output chunk: kept with a cache entry, the chunk would live
@@ -22,9 +24,11 @@ t.test('a compressed answer keeps at most a Buffer pool slab or its own length, 
   }
 })
 
-t.test('the encoding an Accept-Encoding header takes: a coding refused by name is never sent, * or not, in any case', async (t) => {
+t.test('the encoding an Accept-Encoding header takes: a coding refused by name is never sent, ' +
+  '* or not, in any case', async (t) => {
   const cases: [string, Encoding | undefined][] = [
-    ['gzip', 'gzip'], ['br', 'br'], ['gzip, br', 'gzip'], ['br;q=1, gzip;q=0.5', 'br'], ['*', 'gzip'], ['identity', undefined],
+    ['gzip', 'gzip'], ['br', 'br'], ['gzip, br', 'gzip'], ['br;q=1, gzip;q=0.5', 'br'], ['*', 'gzip'],
+    ['identity', undefined],
     ['gzip;q=0', undefined], ['*;q=0', undefined],
     ['gzip;q=0, *', 'br'], ['*, gzip;q=0', 'br'], ['GZIP ; Q=0.000 , *', 'br'], ['br;q=0, *', 'gzip'],
     ['gzip;q=0, br;q=0, *', undefined], ['gzip;q=0.001, *', 'gzip'],

@@ -11,7 +11,9 @@ t.test('jsonString is JSON.stringify for every UTF-16 code unit, alone and in co
     for (const text of [ch, `a${ch}`, `${ch}z`, `x${ch}${ch}y`]) if (jsonString(text) !== JSON.stringify(text)) differ++
   }
   t.equal(differ, 0)
-  const texts = ['', '"', '\\', '\u2028\u2029', '😀', '\ud83d', 'a\ude00b', 'é✈/v1/sites?lat=1&lng=2', 'x'.repeat(5000) + '\n']
+  const texts = [
+    '', '"', '\\', '\u2028\u2029', '😀', '\ud83d', 'a\ude00b', 'é✈/v1/sites?lat=1&lng=2', 'x'.repeat(5000) + '\n'
+  ]
   texts.forEach((text, i) => t.equal(jsonString(text), JSON.stringify(text), `text ${i}`))
 })
 
@@ -49,8 +51,11 @@ t.test('an error body is JSON.stringify(toBody()) for every code, with and witho
 t.test('messages are filled at their placeholders as before', async (t) => {
   t.equal(new ApiError('svc_partner_api_rate_limited', { window: 'minute', retry_after: 17 }).message,
     'Rate limit exceeded for the minute window. Retry after 17 seconds.')
-  t.equal(new ApiError('rest_missing_callback_param', { params: ['lat', 'lng'] }).message, 'Missing parameter(s): lat, lng.')
-  t.equal(new ApiError('rest_invalid_param', { params: { radius: 'x', limit: 'y' } }).message, 'Invalid parameter(s): radius, limit.')
-  t.equal(new ApiError('svc_partner_api_rate_limited').message, 'Rate limit exceeded for the undefined window. Retry after undefined seconds.')
+  t.equal(new ApiError('rest_missing_callback_param', { params: ['lat', 'lng'] }).message,
+    'Missing parameter(s): lat, lng.')
+  t.equal(new ApiError('rest_invalid_param', { params: { radius: 'x', limit: 'y' } }).message,
+    'Invalid parameter(s): radius, limit.')
+  t.equal(new ApiError('svc_partner_api_rate_limited').message,
+    'Rate limit exceeded for the undefined window. Retry after undefined seconds.')
   t.equal(new ApiError('svc_partner_api_invalid_key').message, ERRORS.svc_partner_api_invalid_key.message)
 })
