@@ -4,7 +4,6 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
-import { CATEGORY_NAMES_META } from './categories.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
 
 export const SCHEMA_VERSION = '1'
@@ -61,6 +60,8 @@ export const isSiteName = (name: unknown): name is string =>
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
 /** The precision a file records (decimals kept by the import's rounding). */
 export const MAX_PRECISION = 10
+/** The meta key that names categories 8 and above: JSON, e.g. {"8": "Heliport"}. */
+export const CATEGORY_NAMES_META = 'category_names'
 
 export const datasetPath = (dataDir: string, name: DatasetName) => join(dataDir, `${name}.db`)
 
