@@ -144,7 +144,16 @@ export function dayRecord (date: string, fields: Record<string, number>): DayRec
   const busiest = (fields.bc ?? 0) > 0
     ? { minute: new Date(fields.bm * MINUTE_MS).toISOString().slice(0, 16) + 'Z', requests: fields.bc }
     : null
-  return { date, requests, accepted: requests - refused, refused, client_errors: clientErrors, server_errors: serverErrors, rows: fields.rows ?? 0, busiest_minute: busiest }
+  return {
+    date,
+    requests,
+    accepted: requests - refused,
+    refused,
+    client_errors: clientErrors,
+    server_errors: serverErrors,
+    rows: fields.rows ?? 0,
+    busiest_minute: busiest
+  }
 }
 
 /** The last `count` days up to `now`'s, oldest first, each from `stored` or empty. */
