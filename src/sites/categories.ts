@@ -24,7 +24,9 @@ function operatorNames (ds: Pick<Dataset, 'meta'>): Record<string, string> {
     try {
       const value: unknown = text === undefined ? {} : JSON.parse(text)
       if (value !== null && typeof value === 'object') {
-        for (const [id, name] of Object.entries(value)) if (typeof name === 'string' && Number(id) >= 8) names[id] = name
+        for (const [id, name] of Object.entries(value)) {
+          if (typeof name === 'string' && Number(id) >= 8) names[id] = name
+        }
       }
     } catch { /* a malformed entry names nothing */ }
     parsed.set(ds.meta, names)
