@@ -22,8 +22,14 @@ t.test('one event-loop monitor and one GC observer for the process, however many
   const calls = { monitorEventLoopDelay: 0, observe: 0 }
   const { monitorEventLoopDelay } = perfHooks
   const { observe } = perfHooks.PerformanceObserver.prototype
-  perfHooks.monitorEventLoopDelay = (...args) => { calls.monitorEventLoopDelay++; return monitorEventLoopDelay(...args) }
-  perfHooks.PerformanceObserver.prototype.observe = function (...args) { calls.observe++; return observe.apply(this, args) }
+  perfHooks.monitorEventLoopDelay = (...args) => {
+    calls.monitorEventLoopDelay++
+    return monitorEventLoopDelay(...args)
+  }
+  perfHooks.PerformanceObserver.prototype.observe = function (...args) {
+    calls.observe++
+    return observe.apply(this, args)
+  }
   t.teardown(() => {
     perfHooks.monitorEventLoopDelay = monitorEventLoopDelay
     perfHooks.PerformanceObserver.prototype.observe = observe
@@ -33,7 +39,11 @@ t.test('one event-loop monitor and one GC observer for the process, however many
   t.same(calls, { monitorEventLoopDelay: 1, observe: 1 }, 'started once, by the first')
   const scrapes = await Promise.all(apps.map((m) => m.registry.metrics()))
   t.same(shape(scrapes[2]), shape(scrapes[0]), 'each app\'s registry shows the same metrics')
-  for (const name of ['lsp_process_resident_memory_bytes', 'lsp_nodejs_eventloop_lag_p99_seconds', 'lsp_nodejs_gc_duration_seconds', 'lsp_nodejs_heap_size_used_bytes']) {
+  const processMetrics = [
+    'lsp_process_resident_memory_bytes', 'lsp_nodejs_eventloop_lag_p99_seconds', 'lsp_nodejs_gc_duration_seconds',
+    'lsp_nodejs_heap_size_used_bytes'
+  ]
+  for (const name of processMetrics) {
     t.ok(scrapes.every((text) => text.includes(`\n# TYPE ${name} `)), name)
   }
   t.ok(scrapes[0].startsWith('# HELP lsp_process_cpu_user_seconds_total '), 'the process metrics first, as before')
