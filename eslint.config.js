@@ -9,7 +9,9 @@ export default [
       // TypeBox's idiom: a schema const and its Static type share a name
       '@typescript-eslint/no-redeclare': 'off',
       // a cleanup registered before the resource it closes exists reads the variable first
-      'prefer-const': ['error', { destructuring: 'all', ignoreReadBeforeAssign: true }]
+      'prefer-const': ['error', { destructuring: 'all', ignoreReadBeforeAssign: true }],
+      // a line reads whole on a screen and in a side-by-side diff
+      '@stylistic/max-len': ['error', { code: 120 }]
     }
   }
 ]

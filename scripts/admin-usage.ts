@@ -57,8 +57,10 @@ function localState (config: Config): UsageState {
         telemetry: { block: async (key, now) => telemetryBlock(readSavedEvents(db, key), TELEMETRY_FEED_SIZE, now) }
       }
     },
-    history: async (partnerId, now, days) =>
-      lastDays(readSqliteHistory(db, partnerId, dateOf(firstKeptDay(now, days)), dateOf(firstKeptDay(now, 1))), now, days),
+    history: async (partnerId, now, days) => {
+      const stored = readSqliteHistory(db, partnerId, dateOf(firstKeptDay(now, days)), dateOf(firstKeptDay(now, 1)))
+      return lastDays(stored, now, days)
+    },
     close: () => store.close()
   }
 }
@@ -73,10 +75,15 @@ async function sharedState (config: Config): Promise<UsageState> {
     partner: (slug) => partners.get(slug),
     sources: () => ({
       limiter,
-      telemetry: { block: async (key, now) => telemetryBlock(await readSharedEvents(redis, key), TELEMETRY_FEED_SIZE, now) }
+      telemetry: {
+        block: async (key, now) => telemetryBlock(await readSharedEvents(redis, key), TELEMETRY_FEED_SIZE, now)
+      }
     }),
-    history: async (partnerId, now, days) =>
-      lastDays(await readRedisHistory(redis, partnerId, dateOf(firstKeptDay(now, days)), dateOf(firstKeptDay(now, 1))), now, days),
+    history: async (partnerId, now, days) => {
+      const from = dateOf(firstKeptDay(now, days))
+      const stored = await readRedisHistory(redis, partnerId, from, dateOf(firstKeptDay(now, 1)))
+      return lastDays(stored, now, days)
+    },
     close: () => partners.close()
   }
 }
@@ -86,10 +93,14 @@ function withState<T> (config: Config, fn: (state: UsageState) => Promise<T>): P
 }
 
 const shown = (v: number | string | null) => v === null ? 'unlimited' : String(v)
-const byStatus = (counts: Record<string, number>) => Object.entries(counts).map(([s, n]) => `${s}:${n}`).join(' ') || '0'
+const byStatus = (counts: Record<string, number>) =>
+  Object.entries(counts).map(([s, n]) => `${s}:${n}`).join(' ') || '0'
 
 function historyTable (days: DayRecord[]): string[] {
-  const header = `${'DATE'.padEnd(10)} ${'REQUESTS'.padStart(8)} ${'ACCEPTED'.padStart(8)} ${'429'.padStart(6)} ${'OTHER 4XX'.padEnd(16)} ${'5XX'.padEnd(10)} ${'ROWS'.padStart(9)}  BUSIEST MINUTE`
+  const header = [
+    'DATE'.padEnd(10), 'REQUESTS'.padStart(8), 'ACCEPTED'.padStart(8), '429'.padStart(6), 'OTHER 4XX'.padEnd(16),
+    '5XX'.padEnd(10), 'ROWS'.padStart(9), ' BUSIEST MINUTE'
+  ].join(' ')
   return [header, ...days.map((d) => [
     d.date,
     String(d.requests).padStart(8),
@@ -105,21 +116,30 @@ function historyTable (days: DayRecord[]): string[] {
 function usageText (report: UsageReportBody, history: DayRecord[], freshness: string): string {
   const { partner, windows, telemetry } = report
   const lines = [
-    `partner ${partner.slug} (${partner.id}) ${partner.name}: ${partner.environment}; at ${report.timestamp}, ${freshness}`,
+    `partner ${partner.slug} (${partner.id}) ${partner.name}: ${partner.environment}; ` +
+      `at ${report.timestamp}, ${freshness}`,
     '',
-    `${'WINDOW'.padEnd(7)} ${'LIMIT'.padStart(9)} ${'USED'.padStart(7)} ${'REMAINING'.padStart(9)} ${'ROWS'.padStart(9)}  RESETS AT`,
+    [
+      'WINDOW'.padEnd(7), 'LIMIT'.padStart(9), 'USED'.padStart(7), 'REMAINING'.padStart(9), 'ROWS'.padStart(9),
+      ' RESETS AT'
+    ].join(' '),
     ...(['minute', 'hour', 'day'] as const).map((w) => {
       const x = windows[w]
-      return `${w.padEnd(7)} ${shown(x.limit).padStart(9)} ${String(x.used).padStart(7)} ${shown(x.remaining).padStart(9)} ${String(x.rows).padStart(9)}  ${x.resets_at ?? '-'}`
+      return [
+        w.padEnd(7), shown(x.limit).padStart(9), String(x.used).padStart(7), shown(x.remaining).padStart(9),
+        String(x.rows).padStart(9), ` ${x.resets_at ?? '-'}`
+      ].join(' ')
     })
   ]
   if (telemetry) {
     lines.push('', `telemetry: ${telemetry.events} of the last ${telemetry.feed_size} events`,
       ...(['minute', 'hour', 'day'] as const).map((w) => {
         const x = telemetry.windows[w]
-        return `  ${w.padEnd(7)} ${String(x.requests).padStart(5)} requests ${String(x.rows).padStart(8)} rows ${String(x.errors).padStart(5)} errors`
+        return `  ${w.padEnd(7)} ${String(x.requests).padStart(5)} requests ${String(x.rows).padStart(8)} rows ` +
+          `${String(x.errors).padStart(5)} errors`
       }),
-      ...telemetry.recent_events.map((e) => `  ${e.timestamp} ${e.endpoint.padEnd(10)} ${e.status} ${String(e.rows).padStart(5)} rows ${String(e.duration_ms).padStart(8)} ms ${e.dataset ?? '-'} ${e.cache}`))
+      ...telemetry.recent_events.map((e) => `  ${e.timestamp} ${e.endpoint.padEnd(10)} ${e.status} ` +
+        `${String(e.rows).padStart(5)} rows ${String(e.duration_ms).padStart(8)} ms ${e.dataset ?? '-'} ${e.cache}`))
   }
   lines.push('', `history, last ${history.length} days (UTC), oldest first:`, ...historyTable(history))
   return lines.join('\n')
@@ -134,7 +154,8 @@ export async function partnerUsage ({ config, options, args }: Context): Promise
   const days = daysOption(options.days, config.usageHistoryDays)
   return withState(config, async (state) => {
     const partner = await state.partner(args[0])
-    const report = await usageReport(state.sources(partner.id), { ...partner, limits: effectiveLimits(partner) }, {
+    const reported = { ...partner, limits: effectiveLimits(partner) }
+    const report = await usageReport(state.sources(partner.id), reported, {
       environment: datasetFor(partner, false),
       telemetry: true
     })
@@ -175,8 +196,10 @@ export async function partnersReport ({ config, options }: Context): Promise<Res
         go_live: partner.environment === 'sandbox' ? goLive(history, limits) : null
       })
     }
-    const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} ${'REQ/DAY AVG'.padStart(11)} ${'MAX'.padStart(7)} ` +
-      `${'BUSIEST MIN/LIMIT'.padStart(17)} ${'429'.padStart(6)} ${'ERRORS'.padStart(6)}  GO-LIVE`
+    const header = [
+      'SLUG'.padEnd(24), 'STATUS'.padEnd(9), 'TIER'.padEnd(6), 'ENVIRONMENT'.padEnd(11), 'REQ/DAY AVG'.padStart(11),
+      'MAX'.padStart(7), 'BUSIEST MIN/LIMIT'.padStart(17), '429'.padStart(6), 'ERRORS'.padStart(6), ' GO-LIVE'
+    ].join(' ')
     const rows = lines.map((l) => [
       l.slug.padEnd(24), l.status.padEnd(9), l.tier.padEnd(6), l.environment.padEnd(11),
       String(l.requests_per_day_avg).padStart(11), String(l.requests_per_day_max).padStart(7),

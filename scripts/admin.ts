@@ -20,7 +20,9 @@ import { partnerUsage, partnersReport } from './admin-usage.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, MAX_PRECISION, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
-import { ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName } from '../src/partners/tiers.ts'
+import {
+  ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName
+} from '../src/partners/tiers.ts'
 import {
   PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
@@ -35,32 +37,41 @@ type Body = (ctx: Context) => Result | Promise<Result>
 
 const CREATE_STATUSES = ['active', 'pending'] as const
 
-function oneOf<T extends string> (name: string, value: string | boolean | undefined, allowed: readonly T[]): T | undefined {
+type OptionValue = string | boolean | undefined
+
+function oneOf<T extends string> (name: string, value: OptionValue, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined
-  if (typeof value !== 'string' || !allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`)
+  if (typeof value !== 'string' || !allowed.includes(value as T)) {
+    throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`)
+  }
   return value as T
 }
 
-function onOff (name: string, value: string | boolean | undefined): boolean | undefined {
+function onOff (name: string, value: OptionValue): boolean | undefined {
   const v = oneOf(name, value, ['on', 'off'])
   return v === undefined ? undefined : v === 'on'
 }
 
-function limitOverride (name: string, value: string | boolean | undefined): LimitOverride | undefined {
+function limitOverride (name: string, value: OptionValue): LimitOverride | undefined {
   if (value === undefined) return undefined
   if (value === 'unlimited') return 'unlimited'
   if (value === 'tier') return null
   // 0 is refused: a window that admits nothing could never tell the partner an honest Retry-After;
   // `--status suspended` is how a partner is stopped.
-  return integer(name, value, 1, MAX_LIMIT, ", 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended")
+  return integer(name, value, 1, MAX_LIMIT,
+    ", 'unlimited', or 'tier' (the tier's limit); to stop a partner, use --status suspended")
 }
 
-function parseCategories (value: string | boolean | undefined): number[] | undefined {
+function parseCategories (value: OptionValue): number[] | undefined {
   if (value === undefined) return undefined
-  if (typeof value !== 'string' || !/^\d+(,\d+)*$/.test(value)) throw new UsageError('--categories must be a comma-separated list of category ids, e.g. 4,7')
+  if (typeof value !== 'string' || !/^\d+(,\d+)*$/.test(value)) {
+    throw new UsageError('--categories must be a comma-separated list of category ids, e.g. 4,7')
+  }
   const list = value.split(',').map(Number)
   if (list.includes(1)) throw new UsageError('--categories: category 1 is reserved and never served')
-  if (list.some((c) => c < 2 || c > CATEGORY_MAX)) throw new UsageError(`--categories: category ids are whole numbers from 2 to ${CATEGORY_MAX}`)
+  if (list.some((c) => c < 2 || c > CATEGORY_MAX)) {
+    throw new UsageError(`--categories: category ids are whole numbers from 2 to ${CATEGORY_MAX}`)
+  }
   return [...new Set(list)].sort((a, b) => a - b)
 }
 
@@ -74,9 +85,11 @@ function fileOptions (options: Options) {
   return { dataset, file, format }
 }
 
-function name (value: string | boolean | undefined): string | undefined {
+function name (value: OptionValue): string | undefined {
   if (value === undefined) return undefined
-  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) throw new UsageError('--name must be 1 to 200 characters')
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
+    throw new UsageError('--name must be 1 to 200 characters')
+  }
   return value.trim()
 }
 
@@ -90,7 +103,8 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
   for (const value of values as string[]) {
     const match = /^(\d+)=(.{1,64})$/.exec(value)
     if (!match || Number(match[1]) < 8 || Number(match[1]) > CATEGORY_MAX || match[2].trim() !== match[2]) {
-      throw new UsageError(`--category-name must be ID=NAME with an id from 8 to ${CATEGORY_MAX} and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(value)})`)
+      throw new UsageError(`--category-name must be ID=NAME with an id from 8 to ${CATEGORY_MAX} and a name of ` +
+        `1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(value)})`)
     }
     names[Number(match[1])] = match[2]
   }
@@ -101,8 +115,15 @@ function categoryNames (values: unknown): Record<number, string> | undefined {
  * The partners: in Redis when STATE_URL is set (every instance everywhere reads them there), else
  * in control.db, opened only to read for the commands that only read (`readonly`).
  */
-function withStore<T> (config: Config, fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>, { readonly = false } = {}): Promise<T> {
-  return withOpened(config, async () => config.stateUrl ? new RedisPartnerStore(await connectState(config.stateUrl)) : new PartnerStore(controlPath(config.dataDir), { readonly }), fn)
+function withStore<T> (
+  config: Config,
+  fn: (store: PartnerStore | RedisPartnerStore) => T | Promise<T>,
+  { readonly = false } = {}
+): Promise<T> {
+  const open = async () => config.stateUrl
+    ? new RedisPartnerStore(await connectState(config.stateUrl))
+    : new PartnerStore(controlPath(config.dataDir), { readonly })
+  return withOpened(config, open, fn)
 }
 
 function partnerText (view: ReturnType<typeof partnerView>): string {
@@ -140,8 +161,12 @@ async function partnersCreate ({ config, options }: Context): Promise<Result> {
 
 async function partnersList ({ config }: Context): Promise<Result> {
   const views = await withStore(config, async (store) => (await store.list()).map(partnerView), { readonly: true })
-  const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} CATEGORIES  NAME`
-  const rows = views.map((v) => `${v.slug.padEnd(24)} ${v.status.padEnd(9)} ${v.tier.padEnd(6)} ${v.environment.padEnd(11)} ${v.categories.join(',').padEnd(11)} ${v.name}`)
+  const header = `${'SLUG'.padEnd(24)} ${'STATUS'.padEnd(9)} ${'TIER'.padEnd(6)} ${'ENVIRONMENT'.padEnd(11)} ` +
+    'CATEGORIES  NAME'
+  const rows = views.map((v) => [
+    v.slug.padEnd(24), v.status.padEnd(9), v.tier.padEnd(6), v.environment.padEnd(11),
+    v.categories.join(',').padEnd(11), v.name
+  ].join(' '))
   return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
 }
 
@@ -152,7 +177,9 @@ async function partnersShow ({ config, args }: Context): Promise<Result> {
 
 async function partnersUpdate ({ config, options, args }: Context): Promise<Result> {
   const radius = options['radius-cap']
-  if (radius !== undefined && (typeof radius !== 'string' || !/^\d+(\.\d+)?$/.test(radius) || Number(radius) <= 0 || Number(radius) > 20038)) {
+  const radiusOk = typeof radius === 'string' && /^\d+(\.\d+)?$/.test(radius) &&
+    Number(radius) > 0 && Number(radius) <= 20038
+  if (radius !== undefined && !radiusOk) {
     throw new UsageError('--radius-cap must be a number of km greater than 0 and at most 20038')
   }
   const limitOverrides: Partial<Record<WindowName, LimitOverride>> = {}
@@ -172,15 +199,22 @@ async function partnersUpdate ({ config, options, args }: Context): Promise<Resu
     maxResults: integer('max-results', options['max-results'], 1, MAX_RESULTS_CEILING),
     limitOverrides
   }
-  for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) if (changes[key] === undefined) delete changes[key]
-  if (Object.keys(changes).length === 1 && Object.keys(limitOverrides).length === 0) throw new UsageError('nothing to change: give at least one option')
+  for (const key of Object.keys(changes) as (keyof PartnerChanges)[]) {
+    if (changes[key] === undefined) delete changes[key]
+  }
+  if (Object.keys(changes).length === 1 && Object.keys(limitOverrides).length === 0) {
+    throw new UsageError('nothing to change: give at least one option')
+  }
   const view = await withStore(config, async (store) => partnerView(await store.update(args[0], changes)))
   return { json: view, text: partnerText(view) }
 }
 
 async function partnersRotate ({ config, args }: Context): Promise<Result> {
   const { partner, token } = await withStore(config, (store) => store.rotate(args[0]))
-  return { json: { id: partner.id, slug: partner.slug, token }, text: `new token for ${partner.slug} (shown once, keep it secret): ${token}` }
+  return {
+    json: { id: partner.id, slug: partner.slug, token },
+    text: `new token for ${partner.slug} (shown once, keep it secret): ${token}`
+  }
 }
 
 /** The path a file name stands for, links followed (as far as they exist). */
@@ -201,7 +235,8 @@ function canonical (path: string): string {
  * their SQLite companions, by name or through a link (an export onto sandbox.db made it a CSV).
  */
 function refuseServiceFile (config: Config, file: string): void {
-  const own = [...DATASETS.flatMap((dataset) => [datasetPath(config.dataDir, dataset), `${datasetPath(config.dataDir, dataset)}.index`]), controlPath(config.dataDir)]
+  const datasets = DATASETS.map((dataset) => datasetPath(config.dataDir, dataset))
+  const own = [...datasets.flatMap((path) => [path, `${path}.index`]), controlPath(config.dataDir)]
     .flatMap((path) => [path, `${path}-wal`, `${path}-shm`, `${path}-journal`])
   const target = canonical(file)
   const inode = (path: string) => {
@@ -244,23 +279,31 @@ async function partnersImport ({ config, options }: Context): Promise<Result> {
   }
   const { rows } = readExportDocument(text, file) // every row checked before any is written (exit 1 otherwise)
   const { created, replaced } = await withStore(config, (store) => store.importRows(rows))
-  return { json: { created, replaced }, text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced` }
+  return {
+    json: { created, replaced },
+    text: `imported ${rows.length} partners: ${created} created, ${replaced} replaced`
+  }
 }
 
 async function datasetsGenerate ({ config, options }: Context): Promise<Result> {
   const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
   const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
   // the default seed follows the dataset: production never gets a copy of the sandbox's sites
-  const seed = typeof options.seed === 'string' ? options.seed : dataset === 'sandbox' ? config.sandboxSeed : 'production'
+  const seed = typeof options.seed === 'string'
+    ? options.seed
+    : dataset === 'sandbox' ? config.sandboxSeed : 'production'
   const shareText = options['europe-share']
   let europeShare: number | undefined
   if (shareText !== undefined) {
     europeShare = Number(shareText)
-    if (typeof shareText !== 'string' || !/^(0(\.\d+)?|1(\.0+)?)$/.test(shareText)) throw new UsageError('--europe-share must be a number from 0 to 1')
+    if (typeof shareText !== 'string' || !/^(0(\.\d+)?|1(\.0+)?)$/.test(shareText)) {
+      throw new UsageError('--europe-share must be a number from 0 to 1')
+    }
   }
   const path = datasetPath(config.dataDir, dataset)
   const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
-  const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: categoryNames(options['category-name']) })
+  const names = categoryNames(options['category-name'])
+  const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: names })
   const summary = { dataset, path, site_count: siteCount, built_at: builtAt, seed }
   const text = `wrote ${siteCount} sites to ${path} (seed ${seed})`
   if (!options.reload) return { json: summary, text: `${text}; run 'datasets reload' to serve them` }
@@ -276,20 +319,30 @@ async function datasetsImport ({ config, options, stderr }: Context): Promise<Re
   const progress = stderr.isTTY ? progressBar(stderr, dataset) : undefined
   const started = performance.now()
   const names = categoryNames(options['category-name'])
-  const result = await importSites({ file, format, target, precision, categoryNames: names, onProgress: progress?.update })
+  const result = await importSites({
+    file, format, target, precision, categoryNames: names, onProgress: progress?.update
+  })
   progress?.done()
-  if (progress && options.reload && result.ok) stderr.write(`${dataset}: imported; waiting for the running service to load the new file...\n`)
+  if (progress && options.reload && result.ok) {
+    stderr.write(`${dataset}: imported; waiting for the running service to load the new file...\n`)
+  }
   const seconds = Math.round(performance.now() - started) / 1000
   if (!result.ok) {
-    const more = result.errorCount > result.errors.length ? [`... and ${result.errorCount - result.errors.length} more invalid rows`] : []
+    const { errorCount, errors } = result
+    const more = errorCount > errors.length ? [`... and ${errorCount - errors.length} more invalid rows`] : []
+    const refused = `error: import refused: ${errorCount} invalid row${errorCount === 1 ? '' : 's'}; ` +
+      `${target} is unchanged`
     return {
       exitCode: 1,
-      json: { ok: false, dataset, file, rows: result.rows, error_count: result.errorCount, errors: result.errors },
-      text: [...result.errors, ...more, `error: import refused: ${result.errorCount} invalid row${result.errorCount === 1 ? '' : 's'}; ${target} is unchanged`].join('\n')
+      json: { ok: false, dataset, file, rows: result.rows, error_count: errorCount, errors },
+      text: [...errors, ...more, refused].join('\n')
     }
   }
-  const summary = { ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds }
-  const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s (coordinates rounded to ${precision} decimals)`
+  const summary = {
+    ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds
+  }
+  const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s ` +
+    `(coordinates rounded to ${precision} decimals)`
   if (!options.reload) return { json: summary, text: `${text}\nrun 'datasets reload' to serve them` }
   const reloaded = await reloadAll(config)
   return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
@@ -306,7 +359,10 @@ async function datasetsExport ({ config, options }: Context): Promise<Result> {
 
 function datasetsReload ({ config, options }: Context): Promise<Result> {
   if (!options.all) return reloadAll(config)
-  if (!config.stateUrl) throw new UsageError('--all asks the instances sharing STATE_URL; set STATE_URL (without it, datasets reload reaches every instance of this DATA_DIR)')
+  if (!config.stateUrl) {
+    throw new UsageError('--all asks the instances sharing STATE_URL; set STATE_URL ' +
+      '(without it, datasets reload reaches every instance of this DATA_DIR)')
+  }
   return reloadShared(config)
 }
 
@@ -315,10 +371,12 @@ function datasetsInfo ({ config }: Context): Result {
   const infos = DATASETS.map((dataset) => datasetInfo(config, dataset))
   const lines = infos.map((i) => i.error
     ? `${i.dataset.padEnd(11)} ${i.error}`
-    : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  precision ${i.precision}  source ${i.source}`)
+    : `${i.dataset.padEnd(11)} ${String(i.site_count).padStart(9)} sites  built_at ${i.built_at}  ` +
+      `precision ${i.precision}  source ${i.source}`)
   const unreadable = infos.filter((i) => i.error !== undefined && i.error !== 'missing')
   if (unreadable.length === 0) return { json: infos, text: lines.join('\n') }
-  lines.push(`error: ${unreadable.map((i) => i.path).join(' and ')} cannot be read; the service would refuse ${unreadable.length === 1 ? 'it' : 'them'} (import or generate the dataset again, or restore it from a backup)`)
+  lines.push(`error: ${unreadable.map((i) => i.path).join(' and ')} cannot be read; the service would refuse ` +
+    `${unreadable.length === 1 ? 'it' : 'them'} (import or generate the dataset again, or restore it from a backup)`)
   return { exitCode: 1, json: infos, text: lines.join('\n') }
 }
 
@@ -327,18 +385,26 @@ type ReloadAsked = Awaited<ReturnType<typeof requestReload>>
 /** What each instance answered, as text and JSON; exit 1 unless every one reloaded. */
 function reloadReport ({ instances, results }: ReloadAsked, where: string): Result {
   if (instances.length === 0) {
-    return { exitCode: 1, json: { ok: false, instances: [] }, text: `error: no running service: no instance has reported ${where} within the last 10 s` }
+    return {
+      exitCode: 1,
+      json: { ok: false, instances: [] },
+      text: `error: no running service: no instance has reported ${where} within the last 10 s`
+    }
   }
   const rows = instances.map((instance) => {
     const outcome = results.get(instance.id)
     const base = { instance: instance.id, pid: instance.pid, address: instance.address }
-    if (typeof outcome === 'string' || outcome === undefined) return { ...base, ok: false, error: outcome ?? 'no answer', datasets: [] }
+    if (typeof outcome === 'string' || outcome === undefined) {
+      return { ...base, ok: false, error: outcome ?? 'no answer', datasets: [] }
+    }
     return { ...base, ...outcome }
   })
   const ok = rows.every((r) => r.ok)
   const lines = rows.flatMap((r) => [
-    `${r.instance} (${r.address ?? 'not listening'}): ${r.ok ? 'reloaded' : `reload refused: ${'error' in r ? r.error : ''}`}`,
-    ...r.datasets.map((d) => `  ${d.dataset.padEnd(11)} ${String(d.site_count).padStart(9)} sites  built_at ${d.built_at}${r.ok ? '' : '  (still served)'}`)
+    `${r.instance} (${r.address ?? 'not listening'}): ` +
+      (r.ok ? 'reloaded' : `reload refused: ${'error' in r ? r.error : ''}`),
+    ...r.datasets.map((d) => `  ${d.dataset.padEnd(11)} ${String(d.site_count).padStart(9)} sites  ` +
+      `built_at ${d.built_at}${r.ok ? '' : '  (still served)'}`)
   ])
   if (!ok) lines.push('error: the reload was refused; the instances above keep serving their old datasets')
   return { exitCode: ok ? 0 : 1, json: { ok, instances: rows }, text: lines.join('\n') }
@@ -366,7 +432,8 @@ function progressBar (stderr: Output, label: string) {
     const share = total === 0 ? 1 : Math.min(1, bytes / total)
     const width = 30
     const filled = Math.round(share * width)
-    stderr.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(share * 100).toFixed(0).padStart(3)}%  ${rows.toLocaleString('en')} rows`)
+    const bar = `${'#'.repeat(filled)}${'.'.repeat(width - filled)}`
+    stderr.write(`\r${label} [${bar}] ${(share * 100).toFixed(0).padStart(3)}%  ${rows.toLocaleString('en')} rows`)
   }
   return {
     update (bytes: number, total: number, rows: number) {
@@ -388,7 +455,15 @@ function datasetInfo (config: Config, dataset: DatasetName) {
     const db = new Database(path, { readonly: true, fileMustExist: true })
     try {
       const meta = readDatasetMeta(db)
-      return { dataset, path, site_count: Number(meta.site_count), built_at: meta.built_at, source: meta.source, precision: Number(meta.precision), schema_version: meta.schema_version }
+      return {
+        dataset,
+        path,
+        site_count: Number(meta.site_count),
+        built_at: meta.built_at,
+        source: meta.source,
+        precision: Number(meta.precision),
+        schema_version: meta.schema_version
+      }
     } finally {
       db.close()
     }
@@ -427,7 +502,8 @@ const CATEGORY_NAME = 'the name of a category from 8, kept in the dataset file (
 const RELOAD = "then make the running service load it (as 'datasets reload')"
 
 /** `partners update` as the operator types it, without the program's name. */
-const commandPath = (cmd: Command): string => cmd.parent?.parent ? `${commandPath(cmd.parent)} ${cmd.name()}` : cmd.name()
+const commandPath = (cmd: Command): string =>
+  cmd.parent?.parent ? `${commandPath(cmd.parent)} ${cmd.name()}` : cmd.name()
 const isCommand = (cmd: Command) => Boolean(cmd.parent?.parent)
 
 /** `SLUG [options]`, `--dataset sandbox|production --file PATH [options]`: arguments and required options. */
@@ -435,14 +511,16 @@ function synopsis (cmd: Command): string {
   const own = cmd.options.filter((o) => o.long !== '--json')
   return [
     ...cmd.registeredArguments.map((a) => a.name()),
-    ...own.filter((o) => o.mandatory).map((o) => `${o.long} ${o.argChoices?.join('|') ?? o.flags.replace(/^.*<(.*)>$/, '$1')}`),
+    ...own.filter((o) => o.mandatory)
+      .map((o) => `${o.long} ${o.argChoices?.join('|') ?? o.flags.replace(/^.*<(.*)>$/, '$1')}`),
     ...own.some((o) => !o.mandatory) ? ['[options]'] : []
   ].join(' ')
 }
 
 /** Commander's error as this CLI's one line (its own wording where the CLI had one before). */
 function reason (cmd: Command, err: CommanderError): string {
-  if (err.code === 'commander.missingArgument' || (err.code === 'commander.excessArguments' && cmd.registeredArguments.length > 0)) {
+  const tooMany = err.code === 'commander.excessArguments'
+  if (err.code === 'commander.missingArgument' || (tooMany && cmd.registeredArguments.length > 0)) {
     return `usage: ${commandPath(cmd)} ${synopsis(cmd)}`
   }
   if (err.code === 'commander.excessArguments') return `unexpected argument '${cmd.args[0]}'`
@@ -461,7 +539,9 @@ type Declare = (group: Command, name: string, description: string, body: Body) =
  * few lines here.
  */
 function declareCommands (program: Command, command: Declare) {
-  const partners = program.command('partners').description('the partners: their tokens, tiers, limits and categories (control.db, or Redis when STATE_URL is set)')
+  const partners = program.command('partners')
+    .description('the partners: their tokens, tiers, limits and categories ' +
+      '(control.db, or Redis when STATE_URL is set)')
   command(partners, 'create', 'create a partner and print its token (shown once)', partnersCreate)
     .addOption(required('--name <NAME>', 'the partner\'s name, 1 to 200 characters'))
     .option('--slug <SLUG>', 'its slug in URLs and commands (default: from the name)')
@@ -471,60 +551,72 @@ function declareCommands (program: Command, command: Declare) {
   command(partners, 'list', 'list partners', partnersList)
   command(partners, 'show', 'show one partner', partnersShow)
     .argument('SLUG', 'the partner\'s slug')
-  command(partners, 'update', 'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)', partnersUpdate)
+  command(partners, 'update',
+    'change a partner; the running service applies it within PARTNER_REFRESH_MS (1 s by default)', partnersUpdate)
     .argument('SLUG', 'the partner\'s slug')
     .option('--name <NAME>', 'its name, 1 to 200 characters')
     .addOption(choice('--tier <TIER>', 'its tier', TIERS))
     .addOption(choice('--environment <ENV>', 'the dataset it is served', ENVIRONMENTS))
     .addOption(choice('--status <STATUS>', 'pending and suspended stop its token (403)', STATUSES))
     .option('--categories <IDS>', 'the categories it may ask for, e.g. 4,7')
-    .addOption(choice('--other-categories <on|off>', 'categories 8 and above in its allow-list served', ['on', 'off']))
+    .addOption(choice('--other-categories <on|off>', 'categories 8 and above in its allow-list served',
+      ['on', 'off']))
     .addOption(choice('--site-by-id <on|off>', 'GET /sites/{id} open to it', ['on', 'off']))
     .option('--radius-cap <KM>', 'the largest search radius, in km')
     .option('--max-results <N>', `the most sites an answer holds, 1 to ${MAX_RESULTS_CEILING}`)
     .option('--limit-minute <N|unlimited|tier>', 'requests a minute: a number from 1, unlimited, or the tier\'s limit')
     .option('--limit-hour <N|unlimited|tier>', 'requests an hour, as --limit-minute')
     .option('--limit-day <N|unlimited|tier>', 'requests a day, as --limit-minute')
-  command(partners, 'rotate', 'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
+  command(partners, 'rotate',
+    'issue a new token; the old one stops working within PARTNER_REFRESH_MS (1 s by default)', partnersRotate)
     .argument('SLUG', 'the partner\'s slug')
-  command(partners, 'usage', "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, and its daily history, oldest first; " +
-    'from control.db as of the last counter save (COUNTER_SAVE_MS), or from Redis when STATE_URL is set', partnerUsage)
+  command(partners, 'usage', "a partner's windows, rows and telemetry as its GET /usage?expand=telemetry shows them, " +
+    'and its daily history, oldest first; from control.db as of the last counter save (COUNTER_SAVE_MS), ' +
+    'or from Redis when STATE_URL is set', partnerUsage)
     .argument('SLUG', 'the partner\'s slug')
     .option('--days <N>', 'the days of history shown, 1 to USAGE_HISTORY_DAYS (default: 7)')
-  command(partners, 'report', 'a line per partner over the last N days: requests a day, busiest minute, 429 and error shares, and for sandbox partners ' +
-    'the go-live verdict (the conditions that fail: docs/operations.md)', partnersReport)
+  command(partners, 'report', 'a line per partner over the last N days: requests a day, busiest minute, ' +
+    '429 and error shares, and for sandbox partners the go-live verdict (the conditions that fail: docs/operations.md)',
+  partnersReport)
     .option('--days <N>', 'the days looked at, 1 to USAGE_HISTORY_DAYS (default: 7)')
-  command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, or from Redis when STATE_URL is set', partnersExport)
+  command(partners, 'export', 'write every partner (token digests, never tokens) as JSON, from control.db, ' +
+    'or from Redis when STATE_URL is set', partnersExport)
     .option('--file <PATH>', 'write to this file (mode 600) instead of stdout')
-  command(partners, 'import', 'add or replace partners (by slug) from a partners export, into control.db, or into Redis when STATE_URL is set', partnersImport)
+  command(partners, 'import', 'add or replace partners (by slug) from a partners export, into control.db, ' +
+    'or into Redis when STATE_URL is set', partnersImport)
     .addOption(required('--file <PATH>', 'a file written by partners export'))
 
-  const datasets = program.command('datasets').description('the site datasets (sandbox.db, production.db in DATA_DIR) and the service serving them')
+  const datasets = program.command('datasets')
+    .description('the site datasets (sandbox.db, production.db in DATA_DIR) and the service serving them')
   command(datasets, 'generate', 'write a dataset of deterministic dummy sites near real towns', datasetsGenerate)
     .addOption(choice('--dataset <DATASET>', 'the dataset to write', DATASETS).makeOptionMandatory())
     .option('--count <N>', 'how many sites (default: SANDBOX_SITE_COUNT)')
-    .option('--seed <SEED>', 'the same seed writes the same sites (default: SANDBOX_SEED for sandbox, production for production)')
+    .option('--seed <SEED>',
+      'the same seed writes the same sites (default: SANDBOX_SEED for sandbox, production for production)')
     .option('--europe-share <0..1>', 'the share of sites in Europe')
     .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
     .option('--reload', RELOAD)
-  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing', datasetsImport)
+  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing',
+    datasetsImport)
     .addOption(choice('--dataset <DATASET>', 'the dataset to replace', DATASETS).makeOptionMandatory())
     .addOption(required('--file <PATH>', 'the file to read'))
     .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
     .option('--precision <DIGITS>', 'decimals the coordinates are rounded to, 0 to 10 (default: 3)')
     .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
     .option('--reload', RELOAD)
-  command(datasets, 'export', 'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file', datasetsExport)
+  command(datasets, 'export',
+    'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file', datasetsExport)
     .addOption(choice('--dataset <DATASET>', 'the dataset to read', DATASETS).makeOptionMandatory())
     .addOption(required('--file <PATH>', 'the file to write'))
     .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
-  command(datasets, 'reload', 'make every running service instance load the dataset files anew (--all: every instance sharing STATE_URL, on any machine)', datasetsReload)
+  command(datasets, 'reload', 'make every running service instance load the dataset files anew ' +
+    '(--all: every instance sharing STATE_URL, on any machine)', datasetsReload)
     .option('--all', 'every instance sharing STATE_URL, not only those of this DATA_DIR')
   command(datasets, 'info', 'show each dataset file: site count, built_at, source, precision', datasetsInfo)
 }
 
 export interface MainOptions {
-  /** Where configuration is read from (with `.env`, as the service does): the process's environment by default. */
+  /** Where configuration is read from (with `.env`, as the service does): by default the process's environment. */
   env?: Record<string, string | undefined>
   stdout?: Output
   stderr?: Output
@@ -562,14 +654,16 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
       const result = await body({ config, options, args: cmd.processedArgs as string[], json, stderr })
       if (json) stdout.write(JSON.stringify(result.json, null, 2) + '\n')
       // a failure's text goes to stderr; with --json, its last line (the one-line reason) does
-      if (result.exitCode) stderr.write((json ? result.text.slice(result.text.lastIndexOf('\n') + 1) : result.text) + '\n')
+      const reasonLine = () => result.text.slice(result.text.lastIndexOf('\n') + 1)
+      if (result.exitCode) stderr.write((json ? reasonLine() : result.text) + '\n')
       else if (!json) stdout.write(result.text + '\n')
       exitCode = result.exitCode ?? 0
     })
 
   const program = new Command(name)
     .usage('<group> <command> [options]')
-    .description('Operator CLI of the Landing-Site Partner API. Configuration (DATA_DIR, STATE_URL...) comes from the environment and .env, as for the service.')
+    .description('Operator CLI of the Landing-Site Partner API. Configuration (DATA_DIR, STATE_URL...) ' +
+      'comes from the environment and .env, as for the service.')
     .configureOutput({
       writeOut: (text) => stdout.write(text),
       writeErr: (text) => stderr.write(text),
@@ -581,19 +675,26 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
     })
     .configureHelp({
       styleTitle: (title) => title.toLowerCase(),
-      commandUsage: (cmd) => [name, ...cmd.parent ? [commandPath(cmd)] : [], isCommand(cmd) ? synopsis(cmd) : cmd.usage()].join(' ').trimEnd(),
-      subcommandTerm: (cmd) => isCommand(cmd) ? `${commandPath(cmd)} ${synopsis(cmd)}`.trimEnd() : Help.prototype.subcommandTerm(cmd),
+      commandUsage: (cmd) => {
+        const path = cmd.parent ? [commandPath(cmd)] : []
+        return [name, ...path, isCommand(cmd) ? synopsis(cmd) : cmd.usage()].join(' ').trimEnd()
+      },
+      subcommandTerm: (cmd) =>
+        isCommand(cmd) ? `${commandPath(cmd)} ${synopsis(cmd)}`.trimEnd() : Help.prototype.subcommandTerm(cmd),
       formatItem (this: Help, term, termWidth, description, helper) {
         // a term too wide for a column beside it (a command with its arguments): its description below it
         const width = this.helpWidth ?? 80
-        if (!description || width - termWidth - 4 >= this.minWidthToWrap) return Help.prototype.formatItem.call(this, term, termWidth, description, helper)
+        if (!description || width - termWidth - 4 >= this.minWidthToWrap) {
+          return Help.prototype.formatItem.call(this, term, termWidth, description, helper)
+        }
         return `  ${term}\n${helper.boxWrap(description, width - 6).replace(/^/gm, '      ')}`
       }
     })
 
   declareCommands(program, command)
   // set once the commands exist: commander copies these settings to commands made after them
-  program.helpCommand(true).allowExcessArguments().action(withoutCommand).hook('preAction', (_program, cmd) => checkChoices(cmd))
+  program.helpCommand(true).allowExcessArguments().action(withoutCommand)
+    .hook('preAction', (_program, cmd) => checkChoices(cmd))
 
   const groups = program.commands.filter((c) => c.name() !== 'help')
   for (const group of groups) {

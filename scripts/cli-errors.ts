@@ -12,7 +12,13 @@ export type Options = Record<string, string | boolean | undefined>
 export interface Result { text: string, json: unknown, exitCode?: number }
 
 /** `--name`'s value as a whole number from min to max; `why` is added to the message. */
-export function integer (name: string, value: string | boolean | undefined, min: number, max: number, why = ''): number | undefined {
+export function integer (
+  name: string,
+  value: string | boolean | undefined,
+  min: number,
+  max: number,
+  why = ''
+): number | undefined {
   if (value === undefined) return undefined
   if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
     throw new UsageError(`--${name} must be a whole number from ${min} to ${max}${why}`)
@@ -21,18 +27,29 @@ export function integer (name: string, value: string | boolean | undefined, min:
 }
 
 /** A Redis command that failed or timed out, as the operator reads it. */
-const sharedStateFailed = (config: Config, err: unknown) =>
-  new FailedError(`the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
+const sharedStateFailed = (config: Config, err: unknown) => new FailedError(
+  `the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
 
 /** An error met while working on the partners' store, as the CLI reports it. */
 export function storeFailure (config: Config, err: unknown): unknown {
-  if (err instanceof PartnerStoreError) return err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message)
-  if (config.stateUrl && !(err instanceof UsageError) && !(err instanceof FailedError)) return sharedStateFailed(config, err)
+  if (err instanceof PartnerStoreError) {
+    return err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message)
+  }
+  if (config.stateUrl && !(err instanceof UsageError) && !(err instanceof FailedError)) {
+    return sharedStateFailed(config, err)
+  }
   return err
 }
 
-/** Runs a command's work on what `open` gave (a store, a connection), reporting its errors as storeFailure does, and closes it. */
-export async function withOpened<S extends { close (): unknown }, T> (config: Config, open: () => S | Promise<S>, fn: (opened: S) => T | Promise<T>): Promise<T> {
+/**
+ * Runs a command's work on what `open` gave (a store, a connection), reporting its errors as
+ * storeFailure does, and closes it.
+ */
+export async function withOpened<S extends { close (): unknown }, T> (
+  config: Config,
+  open: () => S | Promise<S>,
+  fn: (opened: S) => T | Promise<T>
+): Promise<T> {
   const opened = await open()
   try {
     return await fn(opened)

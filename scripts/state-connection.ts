@@ -12,7 +12,11 @@ const REDIS_TIMEOUT_MS = 5_000
  */
 export async function connectState (url: string): Promise<Redis> {
   const redis = new Redis(url, {
-    lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: REDIS_TIMEOUT_MS, commandTimeout: REDIS_TIMEOUT_MS, retryStrategy: () => null
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: REDIS_TIMEOUT_MS,
+    commandTimeout: REDIS_TIMEOUT_MS,
+    retryStrategy: () => null
   })
   redis.on('error', () => {})
   let timer: NodeJS.Timeout | undefined
@@ -20,11 +24,14 @@ export async function connectState (url: string): Promise<Redis> {
     // the ready check (INFO) is not bound by either timeout: the connection as a whole is
     await Promise.race([
       redis.connect(),
-      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS / 1000} s`)), REDIS_TIMEOUT_MS) })
+      new Promise((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_TIMEOUT_MS / 1000} s`)), REDIS_TIMEOUT_MS)
+      })
     ])
   } catch (err) {
     redis.disconnect()
-    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${(err as Error).message}`)
+    const reason = (err as Error).message
+    throw new FailedError(`cannot reach the shared state at STATE_URL (${withoutCredentials(url)}): ${reason}`)
   } finally {
     clearTimeout(timer)
   }

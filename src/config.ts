@@ -17,9 +17,14 @@ export const EnvSchema = Type.Object({
   }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address the HTTP server binds to' }),
   PORT: Port(3000, 'HTTP port (0 picks a free port)'),
-  METRICS_PORT: Port(9464, 'port of the Prometheus /metrics endpoint, always bound to 127.0.0.1 (0 picks a free port, logged)'),
-  API_PREFIX: Type.String({ pattern: '^(/[A-Za-z0-9_.-]+)+$', default: '/v1', description: 'path prefix of the partner API' }),
-  DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'folder of sandbox.db, production.db and control.db' }),
+  METRICS_PORT: Port(9464,
+    'port of the Prometheus /metrics endpoint, always bound to 127.0.0.1 (0 picks a free port, logged)'),
+  API_PREFIX: Type.String({
+    pattern: '^(/[A-Za-z0-9_.-]+)+$', default: '/v1', description: 'path prefix of the partner API'
+  }),
+  DATA_DIR: Type.String({
+    minLength: 1, default: './data', description: 'folder of sandbox.db, production.db and control.db'
+  }),
   PILOT_APP_URL: Type.String({
     pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
     default: 'https://helipaddy.com',
@@ -29,42 +34,102 @@ export const EnvSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' }
   ),
-  LOG_BUFFER_MB: Type.Integer({ minimum: 1, maximum: 1024, default: 16, description: 'log lines waiting for stdout at most (MB); past it lines are dropped, counted and reported' }),
+  LOG_BUFFER_MB: Type.Integer({
+    minimum: 1, maximum: 1024, default: 16,
+    description: 'log lines waiting for stdout at most (MB); past it lines are dropped, counted and reported'
+  }),
   TRUST_PROXY: Type.String({
     pattern: '^(true|false|\\d+|[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*)$',
     default: 'false',
-    description: 'false, true, a hop count (the nearest N hops trusted whoever they are: only where the port is reached through the proxies alone), or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted'
+    description: 'false, true, a hop count (the nearest N hops trusted whoever they are: only where the port ' +
+      'is reached through the proxies alone), or comma-separated proxy addresses/CIDRs whose X-Forwarded-For ' +
+      'is trusted'
   }),
-  CACHE_TTL_SECONDS: Type.Integer({ minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache' }),
-  CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries' }),
-  CACHE_MAX_MB: Type.Integer({ minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies' }),
-  FRAGMENTS_MAX_MB: Type.Integer({ minimum: 64, maximum: 1_000_000, default: 384, description: 'records\' JSON kept in memory at most (MB, every dataset and record form); past it the oldest 8 MB not used since it last came up is forgotten and made again when asked for' }),
-  SANDBOX_SITE_COUNT: Type.Integer({ minimum: 0, maximum: 10_000_000, default: 20000, description: 'sites generated into a missing sandbox.db at first boot' }),
-  SANDBOX_SEED: Type.String({ minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset' }),
-  INDEX_WORKER_MIN_MB: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 16, description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot for fast boots' }),
-  PARTNER_REFRESH_MS: Type.Integer({ minimum: 50, maximum: 5000, default: 1000, description: 'how often control.db is checked for partner changes (changes apply within this time)' }),
-  STATE_URL: Type.String({ pattern: '^(|rediss?://\\S+)$', default: '', description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process' }),
-  COUNTER_SAVE_MS: Type.Integer({ minimum: 100, maximum: 5000, default: 2000, description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)' }),
-  USAGE_HISTORY_DAYS: Type.Integer({ minimum: 1, maximum: 3660, default: 90, description: 'days of daily usage history kept per partner (partners usage --days, partners report)' }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000, description: 'graceful close: longest wait for requests in flight, then for the log\'s last lines' }),
-  MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10000, description: 'open HTTP connections at most; lowered at boot to fit the open-file limit; more are answered 503 and closed' }),
-  MAX_CONNECTIONS_PER_IP: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 1000, description: 'open HTTP connections at most from one client address (0: no cap per address); more are answered 503 and closed' }),
-  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 10000, description: 'a request\'s headers must arrive within this time (a connection\'s first request: of its opening); then 408 and closed' }),
-  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 30000, description: 'a whole request must arrive within this time; then 408 and closed (at least HEADERS_TIMEOUT_MS)' }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600000, default: 72000, description: 'an idle keep-alive connection is closed after this time' })
+  CACHE_TTL_SECONDS: Type.Integer({
+    minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache'
+  }),
+  CACHE_MAX_ENTRIES: Type.Integer({
+    minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries'
+  }),
+  CACHE_MAX_MB: Type.Integer({
+    minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies'
+  }),
+  FRAGMENTS_MAX_MB: Type.Integer({
+    minimum: 64, maximum: 1_000_000, default: 384,
+    description: 'records\' JSON kept in memory at most (MB, every dataset and record form); past it the ' +
+      'oldest 8 MB not used since it last came up is forgotten and made again when asked for'
+  }),
+  SANDBOX_SITE_COUNT: Type.Integer({
+    minimum: 0, maximum: 10_000_000, default: 20000,
+    description: 'sites generated into a missing sandbox.db at first boot'
+  }),
+  SANDBOX_SEED: Type.String({
+    minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset'
+  }),
+  INDEX_WORKER_MIN_MB: Type.Integer({
+    minimum: 0, maximum: 1_000_000, default: 16,
+    description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot ' +
+      'for fast boots'
+  }),
+  PARTNER_REFRESH_MS: Type.Integer({
+    minimum: 50, maximum: 5000, default: 1000,
+    description: 'how often control.db is checked for partner changes (changes apply within this time)'
+  }),
+  STATE_URL: Type.String({
+    pattern: '^(|rediss?://\\S+)$', default: '',
+    description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process'
+  }),
+  COUNTER_SAVE_MS: Type.Integer({
+    minimum: 100, maximum: 5000, default: 2000,
+    description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)'
+  }),
+  USAGE_HISTORY_DAYS: Type.Integer({
+    minimum: 1, maximum: 3660, default: 90,
+    description: 'days of daily usage history kept per partner (partners usage --days, partners report)'
+  }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({
+    minimum: 100, maximum: 600000, default: 10000,
+    description: 'graceful close: longest wait for requests in flight, then for the log\'s last lines'
+  }),
+  MAX_CONNECTIONS: Type.Integer({
+    minimum: 1, maximum: 1_000_000, default: 10000,
+    description: 'open HTTP connections at most; lowered at boot to fit the open-file limit; ' +
+      'more are answered 503 and closed'
+  }),
+  MAX_CONNECTIONS_PER_IP: Type.Integer({
+    minimum: 0, maximum: 1_000_000, default: 1000,
+    description: 'open HTTP connections at most from one client address (0: no cap per address); ' +
+      'more are answered 503 and closed'
+  }),
+  HEADERS_TIMEOUT_MS: Type.Integer({
+    minimum: 1000, maximum: 600000, default: 10000,
+    description: 'a request\'s headers must arrive within this time (a connection\'s first request: of its opening); ' +
+      'then 408 and closed'
+  }),
+  REQUEST_TIMEOUT_MS: Type.Integer({
+    minimum: 1000, maximum: 600000, default: 30000,
+    description: 'a whole request must arrive within this time; then 408 and closed (at least HEADERS_TIMEOUT_MS)'
+  }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
+    minimum: 1000, maximum: 600000, default: 72000,
+    description: 'an idle keep-alive connection is closed after this time'
+  })
 })
 
 export type Env = Static<typeof EnvSchema>
 
 /** SHUTDOWN_TIMEOUT_MS → shutdownTimeoutMs */
-type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Lowercase<Head>}${Capitalize<CamelCase<Tail>>}` : Lowercase<S>
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Lowercase<Head>}${Capitalize<CamelCase<Tail>>}`
+  : Lowercase<S>
 const camelCase = (key: string) => key.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
 
 /**
  * Each variable under its camelCase name, as the schema types it; DATA_DIR resolved, the
  * trailing slash of PILOT_APP_URL dropped, TRUST_PROXY as true, false, a hop count or addresses.
  */
-export type Config = Omit<{ [K in keyof Env as CamelCase<K>]: Env[K] }, 'trustProxy'> & { trustProxy: boolean | number | string[] }
+export type Config = Omit<{ [K in keyof Env as CamelCase<K>]: Env[K] }, 'trustProxy'> &
+  { trustProxy: boolean | number | string[] }
 
 export class ConfigError extends Error {
   constructor (readonly variable: string, message: string) {
@@ -92,19 +157,22 @@ export function loadConfig (
     const value = env[key] ?? fileVars[key]
     if (value !== undefined && value !== '') raw[key] = value // empty: unset, the default applies
     // digits only: the schema's coercion would also take 1e3, 0x10 or " 1"
-    if (raw[key] !== undefined && EnvSchema.properties[key].type === 'integer' && !/^\d+$/.test(raw[key])) throw invalid(key, raw[key])
+    const integer = EnvSchema.properties[key].type === 'integer'
+    if (raw[key] !== undefined && integer && !/^\d+$/.test(raw[key])) throw invalid(key, raw[key])
   }
   let e: Env
   try {
     e = envSchema<Env>({ schema: EnvSchema, data: raw, env: false })
   } catch (err) {
-    const key = (err as { errors?: { instancePath: string }[] }).errors?.[0]?.instancePath.slice(1) as keyof Env | undefined
+    const errors = (err as { errors?: { instancePath: string }[] }).errors
+    const key = errors?.[0]?.instancePath.slice(1) as keyof Env | undefined
     if (key === undefined || !(key in raw)) throw err
     throw invalid(key, raw[key])
   }
   // Node refuses to start a server whose headers may take longer than the whole request.
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
-    throw new ConfigError('HEADERS_TIMEOUT_MS', `invalid configuration: HEADERS_TIMEOUT_MS=${e.HEADERS_TIMEOUT_MS} is more than REQUEST_TIMEOUT_MS=${e.REQUEST_TIMEOUT_MS}`)
+    throw new ConfigError('HEADERS_TIMEOUT_MS', 'invalid configuration: ' +
+      `HEADERS_TIMEOUT_MS=${e.HEADERS_TIMEOUT_MS} is more than REQUEST_TIMEOUT_MS=${e.REQUEST_TIMEOUT_MS}`)
   }
   const config = Object.fromEntries(ENV_KEYS.map((key) => [camelCase(key), e[key]])) as Record<string, unknown>
   return {

@@ -9,8 +9,8 @@ import { skippedWithoutRedis, startRedis } from './redis.ts'
 
 const ROUNDS = 3
 
-// 66 real CLI processes, eleven at a time: a second each when the machine is quiet, ten or more when
-// its two cores are shared with other test runs (then the 180 s of the tap config ran out).
+// 66 real CLI processes, eleven at a time: on a machine shared with other test runs, more than the
+// tap config's timeout allows.
 t.setTimeout(480_000)
 
 /** The eleven changes of round `r`, each one field, and what `partners show --json` must then say. */
@@ -45,12 +45,15 @@ function round (r: number) {
 }
 
 async function rounds (t: Test, env: Record<string, string>) {
-  const created = await adminInProcess(['partners', 'create', '--name', 'Busy', '--slug', 'busy', '--tier', 'growth'], env)
+  const created = await adminInProcess(['partners', 'create', '--name', 'Busy', '--slug', 'busy', '--tier', 'growth'],
+    env)
   t.equal(created.status, 0, created.stderr)
   for (let r = 1; r <= ROUNDS; r++) {
     const { changes, expected } = round(r)
-    const results = await Promise.all(changes.map((change) => adminAsync(['partners', 'update', 'busy', ...change], env)))
-    t.same(results.map((x) => x.status), changes.map(() => 0), `round ${r}: every command exits 0 ${results.map((x) => x.stderr).join('')}`)
+    const results = await Promise.all(changes.map((change) =>
+      adminAsync(['partners', 'update', 'busy', ...change], env)))
+    const stderr = results.map((x) => x.stderr).join('')
+    t.same(results.map((x) => x.status), changes.map(() => 0), `round ${r}: every command exits 0 ${stderr}`)
     const shown = JSON.parse((await adminInProcess(['partners', 'show', 'busy', '--json'], env)).stdout)
     const got = Object.fromEntries(Object.keys(expected).map((k) => [k, shown[k]]))
     t.same(got, expected, `round ${r}: all eleven changes took effect`)

@@ -12,7 +12,8 @@ const env = { DATA_DIR: dir }
 const run = (...args: string[]) => admin(args, env)
 
 t.test('datasets generate/import --category-name: names of categories 8 and above kept in the file', async (t) => {
-  const r = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '50', '--category-name', '8=Heliport', '--category-name', '9=Fuel stop')
+  const r = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '50',
+    '--category-name', '8=Heliport', '--category-name', '9=Fuel stop')
   t.equal(r.status, 0, r.stderr)
   const db = new Database(join(dir, 'sandbox.db'), { readonly: true })
   const names = db.prepare("SELECT value FROM meta WHERE key = 'category_names'").pluck().get()
@@ -21,7 +22,8 @@ t.test('datasets generate/import --category-name: names of categories 8 and abov
   for (const bad of ['7=Hotel', '2147483648=Far', '8=', 'x=Heliport', '8= padded']) {
     const refused = await run('datasets', 'generate', '--dataset', 'sandbox', '--count', '5', '--category-name', bad)
     t.equal(refused.status, 2, bad)
-    t.equal(refused.stderr, `error: --category-name must be ID=NAME with an id from 8 to 2147483647 and a name of 1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(bad)})\n`)
+    t.equal(refused.stderr, 'error: --category-name must be ID=NAME with an id from 8 to 2147483647 and a name of ' +
+      `1 to 64 characters, e.g. 8=Heliport (got ${JSON.stringify(bad)})\n`)
   }
 })
 
@@ -32,12 +34,18 @@ t.test('rough edges: a new DATA_DIR, the default seed follows the dataset', asyn
   t.equal(listed.status, 0, listed.stderr)
   t.same(JSON.parse(listed.stdout), [])
   t.ok(existsSync(fresh), 'the CLI made DATA_DIR, as the service does')
-  const sandbox = JSON.parse((await admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '20', '--json'], { DATA_DIR: fresh })).stdout)
-  const production = JSON.parse((await admin(['datasets', 'generate', '--dataset', 'production', '--count', '20', '--json'], { DATA_DIR: fresh })).stdout)
+  const generate = async (dataset: string) => {
+    const r = await admin(['datasets', 'generate', '--dataset', dataset, '--count', '20', '--json'],
+      { DATA_DIR: fresh })
+    return JSON.parse(r.stdout)
+  }
+  const sandbox = await generate('sandbox')
+  const production = await generate('production')
   t.same([sandbox.seed, production.seed], ['sandbox', 'production'])
   const names = (file: string) => {
     const db = new Database(join(fresh, file), { readonly: true })
     try { return db.prepare('SELECT name FROM sites ORDER BY id').pluck().all() } finally { db.close() }
   }
-  t.not(JSON.stringify(names('production.db')), JSON.stringify(names('sandbox.db')), 'production does not get the sandbox\'s sites')
+  t.not(JSON.stringify(names('production.db')), JSON.stringify(names('sandbox.db')),
+    'production does not get the sandbox\'s sites')
 })

@@ -38,7 +38,9 @@ t.test('every read command answers from a DATA_DIR it may not write, as from one
   // usage to read: counters, telemetry and history, saved by the service when it closes
   const app = await buildApp(testConfig(dir))
   for (let i = 0; i < 3; i++) {
-    const res = await app.inject({ url: `/v1/sites?lat=51.5&lng=-0.12&radius=${10 + i}`, headers: { authorization: `Bearer ${tokens.acme}` } })
+    const res = await app.inject({
+      url: `/v1/sites?lat=51.5&lng=-0.12&radius=${10 + i}`, headers: { authorization: `Bearer ${tokens.acme}` }
+    })
     t.equal(res.statusCode, 200)
   }
   await app.close()
@@ -47,7 +49,8 @@ t.test('every read command answers from a DATA_DIR it may not write, as from one
   const usage = JSON.parse(expected[3])
   t.equal(usage.windows.day.used, 3, 'there is usage to read')
   t.equal(usage.telemetry.events, 3)
-  t.same(readdirSync(dir).sort(), ['control.db', 'production.db', 'sandbox.db'], 'no writer: no -wal, and the reads made no -shm')
+  t.same(readdirSync(dir).sort(), ['control.db', 'production.db', 'sandbox.db'],
+    'no writer: no -wal, and the reads made no -shm')
 
   const files = readdirSync(dir).sort()
   writesRefused(t, [dir])
@@ -72,7 +75,8 @@ t.test('while a writer holds control.db, the reads see what it committed', { ski
   writer.create({ name: 'Late', slug: 'late' })
   t.ok(existsSync(`${controlPath(dir)}-wal`) && existsSync(`${controlPath(dir)}-shm`))
   writesRefused(t, [dir, `${controlPath(dir)}-wal`, `${controlPath(dir)}-shm`])
-  t.same(json(admin(['partners', 'list', '--json'], env)).map((p: { slug: string }) => p.slug), ['acme', 'heli', 'late'])
+  t.same(json(admin(['partners', 'list', '--json'], env)).map((p: { slug: string }) => p.slug),
+    ['acme', 'heli', 'late'])
   t.equal(json(admin(['partners', 'show', 'late', '--json'], env)).name, 'Late')
 })
 

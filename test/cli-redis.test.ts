@@ -25,7 +25,9 @@ if (!skippedWithoutRedis(t)) {
     for (const [i, args] of commands.entries()) {
       const r = i === 0 ? admin(args, env, 45_000) : await adminInProcess(args, env)
       t.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`)
-      t.match(r.stderr, /^error: cannot reach the shared state at STATE_URL \(redis:\/\/127\.0\.0\.1:\d+\/0\): no answer within 5 s\n$/, args.join(' '))
+      t.match(r.stderr,
+        /^error: cannot reach the shared state at STATE_URL \(redis:\/\/127\.0\.0\.1:\d+\/0\): no answer within 5 s\n$/,
+        args.join(' '))
       t.equal(r.stdout, '')
     }
   })

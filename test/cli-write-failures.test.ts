@@ -12,7 +12,11 @@ t.test('into a folder that does not exist: exit 1 with the reason', async (t) =>
   t.equal((await adminInProcess(['datasets', 'generate', '--dataset', 'sandbox', '--count', '100'], env)).status, 0)
   t.equal((await adminInProcess(['partners', 'create', '--name', 'Acme'], env)).status, 0)
   const missing = join(dir, 'no-such-folder')
-  for (const args of [['datasets', 'export', '--dataset', 'sandbox', '--file', join(missing, 'sites.csv')], ['partners', 'export', '--file', join(missing, 'partners.json')]]) {
+  const exports = [
+    ['datasets', 'export', '--dataset', 'sandbox', '--file', join(missing, 'sites.csv')],
+    ['partners', 'export', '--file', join(missing, 'partners.json')]
+  ]
+  for (const args of exports) {
     const r = admin(args, env)
     t.equal(r.status, 1, args.join(' '))
     t.match(r.stderr, /^error: ENOENT: no such file or directory, open '[^\n]*no-such-folder[^\n]*'\n$/, 'one line')

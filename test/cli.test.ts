@@ -14,6 +14,8 @@ const dir = tmpDataDir(t)
 const env = { DATA_DIR: dir }
 const run = (...args: string[]) => adminInProcess(args, env)
 const oneLine = (s: string) => s.trim().split('\n').length === 1
+/** One pattern from pieces, so that a long one can be written over lines. */
+const re = (...parts: RegExp[]) => new RegExp(parts.map((p) => p.source).join(''))
 
 t.test('partners create prints the token once; only its SHA-256 is stored', async (t) => {
   const r = await run('partners', 'create', '--name', 'Acme Air Ambulance', '--tier', 'growth', '--json')
@@ -27,7 +29,8 @@ t.test('partners create prints the token once; only its SHA-256 is stored', asyn
     limits: { minute: 90, hour: 1200, day: 12000 }, limit_overrides: { minute: null, hour: null, day: null }
   })
   const db = new Database(join(dir, 'control.db'), { readonly: true })
-  const stored = db.prepare('SELECT * FROM partners WHERE slug = ?').get('acme-air-ambulance') as Record<string, unknown>
+  const stored = db.prepare('SELECT * FROM partners WHERE slug = ?')
+    .get('acme-air-ambulance') as Record<string, unknown>
   db.close()
   t.equal(stored.token_sha256, createHash('sha256').update(created.token).digest('hex'))
   t.notOk(JSON.stringify(stored).includes(created.token), 'the token itself is stored nowhere')
@@ -36,7 +39,9 @@ t.test('partners create prints the token once; only its SHA-256 is stored', asyn
 t.test('defaults of a new partner; text output', async (t) => {
   const r = await run('partners', 'create', '--name', 'Heli Tours', '--slug', 'heli', '--status', 'pending')
   t.equal(r.status, 0, r.stderr)
-  t.match(r.stdout, /^created partner heli \(ptn_[0-9a-f]{12}\)\ntoken \(shown once, keep it secret\): lsp_[A-Za-z0-9_-]{43}\n$/)
+  t.match(r.stdout,
+    re(/^created partner heli \(ptn_[0-9a-f]{12}\)\n/,
+      /token \(shown once, keep it secret\): lsp_[A-Za-z0-9_-]{43}\n$/))
   const shown = JSON.parse((await run('partners', 'show', 'heli', '--json')).stdout)
   t.equal(shown.status, 'pending')
   t.equal(shown.tier, 'demo')
@@ -50,7 +55,8 @@ t.test('list and show never print a token or its hash', async (t) => {
   t.same(partners.map((p: { slug: string }) => p.slug), ['acme-air-ambulance', 'heli'])
   t.notOk(/lsp_|token|sha256/.test(list.stdout))
   const text = await run('partners', 'list')
-  t.match(text.stdout, /^SLUG +STATUS +TIER +ENVIRONMENT CATEGORIES +NAME\nacme-air-ambulance +active +growth +sandbox +4,7 +Acme Air Ambulance\nheli +pending/)
+  t.match(text.stdout, re(/^SLUG +STATUS +TIER +ENVIRONMENT CATEGORIES +NAME\n/,
+    /acme-air-ambulance +active +growth +sandbox +4,7 +Acme Air Ambulance\nheli +pending/))
   const show = await run('partners', 'show', 'heli')
   t.equal(show.status, 0)
   t.match(show.stdout, /^id +ptn_[0-9a-f]{12}\nslug +heli\nname +Heli Tours\nstatus +pending\n/)
@@ -58,11 +64,13 @@ t.test('list and show never print a token or its hash', async (t) => {
 })
 
 t.test('update and rotate', async (t) => {
-  const r = await run('partners', 'update', 'heli', '--status', 'active', '--categories', '9,4,4', '--other-categories', 'on',
-    '--limit-minute', 'unlimited', '--limit-day', '5000', '--radius-cap', '100', '--max-results', '250', '--json')
+  const r = await run('partners', 'update', 'heli', '--status', 'active', '--categories', '9,4,4',
+    '--other-categories', 'on', '--limit-minute', 'unlimited', '--limit-day', '5000', '--radius-cap', '100',
+    '--max-results', '250', '--json')
   t.equal(r.status, 0, r.stderr)
   const p = JSON.parse(r.stdout)
-  t.same([p.status, p.categories, p.other_categories, p.radius_cap_km, p.max_results], ['active', [4, 9], true, 100, 250])
+  t.same([p.status, p.categories, p.other_categories, p.radius_cap_km, p.max_results],
+    ['active', [4, 9], true, 100, 250])
   t.same(p.limits, { minute: 'unlimited', hour: 200, day: 5000 })
   const back = JSON.parse((await run('partners', 'update', 'heli', '--limit-minute', 'tier', '--json')).stdout)
   t.same(back.limits, { minute: 30, hour: 200, day: 5000 })
@@ -76,15 +84,18 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'show', 'nobody'], 1, /^error: no partner with slug 'nobody'$/],
     [['partners', 'update', 'nobody', '--tier', 'scale'], 1, /^error: no partner with slug 'nobody'$/],
     [['partners', 'rotate', 'nobody'], 1, /^error: no partner with slug 'nobody'$/],
-    [['partners', 'create', '--name', 'Heli', '--slug', 'heli'], 1, /^error: a partner with slug 'heli' exists already$/],
+    [['partners', 'create', '--name', 'Heli', '--slug', 'heli'], 1,
+      /^error: a partner with slug 'heli' exists already$/],
     [['partners', 'create'], 2, /^error: --name is required$/],
     [['partners', 'create', '--name', '  '], 2, /^error: --name must be 1 to 200 characters$/],
     [['partners', 'create', '--name', 'X', '--tier', 'gold'], 2, /^error: --tier must be one of demo, growth, scale$/],
-    [['partners', 'create', '--name', 'X', '--status', 'suspended'], 2, /^error: --status must be one of active, pending$/],
+    [['partners', 'create', '--name', 'X', '--status', 'suspended'], 2,
+      /^error: --status must be one of active, pending$/],
     [['partners', 'create', '--name', 'X', '--slug', 'Bad Slug'], 2, /^error: --slug must be/],
     [['partners', 'create', '--name', '!!!'], 2, /^error: cannot derive a slug from the name; give --slug$/],
     [['partners', 'create', '--name', 'X', '--colour', 'red'], 2, /^error: unknown option '--colour'$/],
-    [['partners', 'create', '--name', 'X', '--tierr', 'gold'], 2, /^error: unknown option '--tierr' \(Did you mean --tier\?\)$/],
+    [['partners', 'create', '--name', 'X', '--tierr', 'gold'], 2,
+      /^error: unknown option '--tierr' \(Did you mean --tier\?\)$/],
     [['partners', 'create', '--name'], 2, /^error: option '--name <NAME>' argument missing$/],
     [['partners', 'list', 'everyone'], 2, /^error: unexpected argument 'everyone'$/],
     [['partners', 'show', 'heli', 'acme'], 2, /^error: usage: partners show SLUG$/],
@@ -95,15 +106,23 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'update', 'heli'], 2, /^error: nothing to change/],
     [['partners', 'update', 'heli', '--categories', '1,4'], 2, /^error: --categories: category 1 is reserved/],
     [['partners', 'update', 'heli', '--categories', '4;7'], 2, /^error: --categories must be a comma-separated list/],
-    [['partners', 'update', 'heli', '--categories', '0,4'], 2, /^error: --categories: category ids are whole numbers from 2 to 2147483647$/],
-    [['partners', 'update', 'heli', '--categories', '4,2147483648'], 2, /^error: --categories: category ids are whole numbers from 2 to 2147483647$/],
-    [['partners', 'update', 'heli', '--limit-day', '1000000001'], 2, /^error: --limit-day must be a whole number from 1 to 1000000000, 'unlimited', or 'tier'/],
+    [['partners', 'update', 'heli', '--categories', '0,4'], 2,
+      /^error: --categories: category ids are whole numbers from 2 to 2147483647$/],
+    [['partners', 'update', 'heli', '--categories', '4,2147483648'], 2,
+      /^error: --categories: category ids are whole numbers from 2 to 2147483647$/],
+    [['partners', 'update', 'heli', '--limit-day', '1000000001'], 2,
+      /^error: --limit-day must be a whole number from 1 to 1000000000, 'unlimited', or 'tier'/],
     [['partners', 'update', 'heli', '--limit-hour=-5'], 2, /^error: --limit-hour must be a whole number from 1/],
-    [['partners', 'update', 'heli', '--limit-minute', '0'], 2, /^error: --limit-minute must be a whole number from 1 to 1000000000, 'unlimited', or 'tier' \(the tier's limit\); to stop a partner, use --status suspended$/],
-    [['partners', 'update', 'heli', '--radius-cap', '0'], 2, /^error: --radius-cap must be a number of km greater than 0/],
-    [['partners', 'update', 'heli', '--max-results', 'lots'], 2, /^error: --max-results must be a whole number from 1 to 10000$/],
+    [['partners', 'update', 'heli', '--limit-minute', '0'], 2,
+      re(/^error: --limit-minute must be a whole number from 1 to 1000000000, 'unlimited', or 'tier' /,
+        /\(the tier's limit\); to stop a partner, use --status suspended$/)],
+    [['partners', 'update', 'heli', '--radius-cap', '0'], 2,
+      /^error: --radius-cap must be a number of km greater than 0/],
+    [['partners', 'update', 'heli', '--max-results', 'lots'], 2,
+      /^error: --max-results must be a whole number from 1 to 10000$/],
     [['partners', 'update', 'heli', '--site-by-id', 'yes'], 2, /^error: --site-by-id must be one of on, off$/],
-    [['partners', 'fly'], 2, /^error: unknown command 'partners fly' \(known: create, list, show, update, rotate, usage, report, export, import\); see --help$/],
+    [['partners', 'fly'], 2, re(/^error: unknown command 'partners fly' /,
+      /\(known: create, list, show, update, rotate, usage, report, export, import\); see --help$/)],
     [['datasets', 'import', '--dataset', 'sandbox'], 2, /^error: --file is required$/],
     [['datasets', 'generate'], 2, /^error: --dataset is required$/]
   ]
@@ -119,7 +138,8 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
 t.test('--help: generated for the program, each group and each command, on stdout, exit 0', async (t) => {
   const r = await run('partners', 'create', '--help')
   t.equal(r.status, 0)
-  t.match(r.stdout, /^usage: npm run admin -- partners create --name NAME \[options\]\n\ncreate a partner and print its token \(shown once\)\n/)
+  t.match(r.stdout, re(/^usage: npm run admin -- partners create --name NAME \[options\]\n\n/,
+    /create a partner and print its token \(shown once\)\n/))
   t.match(r.stdout, /--tier <TIER> +its tier \(default: demo\) \(choices: "demo", "growth",\s+"scale"\)\n/)
   t.match(r.stdout, /--json +print one JSON document on stdout instead of text\n/)
   t.equal(r.stderr, '')
@@ -129,7 +149,8 @@ t.test('--help: generated for the program, each group and each command, on stdou
     t.equal(top.status, 0, args.join(' '))
     t.match(top.stdout, /^usage: npm run admin -- <group> <command> \[options\]\n/)
     t.match(top.stdout, /\n {2}partners +the partners[\s\S]*\n {2}datasets +the site datasets/, 'the groups')
-    t.match(top.stdout, /\n {2}partners update SLUG \[options\]\n[\s\S]*\n {2}datasets import --dataset sandbox\|production --file PATH \[options\]\n/, 'every command')
+    t.match(top.stdout, re(/\n {2}partners update SLUG \[options\]\n[\s\S]*/,
+      /\n {2}datasets import --dataset sandbox\|production --file PATH \[options\]\n/), 'every command')
   }
 
   const groups: [string, string[]][] = [
@@ -147,19 +168,26 @@ t.test('--help: generated for the program, each group and each command, on stdou
     t.same(await run(group), { ...help, status: 2 }, `${group} alone`)
   }
   const partners = (await run('partners', '--help')).stdout
-  t.match(partners, /\n {2}partners update SLUG \[options\]\n {6}change a partner; the running service applies it within PARTNER_REFRESH_MS\n {6}\(1 s by default\)\n/)
-  t.match(partners, /\n {2}partners rotate SLUG\n {6}issue a new token; the old one stops working within PARTNER_REFRESH_MS/)
+  t.match(partners, re(/\n {2}partners update SLUG \[options\]\n/,
+    / {6}change a partner; the running service applies it within PARTNER_REFRESH_MS\n {6}\(1 s by default\)\n/))
+  t.match(partners,
+    /\n {2}partners rotate SLUG\n {6}issue a new token; the old one stops working within PARTNER_REFRESH_MS/)
 
   const update = await run('partners', 'update', '--help')
   t.equal(update.status, 0)
-  t.match(update.stdout, /^usage: npm run admin -- partners update SLUG \[options\]\n\nchange a partner; the running service applies it within PARTNER_REFRESH_MS/)
-  for (const option of ['--name', '--tier', '--environment', '--status', '--categories', '--other-categories', '--site-by-id', '--radius-cap',
-    '--max-results', '--limit-minute', '--limit-hour', '--limit-day', '--json', '-h, --help']) {
+  t.match(update.stdout, re(/^usage: npm run admin -- partners update SLUG \[options\]\n\n/,
+    /change a partner; the running service applies it within PARTNER_REFRESH_MS/))
+  for (const option of ['--name', '--tier', '--environment', '--status', '--categories', '--other-categories',
+    '--site-by-id', '--radius-cap', '--max-results', '--limit-minute', '--limit-hour', '--limit-day', '--json',
+    '-h, --help']) {
     t.match(update.stdout, new RegExp(`\n {2}${option}[ <]`), option)
   }
-  t.match(update.stdout, /--status <STATUS> +pending and suspended stop its token \(403\)\n +\(choices: "pending", "active", "suspended"\)/)
-  t.same(await run('partners', 'update', 'heli', '--tier', 'gold', '--help'), update, '--help wins over the other options')
-  t.match((await run('datasets', 'import', '--help')).stdout, /^usage: npm run admin -- datasets import --dataset sandbox\|production --file PATH \[options\]\n/)
+  t.match(update.stdout,
+    /--status <STATUS> +pending and suspended stop its token \(403\)\n +\(choices: "pending", "active", "suspended"\)/)
+  t.same(await run('partners', 'update', 'heli', '--tier', 'gold', '--help'), update,
+    '--help wins over the other options')
+  t.match((await run('datasets', 'import', '--help')).stdout,
+    /^usage: npm run admin -- datasets import --dataset sandbox\|production --file PATH \[options\]\n/)
 
   const bare = await run()
   t.equal(bare.status, 2, 'no command: a usage error')
@@ -182,7 +210,8 @@ t.test('datasets generate and info', async (t) => {
 t.test('datasets info fails on a dataset file that cannot be read', async (t) => {
   const broken = tmpDataDir(t)
   writeFileSync(join(broken, 'production.db'), 'not a database')
-  const reason = `error: ${join(broken, 'production.db')} cannot be read; the service would refuse it (import or generate the dataset again, or restore it from a backup)\n`
+  const reason = `error: ${join(broken, 'production.db')} cannot be read; the service would refuse it ` +
+    '(import or generate the dataset again, or restore it from a backup)\n'
   const text = await adminInProcess(['datasets', 'info'], { DATA_DIR: broken })
   t.equal(text.status, 1)
   t.equal(text.stdout, '')
@@ -201,34 +230,45 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   const exported = await run('datasets', 'export', '--dataset', 'sandbox', '--file', csv)
   t.equal(exported.status, 0, exported.stderr)
   t.equal(exported.stdout, `wrote 1500 sites of sandbox to ${csv}\n`)
-  const imported = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '2', '--json')
+  const imported = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '2',
+    '--json')
   t.equal(imported.status, 0, imported.stderr)
   const report = JSON.parse(imported.stdout)
-  t.same([report.ok, report.dataset, report.format, report.precision, report.site_count], [true, 'production', 'csv', 2, 1500])
+  t.same([report.ok, report.dataset, report.format, report.precision, report.site_count],
+    [true, 'production', 'csv', 2, 1500])
   t.equal(imported.stderr, '', 'no progress bar when stderr is not a terminal')
   const info = JSON.parse((await run('datasets', 'info', '--json')).stdout)
   t.same([info[1].site_count, info[1].precision, info[1].source], [1500, 2, 'import out.csv (csv)'])
 
   const bad = join(dir, 'bad.ndjson')
-  writeFileSync(bad, '{"id":"a","category":4,"name":"A","region":"EUR","country":"GB","latitude":1,"longitude":2}\n{"id":"b"}\n')
+  writeFileSync(bad,
+    '{"id":"a","category":4,"name":"A","region":"EUR","country":"GB","latitude":1,"longitude":2}\n{"id":"b"}\n')
   const before = readFileSync(join(dir, 'production.db'))
   const refused = await run('datasets', 'import', '--dataset', 'production', '--file', bad)
   t.equal(refused.status, 1)
-  t.equal(refused.stderr, 'line 2: category must be a whole number from 1 to 2147483647; name must be 1 to 200 characters without control characters; ' +
-    'region must be three upper-case letters; country must be two upper-case letters; latitude must be a number from -90 to 90; ' +
-    `longitude must be a number from -180 to 180\nerror: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`)
+  t.equal(refused.stderr, 'line 2: category must be a whole number from 1 to 2147483647; ' +
+    'name must be 1 to 200 characters without control characters; region must be three upper-case letters; ' +
+    'country must be two upper-case letters; latitude must be a number from -90 to 90; ' +
+    'longitude must be a number from -180 to 180\n' +
+    `error: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`)
   t.same(readFileSync(join(dir, 'production.db')), before)
   const refusedJson = await run('datasets', 'import', '--dataset', 'production', '--file', bad, '--json')
   t.equal(refusedJson.status, 1)
-  t.same(JSON.parse(refusedJson.stdout), { ok: false, dataset: 'production', file: bad, rows: 2, error_count: 1, errors: [refused.stderr.split('\n')[0]] })
-  t.equal(refusedJson.stderr, `error: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`, 'with --json, the reason on stderr too')
+  t.same(JSON.parse(refusedJson.stdout),
+    { ok: false, dataset: 'production', file: bad, rows: 2, error_count: 1, errors: [refused.stderr.split('\n')[0]] })
+  t.equal(refusedJson.stderr, `error: import refused: 1 invalid row; ${join(dir, 'production.db')} is unchanged\n`,
+    'with --json, the reason on stderr too')
 
   const usage: [string[], RegExp][] = [
     [['datasets', 'import', '--dataset', 'production'], /^error: --file is required$/],
-    [['datasets', 'import', '--dataset', 'production', '--file', join(dir, 'x.txt')], /^error: cannot tell the format from/],
-    [['datasets', 'import', '--dataset', 'production', '--file', csv, '--format', 'xml'], /^error: --format must be one of csv, geojson, ndjson$/],
-    [['datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '11'], /^error: --precision must be a whole number from 0 to 10$/],
-    [['datasets', 'import', '--dataset', 'staging', '--file', csv], /^error: --dataset must be one of sandbox, production$/]
+    [['datasets', 'import', '--dataset', 'production', '--file', join(dir, 'x.txt')],
+      /^error: cannot tell the format from/],
+    [['datasets', 'import', '--dataset', 'production', '--file', csv, '--format', 'xml'],
+      /^error: --format must be one of csv, geojson, ndjson$/],
+    [['datasets', 'import', '--dataset', 'production', '--file', csv, '--precision', '11'],
+      /^error: --precision must be a whole number from 0 to 10$/],
+    [['datasets', 'import', '--dataset', 'staging', '--file', csv],
+      /^error: --dataset must be one of sandbox, production$/]
   ]
   for (const [args, message] of usage) {
     const r = await run(...args)
@@ -253,18 +293,21 @@ t.test('an export never replaces a file the service reads, and a failed one leav
   const before = files.map((file) => readFileSync(file))
   const link = join(tmpDataDir(t), 'looks-like-an-export.csv')
   symlinkSync(join(dir, 'production.db'), link)
+  const exportTo = (file: string, ...more: string[]) =>
+    ['datasets', 'export', '--dataset', 'sandbox', '--file', file, ...more]
   const refusals: [string[], string][] = [
-    [['datasets', 'export', '--dataset', 'sandbox', '--file', join(dir, 'sandbox.db'), '--format', 'csv'], 'sandbox.db'],
-    [['datasets', 'export', '--dataset', 'sandbox', '--file', join(dir, 'production.db'), '--format', 'ndjson'], 'production.db'],
-    [['datasets', 'export', '--dataset', 'sandbox', '--file', join(dir, 'sandbox.db.index'), '--format', 'csv'], 'sandbox.db.index'],
-    [['datasets', 'export', '--dataset', 'sandbox', '--file', link], 'production.db'],
+    [exportTo(join(dir, 'sandbox.db'), '--format', 'csv'), 'sandbox.db'],
+    [exportTo(join(dir, 'production.db'), '--format', 'ndjson'), 'production.db'],
+    [exportTo(join(dir, 'sandbox.db.index'), '--format', 'csv'), 'sandbox.db.index'],
+    [exportTo(link), 'production.db'],
     [['partners', 'export', '--file', join(dir, 'control.db')], 'control.db'],
     [['partners', 'export', '--file', join(dir, 'control.db-wal')], 'control.db-wal']
   ]
   for (const [args, own] of refusals) {
     const r = await run(...args)
     t.equal(r.status, 1, args.join(' '))
-    t.equal(r.stderr, `error: ${args[args.indexOf('--file') + 1]} is the service's own ${own}: export to another file\n`)
+    const file = args[args.indexOf('--file') + 1]
+    t.equal(r.stderr, `error: ${file} is the service's own ${own}: export to another file\n`)
   }
   t.same(files.map((file) => readFileSync(file)), before, 'every file as it was')
 
@@ -274,7 +317,7 @@ t.test('an export never replaces a file the service reads, and a failed one leav
   const target = join(broken, 'exports', 'sandbox.csv')
   mkdirSync(dirname(target))
   writeFileSync(target, 'the export of yesterday\n')
-  const failed = await adminInProcess(['datasets', 'export', '--dataset', 'sandbox', '--file', target], { DATA_DIR: broken })
+  const failed = await adminInProcess(exportTo(target), { DATA_DIR: broken })
   t.equal(failed.status, 1)
   t.equal(failed.stderr, `error: ${join(broken, 'sandbox.db')}: file is not a database\n`)
   t.equal(readFileSync(target, 'utf8'), 'the export of yesterday\n')
@@ -305,19 +348,25 @@ t.test('datasets import on a terminal: its progress bar on the stderr main() was
 t.test('the real processes an operator starts: npm run admin, the bin, their exit codes', async (t) => {
   const ran = admin(['partners', 'show', 'heli', '--json'], env)
   t.equal(ran.status, 0, ran.stderr)
-  t.same(JSON.parse(ran.stdout), JSON.parse((await run('partners', 'show', 'heli', '--json')).stdout), 'as main() printed it')
+  t.same(JSON.parse(ran.stdout), JSON.parse((await run('partners', 'show', 'heli', '--json')).stdout),
+    'as main() printed it')
   const failed = admin(['partners', 'show', 'nobody'], env)
   t.same([failed.status, failed.stdout, failed.stderr], [1, '', "error: no partner with slug 'nobody'\n"])
   const misused = admin(['partners', 'update', 'heli', '--tier', 'gold'], env)
-  t.same([misused.status, misused.stdout, misused.stderr], [2, '', 'error: --tier must be one of demo, growth, scale\n'])
+  t.same([misused.status, misused.stdout, misused.stderr],
+    [2, '', 'error: --tier must be one of demo, growth, scale\n'])
 
-  const bin = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/lsp-admin.js'), 'partners', 'show', 'nobody'], { env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
-  t.same([bin.status, bin.stdout, bin.stderr], [1, '', "error: no partner with slug 'nobody'\n"], 'the package bin lsp-admin')
-  const binHelp = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/lsp-admin.js'), 'partners', '--help'], { encoding: 'utf8' })
+  const lspAdmin = join(REPO_ROOT, 'scripts/lsp-admin.js')
+  const bin = spawnSync(process.execPath, [lspAdmin, 'partners', 'show', 'nobody'],
+    { env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
+  t.same([bin.status, bin.stdout, bin.stderr], [1, '', "error: no partner with slug 'nobody'\n"],
+    'the package bin lsp-admin')
+  const binHelp = spawnSync(process.execPath, [lspAdmin, 'partners', '--help'], { encoding: 'utf8' })
   t.equal(binHelp.status, 0)
   t.match(binHelp.stdout, /^usage: lsp-admin partners <command>/, 'its help names it')
 
-  const npm = spawnSync('npm', ['run', 'admin', '--', 'datasets', '--help'], { cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
+  const npm = spawnSync('npm', ['run', 'admin', '--', 'datasets', '--help'],
+    { cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
   t.equal(npm.status, 0, npm.stderr)
   t.match(npm.stdout, /\nusage: npm run admin -- datasets <command> \[options\]\n[\s\S]*datasets reload/)
 })

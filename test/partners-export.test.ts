@@ -13,7 +13,8 @@ import { skippedWithoutRedis, startRedis } from './redis.ts'
 
 const V1_FILE = join(REPO_ROOT, 'test/fixtures/partners-v1.json')
 /** `partners show --json` of each partner of that file, as the build that wrote it printed them. */
-const V1_SHOWN = JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures/partners-v1-show.json'), 'utf8')) as { slug: string }[]
+const V1_SHOWN = JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures/partners-v1-show.json'), 'utf8')) as
+  { slug: string }[]
 
 const ok = (t: Test, args: string[], env: Record<string, string>) => {
   const r = admin(args, env)
@@ -34,7 +35,8 @@ t.test('version 1 in, version 2 out, into control.db and Redis: show --json the 
   const document = JSON.parse(readFileSync(file, 'utf8'))
   t.same([document.format, document.version], ['lsp-partners', 2])
   const v1 = JSON.parse(readFileSync(V1_FILE, 'utf8')).partners as { token_sha256: string }[]
-  t.same(document.partners, V1_SHOWN.map((shown, i) => ({ ...shown, token_sha256: v1[i].token_sha256 })), 'each entry: show --json and the digest')
+  t.same(document.partners, V1_SHOWN.map((shown, i) => ({ ...shown, token_sha256: v1[i].token_sha256 })),
+    'each entry: show --json and the digest')
   t.same(JSON.parse(ok(t, ['partners', 'export', '--json'], first)), document, 'the same document on stdout')
 
   const empty = { DATA_DIR: tmpDataDir(t), STATE_URL: '' }
@@ -46,7 +48,8 @@ t.test('version 1 in, version 2 out, into control.db and Redis: show --json the 
   t.same(JSON.parse(ok(t, ['partners', 'import', '--file', file, '--json'], shared)), { created: 3, replaced: 0 })
   t.same(listed(t, shared), V1_SHOWN, 'into Redis')
   t.same(JSON.parse(ok(t, ['partners', 'export', '--json'], shared)), document, 'and Redis exports the same document')
-  t.same(JSON.parse(ok(t, ['partners', 'import', '--file', file, '--json'], shared)), { created: 0, replaced: 3 }, 'importing again replaces')
+  t.same(JSON.parse(ok(t, ['partners', 'import', '--file', file, '--json'], shared)), { created: 0, replaced: 3 },
+    'importing again replaces')
   t.same(listed(t, shared), V1_SHOWN)
 })
 
@@ -63,10 +66,12 @@ t.test('a bad entry: exit 1, the partner and the field named, nothing written', 
   writeFileSync(file, JSON.stringify({ ...document, version: 3 }))
   const newer = admin(['partners', 'import', '--file', file], env)
   t.equal(newer.status, 1)
-  t.equal(newer.stderr, `error: ${file} is a partners export of version 3, which this build cannot read (it reads versions 1 and 2)\n`)
+  t.equal(newer.stderr,
+    `error: ${file} is a partners export of version 3, which this build cannot read (it reads versions 1 and 2)\n`)
 })
 
-t.test('into Redis and control.db: an id or token digest another partner keeps there refuses the whole file, nothing written', async (t) => {
+t.test('into Redis and control.db: an id or token digest another partner keeps there refuses the whole file, ' +
+  'nothing written', async (t) => {
   if (skippedWithoutRedis(t)) return
   const redis = await startRedis(t)
   const client = new Redis(redis.url)
@@ -80,13 +85,18 @@ t.test('into Redis and control.db: an id or token digest another partner keeps t
     return await adminInProcess(['partners', 'import', '--file', file], env)
   }
   for (const env of [shared, control]) t.equal((await importing([acme, demo], env)).status, 0)
-  const stored = async () => [await client.hgetall('lsp:partners'), await client.hgetall('lsp:partner-digests'), await client.get('lsp:partners:version')]
+  const stored = async () => [
+    await client.hgetall('lsp:partners'),
+    await client.hgetall('lsp:partner-digests'),
+    await client.get('lsp:partners:version')
+  ]
   const before = await stored()
 
   const cases: [string, Record<string, unknown>[], string][] = [
     ['a new partner with acme\'s id (two partners, one rate-limit log)', [{ ...pending, id: acme.id }],
       'error: partner "pending-co": its id is also partner "acme"\'s, in the shared state\n'],
-    ['a new partner, then one with another partner\'s token digest: the first is not written either', [pending, { ...acme, token_sha256: demo.token_sha256 }],
+    ['a new partner, then one with another partner\'s token digest: the first is not written either',
+      [pending, { ...acme, token_sha256: demo.token_sha256 }],
       'error: partner "acme": its token_sha256 is also partner "demo"\'s, in the shared state\n']
   ]
   for (const [name, partners, error] of cases) {
@@ -94,7 +104,8 @@ t.test('into Redis and control.db: an id or token digest another partner keeps t
     t.same([r.status, r.stderr, r.stdout], [1, error, ''], name)
     t.same(await stored(), before, `${name}: nothing written`)
     const intoControl = await importing(partners, control)
-    t.same([intoControl.status, intoControl.stderr, intoControl.stdout], [1, error.replace('in the shared state', 'in control.db'), ''], `${name}: control.db refuses it too`)
+    t.same([intoControl.status, intoControl.stderr, intoControl.stdout],
+      [1, error.replace('in the shared state', 'in control.db'), ''], `${name}: control.db refuses it too`)
     t.same(listed(t, control), listed(t, shared), `${name}: nothing written there either`)
   }
   t.same(listed(t, shared).map((p: { slug: string }) => p.slug), ['acme', 'demo'])
@@ -103,9 +114,11 @@ t.test('into Redis and control.db: an id or token digest another partner keeps t
   const swapped = [{ ...acme, token_sha256: demo.token_sha256 }, { ...demo, token_sha256: acme.token_sha256 }]
   const r = await importing(swapped, shared)
   t.same([r.status, r.stdout], [0, 'imported 2 partners: 0 created, 2 replaced\n'], r.stderr)
-  t.same(await client.hgetall('lsp:partner-digests'), { [acme.token_sha256 as string]: 'demo', [demo.token_sha256 as string]: 'acme' }, 'tokens swapped, the index right')
+  t.same(await client.hgetall('lsp:partner-digests'),
+    { [acme.token_sha256 as string]: 'demo', [demo.token_sha256 as string]: 'acme' }, 'tokens swapped, the index right')
   const intoControl = await importing(swapped, control)
-  t.same([intoControl.status, intoControl.stdout], [0, 'imported 2 partners: 0 created, 2 replaced\n'], intoControl.stderr)
+  t.same([intoControl.status, intoControl.stdout], [0, 'imported 2 partners: 0 created, 2 replaced\n'],
+    intoControl.stderr)
   const db = new Database(join(control.DATA_DIR, 'control.db'), { readonly: true })
   t.same(db.prepare('SELECT slug, token_sha256 FROM partners ORDER BY slug').all(), [
     { slug: 'acme', token_sha256: demo.token_sha256 }, { slug: 'demo', token_sha256: acme.token_sha256 }

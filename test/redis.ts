@@ -28,11 +28,15 @@ export const freePort = () => new Promise<number>((resolve, reject) => {
 /** Why the shared-state tests cannot run here, or undefined when they can. */
 export function redisMissing (): string | undefined {
   const r = spawnSync('redis-server', ['--version'], { encoding: 'utf8' })
-  return r.status === 0 ? undefined : 'NO REDIS: redis-server is not installed (.ci/run installs Debian\'s redis-server); the shared-state tests are skipped'
+  if (r.status === 0) return undefined
+  return 'NO REDIS: redis-server is not installed (.ci/run installs Debian\'s redis-server); ' +
+    'the shared-state tests are skipped'
 }
 
 /** Skips the whole test file, loudly, when redis-server is missing; true when it did. */
-export function skippedWithoutRedis (t: { comment (...message: unknown[]): void, plan (n: number, reason?: string): void }): boolean {
+export function skippedWithoutRedis (
+  t: { comment (...message: unknown[]): void, plan (n: number, reason?: string): void }
+): boolean {
   const missing = redisMissing()
   if (!missing) return false
   t.comment(missing)
@@ -44,7 +48,8 @@ export async function startRedis (t: { teardown (fn: () => unknown): void }): Pr
   const port = await freePort()
   let child: ChildProcess | undefined
   const start = () => new Promise<void>((resolve, reject) => {
-    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
+    const c = spawn('redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
     child = c
     let out = ''
     const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10_000)
@@ -61,5 +66,12 @@ export async function startRedis (t: { teardown (fn: () => unknown): void }): Pr
   })
   await start()
   t.teardown(kill)
-  return { url: `redis://127.0.0.1:${port}/0`, port, kill, start, pause: () => child?.kill('SIGSTOP'), resume: () => child?.kill('SIGCONT') }
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    port,
+    kill,
+    start,
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT')
+  }
 }

@@ -39,7 +39,8 @@ export async function adminInProcess (args: string[], env: Record<string, string
 
 /** The CLI without blocking this process, so that a test can keep sending requests meanwhile. */
 export function adminAsync (args: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args], { cwd: REPO_ROOT, env: baseEnv(env) })
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args],
+    { cwd: REPO_ROOT, env: baseEnv(env) })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })
@@ -58,7 +59,11 @@ export interface Server {
  * Starts src/server.ts and resolves once it listens (its log says where). `wrap` is a command
  * that runs the server as its last arguments (used to give it a file system of its own).
  */
-export function startServer (env: Record<string, string>, timeoutMs = 60_000, options: { wrap?: string[], onSpawn?: (child: ChildProcessWithoutNullStreams) => void } = {}): Promise<Server> {
+export function startServer (
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  options: { wrap?: string[], onSpawn?: (child: ChildProcessWithoutNullStreams) => void } = {}
+): Promise<Server> {
   const command = [...(options.wrap ?? []), process.execPath, '--import', 'tsx', join(REPO_ROOT, 'src/server.ts')]
   const child = spawn(command[0], command.slice(1), {
     cwd: REPO_ROOT, env: baseEnv({ PORT: '0', METRICS_PORT: '0', ...env })
@@ -69,7 +74,10 @@ export function startServer (env: Record<string, string>, timeoutMs = 60_000, op
   child.stderr.on('data', (d) => { out += d })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)) }, timeoutMs)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`server did not start:\n${out}`))
+    }, timeoutMs)
     const check = () => {
       const m = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(out)
       if (!m) return

@@ -12,7 +12,8 @@ const WRITERS: ReadonlySet<ControlJob> = new Set(['heartbeat', 'counters', 'relo
 const CONSEQUENCE: Record<ControlJob, string> = {
   partners: 'partner changes are not picked up; the last known partners keep working',
   heartbeat: '`datasets reload` cannot see this instance; SIGHUP still reloads',
-  counters: 'rate-limit counters, the telemetry feeds and the usage history are kept in memory and saved once control.db takes writes again',
+  counters: 'rate-limit counters, the telemetry feeds and the usage history are kept in memory and saved ' +
+    'once control.db takes writes again',
   'reload-requests': '`datasets reload` requests are not answered; SIGHUP still reloads'
 }
 
@@ -46,7 +47,8 @@ export class ControlDbHealth {
     const error = err instanceof Error ? err.message : String(err)
     const failure = { job, error, since: new Date().toISOString(), consequence: CONSEQUENCE[job] }
     this.failing.set(job, failure)
-    this.log.error({ job, error, code: (err as { code?: string }).code }, `control.db: ${job} failed; serving on: ${failure.consequence}`)
+    const code = (err as { code?: string }).code
+    this.log.error({ job, error, code }, `control.db: ${job} failed; serving on: ${failure.consequence}`)
   }
 
   succeeded (job: ControlJob) {

@@ -7,7 +7,9 @@
  * outcome of a run that started after its request (a run already under way may have read what the
  * caller asks to be read anew).
  */
-export function coalescing<Request, Result> (run: (requests: Request[]) => Promise<Result>): (request: Request) => Promise<Result> {
+export function coalescing<Request, Result> (
+  run: (requests: Request[]) => Promise<Result>
+): (request: Request) => Promise<Result> {
   let running = false
   let queued: { requests: Request[], result: Promise<Result>, begin: () => void } | undefined
 

@@ -15,7 +15,8 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS instances (
   id TEXT PRIMARY KEY, pid INTEGER NOT NULL, hostname TEXT NOT NULL, address TEXT,
   started_at TEXT NOT NULL, seen_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS reload_requests (id INTEGER PRIMARY KEY AUTOINCREMENT, requested_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reload_requests (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, requested_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS reload_results (
   request_id INTEGER NOT NULL, instance_id TEXT NOT NULL, ok INTEGER NOT NULL, detail TEXT NOT NULL,
   finished_at TEXT NOT NULL, PRIMARY KEY (request_id, instance_id));
@@ -25,10 +26,14 @@ export function ensureInstanceTables (db: Database.Database) {
   db.exec(SCHEMA)
 }
 
-export interface InstanceRow { id: string, pid: number, hostname: string, address: string | null, started_at: string, seen_at: number }
+export interface InstanceRow {
+  id: string, pid: number, hostname: string, address: string | null, started_at: string, seen_at: number
+}
 
 export interface ServedDataset { dataset: string, site_count: number, built_at: string }
-export type ReloadOutcome = { ok: true, datasets: ServedDataset[] } | { ok: false, error: string, datasets: ServedDataset[] }
+export type ReloadOutcome =
+  | { ok: true, datasets: ServedDataset[] }
+  | { ok: false, error: string, datasets: ServedDataset[] }
 
 /** The service's side: heartbeat, and the reload requests it has not answered yet. */
 export class InstanceRecord {
@@ -52,13 +57,15 @@ export class InstanceRecord {
 
   /** Ids of reload requests made since this instance last looked. */
   pendingRequests (): number[] {
-    const ids = this.db.prepare('SELECT id FROM reload_requests WHERE id > ? ORDER BY id').pluck().all(this.lastRequestId) as number[]
+    const ids = this.db.prepare('SELECT id FROM reload_requests WHERE id > ? ORDER BY id')
+      .pluck().all(this.lastRequestId) as number[]
     if (ids.length > 0) this.lastRequestId = ids[ids.length - 1]
     return ids
   }
 
   answer (requestIds: number[], outcome: ReloadOutcome) {
-    const insert = this.db.prepare('INSERT OR REPLACE INTO reload_results (request_id, instance_id, ok, detail, finished_at) VALUES (?, ?, ?, ?, ?)')
+    const insert = this.db.prepare('INSERT OR REPLACE INTO reload_results ' +
+      '(request_id, instance_id, ok, detail, finished_at) VALUES (?, ?, ?, ?, ?)')
     const now = new Date().toISOString()
     for (const id of requestIds) insert.run(id, this.id, outcome.ok ? 1 : 0, JSON.stringify(outcome), now)
   }
@@ -88,14 +95,17 @@ async function askReload (ask: ReloadAsk, options: { timeoutMs: number, pollMs?:
   const requestId = await ask.post()
   const deadline = Date.now() + options.timeoutMs
   for (;;) {
-    for (const [id, detail] of Object.entries(await ask.answers(requestId))) if (!results.has(id)) results.set(id, JSON.parse(detail) as ReloadOutcome)
+    for (const [id, detail] of Object.entries(await ask.answers(requestId))) {
+      if (!results.has(id)) results.set(id, JSON.parse(detail) as ReloadOutcome)
+    }
     if (instances.every((i) => results.has(i.id))) break
     const alive = new Set((await ask.live()).map((i) => i.id))
-    for (const instance of instances) {
-      if (!results.has(instance.id) && !alive.has(instance.id)) results.set(instance.id, 'stopped answering before it reloaded')
+    for (const { id } of instances) {
+      if (!results.has(id) && !alive.has(id)) results.set(id, 'stopped answering before it reloaded')
     }
     if (Date.now() > deadline) {
-      for (const instance of instances) if (!results.has(instance.id)) results.set(instance.id, `no answer within ${options.timeoutMs / 1000} s`)
+      const silent = `no answer within ${options.timeoutMs / 1000} s`
+      for (const instance of instances) if (!results.has(instance.id)) results.set(instance.id, silent)
       break
     }
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100))
@@ -107,10 +117,15 @@ async function askReload (ask: ReloadAsk, options: { timeoutMs: number, pollMs?:
 export function requestReload (db: Database.Database, options: { timeoutMs: number, pollMs?: number }) {
   ensureInstanceTables(db)
   const select = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?')
+  const live = db.prepare('SELECT * FROM instances WHERE seen_at > ? ORDER BY started_at')
+  const post = db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)')
   return askReload({
-    live: () => db.prepare('SELECT * FROM instances WHERE seen_at > ? ORDER BY started_at').all(Date.now() - INSTANCE_STALE_MS) as InstanceRow[],
-    post: () => Number(db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)').run(new Date().toISOString()).lastInsertRowid),
-    answers: (id) => Object.fromEntries((select.all(id) as { instance_id: string, detail: string }[]).map((r) => [r.instance_id, r.detail]))
+    live: () => live.all(Date.now() - INSTANCE_STALE_MS) as InstanceRow[],
+    post: () => Number(post.run(new Date().toISOString()).lastInsertRowid),
+    answers: (id) => {
+      const rows = select.all(id) as { instance_id: string, detail: string }[]
+      return Object.fromEntries(rows.map((r) => [r.instance_id, r.detail]))
+    }
   }, options)
 }
 
@@ -120,7 +135,7 @@ export function requestReload (db: Database.Database, options: { timeoutMs: numb
  * live instances are those whose heartbeat (`lsp:instances`, every second) is recent.
  */
 export const RELOAD_CHANNEL = 'lsp:reload'
-/** Live instances by heartbeat time (written every second by the limiter's store, src/limits/failover-store.ts). */
+/** Live instances by heartbeat time (written every second by the limiter's store: src/limits/failover-store.ts). */
 export const INSTANCES_KEY = 'lsp:instances'
 export const INSTANCE_INFO = 'lsp:instance-info'
 export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
@@ -132,7 +147,14 @@ export function requestSharedReload (redis: Redis, options: { timeoutMs: number,
       const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
       return ids.map((id, i): InstanceRow => {
         const known = info[i] === null ? {} : JSON.parse(info[i]!) as Partial<InstanceRow>
-        return { id, pid: known.pid ?? 0, hostname: known.hostname ?? '', address: known.address ?? null, started_at: known.started_at ?? '', seen_at: Date.now() }
+        return {
+          id,
+          pid: known.pid ?? 0,
+          hostname: known.hostname ?? '',
+          address: known.address ?? null,
+          started_at: known.started_at ?? '',
+          seen_at: Date.now()
+        }
       })
     },
     async post () {

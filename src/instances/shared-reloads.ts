@@ -10,12 +10,20 @@ interface Log { error (obj: object, msg: string): void }
 /** How long a boot waits for the subscription before it listens without it. */
 const SUBSCRIBE_WAIT_MS = 5_000
 
-export function listenForSharedReloads (writer: Redis, instanceId: string, reload: (reason: string) => Promise<ReloadOutcome>, log: Log) {
+export function listenForSharedReloads (
+  writer: Redis,
+  instanceId: string,
+  reload: (reason: string) => Promise<ReloadOutcome>,
+  log: Log
+) {
   const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
   subscriber.on('error', () => {}) // the limiter's way down reports Redis trouble, once
   const startedAt = new Date().toISOString()
   let address: string | null = null
-  const publishInfo = () => writer.hset(INSTANCE_INFO, instanceId, JSON.stringify({ pid: process.pid, hostname: hostname(), address, started_at: startedAt })).catch(() => {})
+  const publishInfo = () => {
+    const info = JSON.stringify({ pid: process.pid, hostname: hostname(), address, started_at: startedAt })
+    return writer.hset(INSTANCE_INFO, instanceId, info).catch(() => {})
+  }
   // now, and on every reconnection: a Redis restarted empty learns about this instance again
   publishInfo()
   writer.on('ready', publishInfo)
@@ -32,9 +40,12 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
     } catch {
       return
     }
+    const key = reloadResultsKey(id)
     const answer = reload(`shared request ${id}`)
-      .then((outcome) => writer.multi().hset(reloadResultsKey(id), instanceId, JSON.stringify(outcome)).pexpire(reloadResultsKey(id), 600_000).exec())
-      .then(() => {}, (err: Error) => log.error({ error: err.message }, 'the outcome of a shared reload could not be written'))
+      .then((outcome) => writer.multi().hset(key, instanceId, JSON.stringify(outcome)).pexpire(key, 600_000).exec())
+      .then(() => {}, (err: Error) => {
+        log.error({ error: err.message }, 'the outcome of a shared reload could not be written')
+      })
       .finally(() => answering.delete(answer))
     answering.add(answer)
   })
@@ -50,7 +61,8 @@ export function listenForSharedReloads (writer: Redis, instanceId: string, reloa
       const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) })
       const heartbeat = writer.zadd(INSTANCES_KEY, Date.now(), instanceId).catch(() => {})
       try {
-        const [ok] = await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]), late.then(() => [false] as const)])
+        const all = Promise.all([subscribed, publishInfo(), heartbeat])
+        const [ok] = await Promise.race([all, late.then(() => [false] as const)])
         return ok
       } finally {
         clearTimeout(timer)

@@ -2,7 +2,7 @@
 // ring that grows on demand. Exact sliding windows follow from it: a window of length W with
 // limit L is full when the L-th most recent accepted request is younger than W.
 
-/** Most entries one log keeps (12 MB): bounds a partner's memory when every window is unlimited. */
+/** Most entries one log keeps: bounds a partner's memory when every window is unlimited. */
 export const MAX_LOG_ENTRIES = 1_000_000
 
 export class AcceptLog {
@@ -88,16 +88,16 @@ export class AcceptLog {
   }
 
   /**
-   * firstAfter(after) for a window's start: where the last call for the same window length
-   * ended, the walk goes on (a window's start only moves forward), so each request costs a step or
-   * two instead of a binary search over the whole log, whose probes land far apart in a busy
-   * partner's log of up to a day of requests. Exact whatever `after` is: a start that moved back
-   * (or a long way on) is searched for.
+   * firstAfter(after) for a window's start: the walk goes on from where the last call for the same
+   * window length ended (a window's start only moves forward), so a request costs a step or two, not
+   * a binary search over a day of requests. Exact whatever `after` is: a start that moved back or far
+   * on is searched for.
    */
   windowStart (windowMs: number, after: number): number {
     const oldest = this.nextSeq - this.size
     const i = Math.max(0, (this.starts.get(windowMs) ?? oldest) - oldest)
-    const start = i <= this.size && (i === 0 || this.at(i - 1) <= after) ? this.walk(i, after) : this.firstAfter(after)
+    const resume = i <= this.size && (i === 0 || this.at(i - 1) <= after)
+    const start = resume ? this.walk(i, after) : this.firstAfter(after)
     this.starts.set(windowMs, oldest + start)
     return start
   }

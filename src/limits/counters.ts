@@ -29,10 +29,11 @@ export function restoreCounters (db: Database.Database, store: LocalStore, now: 
  */
 export function loadCounters (db: Database.Database, store: LocalStore, now: number, partnerId?: string): number {
   let rows: { partner_id: string, second: number, requests: number, rows: number }[]
+  const select = 'SELECT partner_id, second, requests, rows FROM rate_buckets'
   try {
     rows = partnerId === undefined
-      ? db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets ORDER BY partner_id, second').all() as typeof rows
-      : db.prepare('SELECT partner_id, second, requests, rows FROM rate_buckets WHERE partner_id = ? ORDER BY second').all(partnerId) as typeof rows
+      ? db.prepare(`${select} ORDER BY partner_id, second`).all() as typeof rows
+      : db.prepare(`${select} WHERE partner_id = ? ORDER BY second`).all(partnerId) as typeof rows
   } catch (err) {
     if (/no such table/.test((err as Error).message)) return 0 // no service has run here yet
     throw err

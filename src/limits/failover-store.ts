@@ -97,7 +97,9 @@ class AloneWindows {
   private leaving (windowMs: number, now: number): number[] {
     const out: number[] = []
     if (this.unknownSince !== null && this.unknownSince + windowMs > now) out.push(this.unknownSince + windowMs)
-    for (let k = this.times.length - 1; k >= 0; k--) if (this.times[k] + windowMs > now) out.push(this.times[k] + windowMs)
+    for (let k = this.times.length - 1; k >= 0; k--) {
+      if (this.times[k] + windowMs > now) out.push(this.times[k] + windowMs)
+    }
     return out
   }
 
@@ -132,18 +134,23 @@ class AloneWindows {
     const own = this.log.size - from
     let rows = 0
     if (withRows) for (let i = from; i < this.log.size; i++) rows += this.log.rowsAt(i)
-    if (limit === null) return { name, seconds, limit, used: own + this.known(windowMs, now), remaining: null, rows, resetsInMs: null }
+    if (limit === null) {
+      return { name, seconds, limit, used: own + this.known(windowMs, now), remaining: null, rows, resetsInMs: null }
+    }
     const remaining = Math.max(0, this.share(w as Limited, now, instances) - own)
     const next = Math.min(own > 0 ? this.log.at(from) + windowMs : Infinity, this.leaving(windowMs, now)[0] ?? Infinity)
     const shareOfLimit = Math.floor(limit / instances)
-    return { name, seconds, limit: shareOfLimit, used: shareOfLimit - remaining, remaining, rows, resetsInMs: next === Infinity ? 0 : next - now }
+    const resetsInMs = next === Infinity ? 0 : next - now
+    return { name, seconds, limit: shareOfLimit, used: shareOfLimit - remaining, remaining, rows, resetsInMs }
   }
 
   /** The requests accepted alone and not yet in Redis (time and rows of each), and where they end. */
   unmerged (): { accepted: Accepted[], upTo: number } {
     const accepted: Accepted[] = []
     const first = this.log.nextSeq - this.log.size
-    for (let i = Math.max(0, this.mergedSeq - first); i < this.log.size; i++) accepted.push({ time: this.log.at(i), rows: this.log.rowsAt(i) })
+    for (let i = Math.max(0, this.mergedSeq - first); i < this.log.size; i++) {
+      accepted.push({ time: this.log.at(i), rows: this.log.rowsAt(i) })
+    }
     return { accepted, upTo: this.log.nextSeq }
   }
 }
@@ -246,13 +253,12 @@ export class FailoverStore implements AsyncLimiterStore {
         refusedBy = w.name
       }
     }
-    if (refusedBy !== undefined) {
-      return { allowed: false, refusedBy, retryAfterMs, windows: windows.map((w) => alone.state(w, now, this.share, false)) }
-    }
+    const states = () => windows.map((w) => alone.state(w, now, this.share, false))
+    if (refusedBy !== undefined) return { allowed: false, refusedBy, retryAfterMs, windows: states() }
     log.dropUntil(now - DAY_MS)
     const seq = log.push(time)
     // negative: an entry of the log kept alone
-    return { allowed: true, seq: -1 - seq, windows: windows.map((w) => alone.state(w, now, this.share, false)) }
+    return { allowed: true, seq: -1 - seq, windows: states() }
   }
 
   private stateAlone (key: string, windows: WindowSpec[], now: number): WindowState[] {
@@ -265,7 +271,9 @@ export class FailoverStore implements AsyncLimiterStore {
     const known = this.reserved.get(windows)
     if (known && known.reserve === this.reserve && known.share === this.shareAlone) return known.windows
     const { reserve, shareAlone: share } = this
-    const made = windows.map((w) => ({ ...w, limit: w.limit === null ? null : Math.max(0, w.limit - reserve * Math.floor(w.limit / share)) }))
+    const less = (limit: number | null) =>
+      limit === null ? null : Math.max(0, limit - reserve * Math.floor(limit / share))
+    const made = windows.map((w) => ({ ...w, limit: less(w.limit) }))
     this.reserved.set(windows, { reserve, share, windows: made })
     return made
   }
@@ -300,7 +308,8 @@ export class FailoverStore implements AsyncLimiterStore {
     if (this.degradedSince !== null) return
     this.degradedSince = Date.now()
     this.log.error({ error: this.error, share: this.share },
-      `shared state (Redis) unavailable: limiting alone with 1/${this.share} of what is left of each limit; requests are served on`)
+      `shared state (Redis) unavailable: limiting alone with 1/${this.share} of what is left of each limit; ` +
+      'requests are served on')
   }
 
   /**
@@ -334,7 +343,8 @@ export class FailoverStore implements AsyncLimiterStore {
         .time()
         .exec() as [Error | null, unknown][]
       const [seconds, micros] = replies[5][1] as [string, string]
-      this.remote.clockOffsetMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - Math.round((now + Date.now()) / 2)
+      const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+      this.remote.clockOffsetMs = redisNow - Math.round((now + Date.now()) / 2)
       members = replies[2][1] as string[]
       const epoch = replies[4][1] as string
       if (this.epoch !== null && epoch !== this.epoch && this.degradedSince === null) {
@@ -374,13 +384,18 @@ export class FailoverStore implements AsyncLimiterStore {
     const backAt = Date.now()
     try {
       const epochKey = `${this.prefix}epoch`
-      const replies = await this.redis.multi().set(epochKey, randomUUID(), 'NX').get(epochKey).exec() as [Error | null, unknown][]
+      const replies = await this.redis.multi()
+        .set(epochKey, randomUUID(), 'NX')
+        .get(epochKey)
+        .exec() as [Error | null, unknown][]
       const epoch = replies[1][1] as string
       if (epoch !== this.epoch) this.restoring = true // kept until done: a failed attempt is tried again
       this.epoch = epoch
       const now = this.clock()
       const putBack = new Set<string>()
-      if (this.restoring) for (const [key, answer] of this.remote.answers) if (answer.at > now - DAY_MS) putBack.add(key)
+      if (this.restoring) {
+        for (const [key, answer] of this.remote.answers) if (answer.at > now - DAY_MS) putBack.add(key)
+      }
       // passes until one finds nothing new: requests keep arriving (and are limited alone) while
       // they await Redis; after the last pass the switch happens with no await in between
       let merged = 0
@@ -400,7 +415,9 @@ export class FailoverStore implements AsyncLimiterStore {
         }
         pending = work.length > 0
         // a batch at a time: every script must reach Redis within the command timeout
-        for (let i = 0; i < work.length; i += REJOIN_BATCH) await Promise.all(work.slice(i, i + REJOIN_BATCH).map((job) => job()))
+        for (let i = 0; i < work.length; i += REJOIN_BATCH) {
+          await Promise.all(work.slice(i, i + REJOIN_BATCH).map((job) => job()))
+        }
       }
       this.alone.clear()
       const lost = this.restoring

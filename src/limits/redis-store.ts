@@ -248,7 +248,13 @@ export class RedisStore implements AsyncLimiterStore {
    * and adds `accepted`, requests accepted alone, with their rows; the answer then is remembered.
    * `seconds`: the windows' lengths, shortest first (those of `known` when given).
    */
-  async rejoin (key: string, seconds: readonly number[], known: Answer | undefined, accepted: readonly Accepted[], now: number): Promise<void> {
+  async rejoin (
+    key: string,
+    seconds: readonly number[],
+    known: Answer | undefined,
+    accepted: readonly Accepted[],
+    now: number
+  ): Promise<void> {
     const k = this.keys(key)
     const head = [now, 0, seconds.length, ...seconds.map((s) => s * 1000)]
     let r: number[] = []
@@ -256,7 +262,8 @@ export class RedisStore implements AsyncLimiterStore {
     do {
       const counts = i === 0 && known ? [known.at, ...known.windows.map((w) => w.used)] : [-1, ...seconds.map(() => 0)]
       head[1] = this.deadlines.now()
-      r = await this.scripts.lspRejoin(k.log, k.seq, k.rows, ...head, ...counts, ...accepted.slice(i, i + 1000).flatMap((a) => [a.time, a.rows]))
+      const batch = accepted.slice(i, i + 1000).flatMap((a) => [a.time, a.rows])
+      r = await this.scripts.lspRejoin(k.log, k.seq, k.rows, ...head, ...counts, ...batch)
       if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
       i += 1000
     } while (i < accepted.length)

@@ -31,8 +31,11 @@ export interface Metrics {
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
-/** One route, method and status: counted per request in plain numbers, turned into samples at scrape time. */
+/** One route, method and status: counted per request in plain numbers, made into samples at scrape time. */
 interface Series { route: string, method: string, status: string, count: number, sum: number, buckets: Float64Array }
+type Merged = Omit<Series, 'method'>
+
+const DURATION = 'lsp_http_request_duration_seconds'
 
 type Labels = Record<string, string>
 type Sample = { labels: Labels, value: number, metricName?: string }
@@ -76,15 +79,17 @@ export function createMetrics (sources: MetricSources): Metrics {
   const cacheLookups = sources.cache.lookups
   const reloads = { ok: 0, refused: 0 }
   const refusals = new Map<string, number>()
-  const register = (metric: ReturnType<typeof scraped>) => registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
-  register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter', () =>
-    allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
-  register(scraped('lsp_http_request_duration_seconds', 'Time from request to answer, by route pattern and status', 'histogram', () => {
-    // one method a series here: the latency is by route and status (GET is the only method that answers)
-    const merged = new Map<string, { route: string, status: string, count: number, sum: number, buckets: Float64Array }>()
+  const register = (metric: ReturnType<typeof scraped>) =>
+    registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
+  register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter',
+    () => allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
+  register(scraped(DURATION, 'Time from request to answer, by route pattern and status', 'histogram', () => {
+    // the latency is by route and status only (GET is the only method that answers)
+    const merged = new Map<string, Merged>()
     for (const s of allSeries()) {
       const key = `${s.status} ${s.route}`
-      const into = merged.get(key) ?? { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+      const into = merged.get(key) ??
+        { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
       into.count += s.count
       into.sum += s.sum
       for (let i = 0; i < BUCKETS.length; i++) into.buckets[i] += s.buckets[i]
@@ -92,14 +97,16 @@ export function createMetrics (sources: MetricSources): Metrics {
     }
     const samples: Sample[] = []
     for (const s of merged.values()) {
+      const { route, status } = s
+      const metricName = `${DURATION}_bucket`
       let cumulative = 0
       for (let i = 0; i < BUCKETS.length; i++) {
         cumulative += s.buckets[i]
-        samples.push({ metricName: 'lsp_http_request_duration_seconds_bucket', labels: { le: String(BUCKETS[i]), route: s.route, status: s.status }, value: cumulative })
+        samples.push({ metricName, labels: { le: String(BUCKETS[i]), route, status }, value: cumulative })
       }
-      samples.push({ metricName: 'lsp_http_request_duration_seconds_bucket', labels: { le: '+Inf', route: s.route, status: s.status }, value: s.count })
-      samples.push({ metricName: 'lsp_http_request_duration_seconds_sum', labels: { route: s.route, status: s.status }, value: s.sum })
-      samples.push({ metricName: 'lsp_http_request_duration_seconds_count', labels: { route: s.route, status: s.status }, value: s.count })
+      samples.push({ metricName, labels: { le: '+Inf', route, status }, value: s.count })
+      samples.push({ metricName: `${DURATION}_sum`, labels: { route, status }, value: s.sum })
+      samples.push({ metricName: `${DURATION}_count`, labels: { route, status }, value: s.count })
     }
     return samples
   }))
@@ -107,12 +114,16 @@ export function createMetrics (sources: MetricSources): Metrics {
     [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
   register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
     [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
-  register(scraped('lsp_log_lines_dropped_total', 'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter', () =>
-    [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
-  register(scraped('lsp_record_fragment_chunks_forgotten_total', 'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; their records are made again when asked for', 'counter', () =>
-    [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
-  register(scraped('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter', () =>
-    [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
+  register(scraped('lsp_log_lines_dropped_total',
+    'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter',
+    () => [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
+  register(scraped('lsp_record_fragment_chunks_forgotten_total',
+    'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; ' +
+    'their records are made again when asked for', 'counter',
+    () => [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
+  register(scraped('lsp_dataset_reloads_total',
+    'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter',
+    () => [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_sites',
     help: 'Sites served, by dataset',
@@ -122,14 +133,16 @@ export function createMetrics (sources: MetricSources): Metrics {
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_record_fragment_bytes',
-    help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records are made; all datasets together within FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
+    help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records ' +
+      'are made; all datasets together within FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
     labelNames: ['dataset'],
     registers: [registry],
     collect () { for (const d of sources.fragmentBytes?.() ?? []) this.set({ dataset: d.dataset }, d.bytes) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_record_fragment_memory_bytes',
-    help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, and those of a dataset dropped by a reload until they are freed',
+    help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, ' +
+      'and those of a dataset dropped by a reload until they are freed',
     registers: [registry],
     collect () { this.set(sources.fragmentMemory?.bytes ?? 0) }
   })
@@ -138,7 +151,9 @@ export function createMetrics (sources: MetricSources): Metrics {
     help: 'When the served dataset file was built (its meta built_at), by dataset',
     labelNames: ['dataset'],
     registers: [registry],
-    collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, Date.parse(d.built_at) / 1000) }
+    collect () {
+      for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, Date.parse(d.built_at) / 1000)
+    }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_partners',
@@ -165,7 +180,10 @@ export function createMetrics (sources: MetricSources): Metrics {
     let byStatus = byMethod.get(method)
     if (!byStatus) byMethod.set(method, byStatus = new Map())
     let s = byStatus.get(status)
-    if (!s) byStatus.set(status, s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) })
+    if (!s) {
+      s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+      byStatus.set(status, s)
+    }
     return s
   }
 

@@ -29,11 +29,14 @@ export function startMetricsServer (registry: Registry, port: number): Promise<M
   })
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(new Error(err.code === 'EADDRINUSE' ? `METRICS_PORT ${port} is in use on 127.0.0.1; choose another (0 picks a free one)` : err.message))
+      reject(new Error(err.code === 'EADDRINUSE'
+        ? `METRICS_PORT ${port} is in use on 127.0.0.1; choose another (0 picks a free one)`
+        : err.message))
     })
     server.listen(port, '127.0.0.1', () => {
       server.keepAliveTimeout = 5_000
-      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`, close: () => closeNow(server) })
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`
+      resolve({ url, close: () => closeNow(server) })
     })
   })
 }

@@ -23,7 +23,8 @@ export class ExportFileError extends Error {
 }
 
 /** One partner of a version 2 file: its `show --json` object, and its token digest. */
-const exportEntry = (row: PartnerRow): PartnerEntry => ({ ...partnerView(fromRow(row)), token_sha256: row.token_sha256 })
+const exportEntry = (row: PartnerRow): PartnerEntry =>
+  ({ ...partnerView(fromRow(row)), token_sha256: row.token_sha256 })
 
 /** The document `partners export` writes, partners in the order given (by slug, as both stores list them). */
 export function exportDocument (rows: PartnerRow[]) {
@@ -69,12 +70,14 @@ export function readExportDocument (text: string, source = 'the file'): { versio
   } catch (err) {
     throw new ExportFileError(`${source} is not valid JSON: ${(err as Error).message.split('\n')[0]}`)
   }
-  if (typeof parsed !== 'object' || parsed === null || parsed.format !== EXPORT_FORMAT || !Array.isArray(parsed.partners)) {
+  const isExport = typeof parsed === 'object' && parsed !== null && parsed.format === EXPORT_FORMAT
+  if (!isExport || !Array.isArray(parsed.partners)) {
     throw new ExportFileError(`${source} is not a partners export (format ${EXPORT_FORMAT})`)
   }
   const version = parsed.version
   if (version !== 1 && version !== 2) {
-    throw new ExportFileError(`${source} is a partners export of version ${JSON.stringify(version ?? null)}, which this build cannot read (it reads versions ${EXPORT_VERSIONS.join(' and ')})`)
+    throw new ExportFileError(`${source} is a partners export of version ${JSON.stringify(version ?? null)}, ` +
+      `which this build cannot read (it reads versions ${EXPORT_VERSIONS.join(' and ')})`)
   }
   const rows = parsed.partners.map((value: unknown, index: number) => {
     const problem = version === 1 ? rowProblem(value) : firstProblem(PartnerEntrySchema, value)

@@ -14,6 +14,8 @@ import { newToken, tokenDigest } from './tokens.ts'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
 
 const LATE_MESSAGE = 'Redis reached the write after its deadline (it was slow) and refused it: nothing was written'
+const digestTaken = (slug: string) =>
+  new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
 
 // Every write script starts with tooLate(): ARGV[1] is its deadline (Redis's clock, ms; -1: any
 // time), past which it writes nothing. A CLI command that timed out has exited 1 and printed no
@@ -33,7 +35,8 @@ return 'ok'
 `
 
 // KEYS: partners, digests, version, epoch. ARGV: deadline, slug, fields JSON (column → value), new
-// digest ('' to keep it), a fresh epoch. The stored row with those fields changed; 'not_found' or 'digest'.
+// digest ('' to keep it), a fresh epoch. The stored row with those fields changed; 'not_found' or
+// 'digest'.
 const PATCH = `${LATE}
 local json = redis.call('HGET', KEYS[1], ARGV[2])
 if not json then return 'not_found' end
@@ -120,12 +123,17 @@ export class RedisPartnerStore {
     lspPartnersState (...args: string[]): Promise<[string, string]>
   }
 
-  /** the connection's script deadlines, shared with the limiter's store on it (whose heartbeat measures the clock) */
+  /** the connection's script deadlines, shared with the limiter's store on it (its heartbeat measures the clock) */
   private readonly deadlines: ScriptDeadline
 
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
     this.deadlines = scriptDeadline(redis)
-    this.keys = { partners: `${prefix}partners`, digests: `${prefix}partner-digests`, version: `${prefix}partners:version`, epoch: `${prefix}partners:epoch` }
+    this.keys = {
+      partners: `${prefix}partners`,
+      digests: `${prefix}partner-digests`,
+      version: `${prefix}partners:version`,
+      epoch: `${prefix}partners:epoch`
+    }
     redis.defineCommand('lspCreatePartner', { numberOfKeys: 4, lua: CREATE })
     redis.defineCommand('lspPatchPartner', { numberOfKeys: 4, lua: PATCH })
     redis.defineCommand('lspImportPartners', { numberOfKeys: 4, lua: IMPORT })
@@ -157,16 +165,19 @@ export class RedisPartnerStore {
 
   /** Changes fields of the stored row in one script; a new token digest moves the index with it. */
   private async patch (slug: string, fields: Partial<PartnerRow>, digest = ''): Promise<PartnerRow> {
-    const result = await this.scripts.lspPatchPartner(...this.allKeys, await this.deadlines.measured(), slug, JSON.stringify(fields), digest, randomUUID())
+    const deadline = await this.deadlines.measured()
+    const result = await this.scripts.lspPatchPartner(
+      ...this.allKeys, deadline, slug, JSON.stringify(fields), digest, randomUUID())
     if (result === 'late') throw new Error(LATE_MESSAGE)
     if (result === 'not_found') throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
-    if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
+    if (result === 'digest') throw digestTaken(slug)
     return JSON.parse(result) as PartnerRow
   }
 
   async exportRows (): Promise<PartnerRow[]> {
     const all = await this.redis.hgetall(this.keys.partners)
-    return Object.values(all).map((json) => JSON.parse(json) as PartnerRow).sort((a, b) => (a.slug < b.slug ? -1 : 1))
+    const rows = Object.values(all).map((json) => JSON.parse(json) as PartnerRow)
+    return rows.sort((a, b) => (a.slug < b.slug ? -1 : 1))
   }
 
   async list (): Promise<Partner[]> {
@@ -183,10 +194,14 @@ export class RedisPartnerStore {
 
   async create (input: NewPartner): Promise<{ partner: Partner, token: string }> {
     const { row, token } = newPartnerRow(input)
-    const result = await this.scripts.lspCreatePartner(...this.allKeys, await this.deadlines.measured(), row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
+    const deadline = await this.deadlines.measured()
+    const result = await this.scripts.lspCreatePartner(
+      ...this.allKeys, deadline, row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
     if (result === 'late') throw new Error(LATE_MESSAGE)
-    if (result === 'conflict') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
-    if (result === 'digest') throw new PartnerStoreError('conflict', `partner '${row.slug}': its token digest belongs to another partner`)
+    if (result === 'conflict') {
+      throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
+    }
+    if (result === 'digest') throw digestTaken(row.slug)
     return { partner: fromRow(row), token }
   }
 
@@ -219,10 +234,12 @@ export class RedisPartnerStore {
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
     const args: string[] = []
     for (const row of importedRows(rows)) args.push(row.slug, row.id, row.token_sha256, JSON.stringify(row))
-    const [result, a, b] = await this.scripts.lspImportPartners(...this.allKeys, await this.deadlines.measured(), randomUUID(), ...args)
+    const deadline = await this.deadlines.measured()
+    const [result, a, b] = await this.scripts.lspImportPartners(...this.allKeys, deadline, randomUUID(), ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
     if (result === 'late') throw new Error(LATE_MESSAGE)
-    throw new PartnerStoreError('conflict', clashMessage(result as UniqueColumn, String(a), String(b), 'in the shared state'))
+    throw new PartnerStoreError('conflict',
+      clashMessage(result as UniqueColumn, String(a), String(b), 'in the shared state'))
   }
 
   close () {

@@ -12,7 +12,10 @@ const oneOf = (values: readonly string[]) =>
 
 // Category 0 and 1 are accepted, as the first builds' CLI did: the service never serves them.
 /** As toISOString writes it, as every build has written these two. */
-const time = Type.String({ pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z$', 'x-expected': 'a UTC time such as 2026-01-31T12:00:00.000Z' })
+const time = Type.String({
+  pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z$',
+  'x-expected': 'a UTC time such as 2026-01-31T12:00:00.000Z'
+})
 
 /** The fields both shapes begin with, in this order. */
 const identity = {
@@ -27,7 +30,9 @@ const identity = {
 /** The other fields both shapes write alike. */
 const common = {
   radius_cap_km: Type.Number({ exclusiveMinimum: 0, 'x-expected': 'a number of km greater than 0' }),
-  max_results: Type.Integer({ minimum: 1, maximum: MAX_RESULTS_CEILING, 'x-expected': `a whole number from 1 to ${MAX_RESULTS_CEILING}` }),
+  max_results: Type.Integer({
+    minimum: 1, maximum: MAX_RESULTS_CEILING, 'x-expected': `a whole number from 1 to ${MAX_RESULTS_CEILING}`
+  }),
   token_sha256: Type.String({ pattern: '^[0-9a-f]{64}$', 'x-expected': '64 hex digits (the SHA-256 of the token)' }),
   created_at: time,
   updated_at: time
@@ -40,7 +45,9 @@ const limitColumn = Type.Union([Type.Null(), Type.Literal('unlimited'), Type.Str
 /** control.db's columns: a version 1 export's rows, and Redis's. */
 export const PartnerRowSchema = Type.Object({
   ...identity,
-  categories: Type.String({ pattern: '^(\\d+(,\\d+)*)?$', 'x-expected': `category ids up to ${CATEGORY_MAX} separated by commas, e.g. 4,7` }),
+  categories: Type.String({
+    pattern: '^(\\d+(,\\d+)*)?$', 'x-expected': `category ids up to ${CATEGORY_MAX} separated by commas, e.g. 4,7`
+  }),
   other_categories: switchColumn,
   site_by_id: switchColumn,
   radius_cap_km: common.radius_cap_km,
@@ -56,14 +63,16 @@ export const PartnerRowSchema = Type.Object({
 const wholeFrom1 = Type.Integer({ minimum: 1, maximum: MAX_LIMIT })
 const override = Type.Union([wholeFrom1, Type.Literal('unlimited'), Type.Null()],
   { 'x-expected': `a whole number from 1 to ${MAX_LIMIT}, "unlimited", or null (the tier's limit)` })
-const limit = Type.Union([wholeFrom1, Type.Literal('unlimited')], { 'x-expected': `a whole number from 1 to ${MAX_LIMIT} or "unlimited"` })
-const windows = <T extends TSchema>(schema: T) =>
-  Type.Object({ minute: schema, hour: schema, day: schema }, { additionalProperties: false, 'x-expected': 'an object of minute, hour and day' })
+const limit = Type.Union([wholeFrom1, Type.Literal('unlimited')],
+  { 'x-expected': `a whole number from 1 to ${MAX_LIMIT} or "unlimited"` })
+const windows = <T extends TSchema>(schema: T) => Type.Object({ minute: schema, hour: schema, day: schema },
+  { additionalProperties: false, 'x-expected': 'an object of minute, hour and day' })
 
 /** A version 2 entry: the fields of `partners show --json`, in its order, and the token digest. */
 export const PartnerEntrySchema = Type.Object({
   ...identity,
-  categories: Type.Array(Type.Integer({ minimum: 0, maximum: CATEGORY_MAX }), { 'x-expected': `a list of category ids (whole numbers up to ${CATEGORY_MAX}), e.g. [4, 7]` }),
+  categories: Type.Array(Type.Integer({ minimum: 0, maximum: CATEGORY_MAX }),
+    { 'x-expected': `a list of category ids (whole numbers up to ${CATEGORY_MAX}), e.g. [4, 7]` }),
   other_categories: Type.Boolean({ 'x-expected': 'true or false' }),
   site_by_id: Type.Boolean({ 'x-expected': 'true or false' }),
   radius_cap_km: common.radius_cap_km,

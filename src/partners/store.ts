@@ -43,7 +43,8 @@ export interface NewPartner {
 }
 
 export type PartnerChanges = Partial<Pick<Partner, 'name' | 'tier' | 'environment' | 'status' | 'categories' |
-  'otherCategories' | 'siteById' | 'radiusCapKm' | 'maxResults'>> & { limitOverrides?: Partial<Record<WindowName, LimitOverride>> }
+  'otherCategories' | 'siteById' | 'radiusCapKm' | 'maxResults'>> &
+  { limitOverrides?: Partial<Record<WindowName, LimitOverride>> }
 
 export class PartnerStoreError extends Error {
   constructor (readonly reason: 'not_found' | 'conflict' | 'invalid', message: string) {
@@ -109,7 +110,11 @@ export function fromRow (row: PartnerRow): Partner {
     siteById: row.site_by_id === 1,
     radiusCapKm: row.radius_cap_km,
     maxResults: row.max_results,
-    limitOverrides: { minute: overrideFromColumn(row.limit_minute), hour: overrideFromColumn(row.limit_hour), day: overrideFromColumn(row.limit_day) },
+    limitOverrides: {
+      minute: overrideFromColumn(row.limit_minute),
+      hour: overrideFromColumn(row.limit_hour),
+      day: overrideFromColumn(row.limit_day)
+    },
     createdAt: row.created_at,
     updatedAt: row.updated_at
   }
@@ -126,7 +131,8 @@ export function effectiveLimits (partner: Pick<Partner, 'tier' | 'limitOverrides
 }
 
 export function slugFromName (name: string): string {
-  return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '')
+  return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
+    .slice(0, 64).replace(/-+$/, '')
 }
 
 /** A new partner's row and its token (shown once; only its digest is kept). */
@@ -161,11 +167,13 @@ export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: str
 export function changedRow (current: PartnerRow, changes: PartnerChanges): PartnerRow {
   for (const [window, value] of Object.entries(changes.limitOverrides ?? {})) {
     if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT)) {
-      throw new PartnerStoreError('invalid', `the ${window} limit must be a whole number from 1 to ${MAX_LIMIT} or unlimited`)
+      throw new PartnerStoreError('invalid',
+        `the ${window} limit must be a whole number from 1 to ${MAX_LIMIT} or unlimited`)
     }
   }
   const partner = fromRow(current)
-  const next: Partner = { ...partner, ...changes, limitOverrides: { ...partner.limitOverrides, ...changes.limitOverrides } }
+  const limitOverrides = { ...partner.limitOverrides, ...changes.limitOverrides }
+  const next: Partner = { ...partner, ...changes, limitOverrides }
   return {
     ...current,
     name: next.name,
@@ -197,13 +205,16 @@ const COLUMN_OF: Record<Exclude<keyof PartnerChanges, 'limitOverrides'>, keyof P
 }
 /** A row to compute a change's columns on (their values do not depend on it). */
 const EMPTY_ROW: PartnerRow = {
-  id: 'ptn_000000000000', slug: 'x', name: 'x', status: 'active', tier: 'demo', environment: 'sandbox', categories: '4',
-  other_categories: 0, site_by_id: 0, radius_cap_km: 1, max_results: 1, limit_minute: null, limit_hour: null, limit_day: null,
-  token_sha256: '', created_at: '', updated_at: ''
+  id: 'ptn_000000000000', slug: 'x', name: 'x', status: 'active', tier: 'demo', environment: 'sandbox',
+  categories: '4', other_categories: 0, site_by_id: 0, radius_cap_km: 1, max_results: 1,
+  limit_minute: null, limit_hour: null, limit_day: null, token_sha256: '', created_at: '', updated_at: ''
 }
 /** A row's insert: a checked row has control.db's columns and no other. */
-const INSERT_ROW = `INSERT INTO partners (${Object.keys(EMPTY_ROW).join(', ')}) VALUES (${Object.keys(EMPTY_ROW).map((k) => '@' + k).join(', ')})`
-const LIMIT_COLUMN: Record<WindowName, keyof PartnerRow> = { minute: 'limit_minute', hour: 'limit_hour', day: 'limit_day' }
+const INSERT_ROW = `INSERT INTO partners (${Object.keys(EMPTY_ROW).join(', ')}) ` +
+  `VALUES (${Object.keys(EMPTY_ROW).map((k) => '@' + k).join(', ')})`
+const LIMIT_COLUMN: Record<WindowName, keyof PartnerRow> = {
+  minute: 'limit_minute', hour: 'limit_hour', day: 'limit_day'
+}
 
 /**
  * The columns a change writes, with their new values (and updated_at): only what it names, so two
@@ -215,7 +226,9 @@ export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
   for (const [field, column] of Object.entries(COLUMN_OF) as [keyof typeof COLUMN_OF, keyof PartnerRow][]) {
     if (changes[field] !== undefined) columns[column] = next[column]
   }
-  for (const window of Object.keys(changes.limitOverrides ?? {}) as WindowName[]) columns[LIMIT_COLUMN[window]] = next[LIMIT_COLUMN[window]]
+  for (const window of Object.keys(changes.limitOverrides ?? {}) as WindowName[]) {
+    columns[LIMIT_COLUMN[window]] = next[LIMIT_COLUMN[window]]
+  }
   columns.updated_at = next.updated_at
   return columns as Partial<PartnerRow>
 }
@@ -250,10 +263,11 @@ export function sharedKey (rows: PartnerRow[]): [UniqueColumn, string, string] |
 /** An import refused because two partners would share a column; `where` the other is kept, when not in the file. */
 export function clashMessage (key: UniqueColumn, slug: string, other: string, where?: string): string {
   if (key === 'slug' && where === undefined) return `partner ${JSON.stringify(slug)} is in the file twice`
-  return `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${where === undefined ? '' : `, ${where}`}`
+  const place = where === undefined ? '' : `, ${where}`
+  return `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${place}`
 }
 
-/** The rows of an import, each checked, and no two sharing a slug, id or digest: what either store's importRows takes. */
+/** The rows of an import, each checked, no two sharing a slug, id or digest: what either store's importRows takes. */
 export function importedRows (rows: PartnerRow[]): PartnerRow[] {
   const checked = rows.map(checkedRow)
   const shared = sharedKey(checked)
@@ -326,7 +340,8 @@ export class PartnerStore {
 
   /** Every partner with the digest of its token, for the service's lookup table. */
   listWithDigests (): { partner: Partner, digest: string }[] {
-    return (this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]).map((row) => ({ partner: fromRow(row), digest: row.token_sha256 }))
+    const rows = this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]
+    return rows.map((row) => ({ partner: fromRow(row), digest: row.token_sha256 }))
   }
 
   private row (slug: string): PartnerRow {
@@ -356,7 +371,8 @@ export class PartnerStore {
     return this.db.transaction(() => {
       const kept = { id: new Map<string, string>(), token_sha256: new Map<string, string>() }
       let replaced = 0
-      for (const { slug, id, token_sha256: digest } of this.db.prepare('SELECT slug, id, token_sha256 FROM partners').all() as PartnerRow[]) {
+      const stored = this.db.prepare('SELECT slug, id, token_sha256 FROM partners').all() as PartnerRow[]
+      for (const { slug, id, token_sha256: digest } of stored) {
         if (slugs.has(slug)) {
           replaced++
         } else {
@@ -367,7 +383,8 @@ export class PartnerStore {
       for (const row of checked) {
         for (const key of ['id', 'token_sha256'] as const) {
           const owner = kept[key].get(row[key])
-          if (owner !== undefined) throw new PartnerStoreError('conflict', clashMessage(key, row.slug, owner, 'in control.db'))
+          if (owner === undefined) continue
+          throw new PartnerStoreError('conflict', clashMessage(key, row.slug, owner, 'in control.db'))
         }
       }
       const remove = this.db.prepare('DELETE FROM partners WHERE slug = ?')
@@ -383,7 +400,9 @@ export class PartnerStore {
     try {
       this.db.prepare(INSERT_ROW).run(row)
     } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+        throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
+      }
       throw err
     }
     return { partner: fromRow(row), token }
@@ -395,14 +414,16 @@ export class PartnerStore {
     const names = Object.keys(columns)
     this.db.transaction(() => {
       this.row(slug)
-      this.db.prepare(`UPDATE partners SET ${names.map((c) => `${c} = @${c}`).join(', ')} WHERE slug = @slug`).run({ ...columns, slug })
+      const set = names.map((c) => `${c} = @${c}`).join(', ')
+      this.db.prepare(`UPDATE partners SET ${set} WHERE slug = @slug`).run({ ...columns, slug })
     }).immediate()
     return this.get(slug)
   }
 
   rotate (slug: string): { partner: Partner, token: string } {
     const token = newToken()
-    const changed = this.db.prepare('UPDATE partners SET token_sha256 = ?, updated_at = ? WHERE slug = ?').run(tokenDigest(token), new Date().toISOString(), slug).changes
+    const changed = this.db.prepare('UPDATE partners SET token_sha256 = ?, updated_at = ? WHERE slug = ?')
+      .run(tokenDigest(token), new Date().toISOString(), slug).changes
     if (changed === 0) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
     return { partner: this.get(slug), token }
   }

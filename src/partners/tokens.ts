@@ -6,5 +6,5 @@ export const TOKEN_PREFIX = 'lsp_'
 export const newToken = () => TOKEN_PREFIX + randomBytes(32).toString('base64url')
 
 /** What is stored and looked up: a token is found by its digest, never compared by prefix. */
-// crypto.hash: one call, no Hash object (2 µs → 0.45 µs a request)
+// crypto.hash: one call on every request, no Hash object made for it
 export const tokenDigest = (token: string) => hash('sha256', token, 'hex')

@@ -2,16 +2,25 @@
 
 /** The API's releases, newest first (CHANGELOG.md lists them too). */
 export const API_RELEASES = [
-  { version: '1.2.6', date: '2026-02-18', change: 'Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites.' },
+  {
+    version: '1.2.6',
+    date: '2026-02-18',
+    change: 'Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites.'
+  },
   { version: '1.2.1', date: '2026-01-24', change: 'Coordinates are stated to be obscured and approximate.' },
   { version: '1.2', date: '2026-01-17', change: '/sites/{id} requires explicit partner approval.' },
   { version: '1.1', date: '2026-01-17', change: 'Added /sites/{id}.' },
-  { version: '1.0', date: '2025-11-05', change: 'Added /sites/nearest with distance in nautical miles; improved caching isolation.' }
+  {
+    version: '1.0',
+    date: '2025-11-05',
+    change: 'Added /sites/nearest with distance in nautical miles; improved caching isolation.'
+  }
 ]
 export const API_VERSION = API_RELEASES[0].version
 
 /** The document's description: how to call, what every answer carries, the releases. */
-export const apiDescription = (cacheControl: string) => `Read-only access to helicopter, eVTOL and UAV landing sites for approved partners.
+export const apiDescription = (cacheControl: string) =>
+  `Read-only access to helicopter, eVTOL and UAV landing sites for approved partners.
 
 Send the partner token as the \`api_key\` query parameter or as \`Authorization: Bearer <token>\`
 (which keeps it out of proxies' URL logs). Call from your servers only. Coordinates are obscured

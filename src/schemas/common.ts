@@ -8,22 +8,39 @@ export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$'
 /** SLUG_PATTERN in the operator's words */
 export const SLUG_RULE = '1 to 64 lowercase letters, digits and inner hyphens'
 
-export const SiteId = Type.String({ pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -' })
+export const SiteId = Type.String({
+  pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -'
+})
 /** `x-format` says what a valid value looks like, in the error of a malformed one. */
 export const Tag = Type.String({
   pattern: TAG_PATTERN,
   maxLength: 64,
-  'x-format': '~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); GET /tags lists them',
-  description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters), e.g. ~helipad; GET /tags lists the tags'
+  'x-format': '~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); ' +
+    'GET /tags lists them',
+  description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters), e.g. ~helipad; ' +
+    'GET /tags lists the tags'
 })
 
 /** `x-coordinate` marks a parameter whose bad value is svc_partner_api_invalid_coordinates. */
-export const Latitude = Type.Number({ minimum: -90, maximum: 90, 'x-coordinate': 'lat', description: 'Latitude in decimal degrees, -90 to 90' })
-export const Longitude = Type.Number({ minimum: -180, maximum: 180, 'x-coordinate': 'lng', description: 'Longitude in decimal degrees, -180 to 180' })
-export const RadiusKm = Type.Number({ exclusiveMinimum: 0, default: 25, description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap' })
-/** The largest category id: datasets, the API's parameter and partners' allow-lists share it (0 and 1 are never served). */
+export const Latitude = Type.Number({
+  minimum: -90, maximum: 90, 'x-coordinate': 'lat', description: 'Latitude in decimal degrees, -90 to 90'
+})
+export const Longitude = Type.Number({
+  minimum: -180, maximum: 180, 'x-coordinate': 'lng', description: 'Longitude in decimal degrees, -180 to 180'
+})
+export const RadiusKm = Type.Number({
+  exclusiveMinimum: 0,
+  default: 25,
+  description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap'
+})
+/** The largest category id, shared by datasets, the API's parameter and allow-lists (0 and 1 are never served). */
 export const CATEGORY_MAX = 2_147_483_647
 // Any integer is well formed (docs/errors.md): one that names no category the partner is served,
 // 0 or 2147483648 as much as 5, is refused as category_not_permitted, not as malformed.
-export const CategoryId = Type.Integer({ description: 'Only sites of this category; it must be in the partner allow-list' })
-export const DemoFlag = Type.Boolean({ default: false, description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0' })
+export const CategoryId = Type.Integer({
+  description: 'Only sites of this category; it must be in the partner allow-list'
+})
+export const DemoFlag = Type.Boolean({
+  default: false,
+  description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0'
+})

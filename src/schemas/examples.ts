@@ -4,21 +4,43 @@ import type { Example } from './responses.ts'
 
 const LINK = 'https://helipaddy.com/pad/'
 
-const hotel = { id: 'sbx-0004217', category: '4', name: 'Riverside Hotel Helipad', region: 'EUR', country: 'GB', latitude: 51.508, longitude: -0.126, helipaddy_link: `${LINK}sbx-0004217` }
-const aerodrome = { id: 'sbx-0011830', category: '7', name: 'Battersea Heliport', region: 'EUR', country: 'GB', latitude: 51.47, longitude: -0.179, helipaddy_link: `${LINK}sbx-0011830` }
-const feature = (record: typeof hotel) => ({ type: 'Feature', id: record.id, geometry: { type: 'Point', coordinates: [record.longitude, record.latitude] }, properties: record })
-const minimal = ({ id, category, latitude, longitude, helipaddy_link: link }: typeof hotel) => ({ id, category, latitude, longitude, helipaddy_link: link })
+const hotel = {
+  id: 'sbx-0004217', category: '4', name: 'Riverside Hotel Helipad', region: 'EUR', country: 'GB',
+  latitude: 51.508, longitude: -0.126, helipaddy_link: `${LINK}sbx-0004217`
+}
+const aerodrome = {
+  id: 'sbx-0011830', category: '7', name: 'Battersea Heliport', region: 'EUR', country: 'GB',
+  latitude: 51.47, longitude: -0.179, helipaddy_link: `${LINK}sbx-0011830`
+}
+const feature = (record: typeof hotel) => ({
+  type: 'Feature',
+  id: record.id,
+  geometry: { type: 'Point', coordinates: [record.longitude, record.latitude] },
+  properties: record
+})
+const minimal = ({ id, category, latitude, longitude, helipaddy_link: link }: typeof hotel) =>
+  ({ id, category, latitude, longitude, helipaddy_link: link })
 
 const one = (summary: string, value: unknown): Record<string, Example> => ({ answer: { summary, value } })
 
 export const EXAMPLES = {
   sites: one('Sites near Westminster, nearest first', [hotel, aerodrome]),
-  sitesGeo: one('The same, format=geojson', { type: 'FeatureCollection', features: [feature(hotel), feature(aerodrome)] }),
+  sitesGeo: one('The same, format=geojson', {
+    type: 'FeatureCollection', features: [feature(hotel), feature(aerodrome)]
+  }),
   nearest: {
-    found: { summary: 'The nearest site', value: { id: hotel.id, category: hotel.category, name: hotel.name, latitude: hotel.latitude, longitude: hotel.longitude, distance_nm: 0.108, helipaddy_link: hotel.helipaddy_link } },
+    found: {
+      summary: 'The nearest site',
+      value: {
+        id: hotel.id, category: hotel.category, name: hotel.name, latitude: hotel.latitude, longitude: hotel.longitude,
+        distance_nm: 0.108, helipaddy_link: hotel.helipaddy_link
+      }
+    },
     none: { summary: 'Nothing within the radius', value: null }
   },
-  byTag: one('Page 1 of the sites tagged ~helipad', { tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2, sites: [minimal(hotel), minimal(aerodrome)] }),
+  byTag: one('Page 1 of the sites tagged ~helipad', {
+    tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2, sites: [minimal(hotel), minimal(aerodrome)]
+  }),
   byTagGeo: one('The same, format=geojson', {
     type: 'FeatureCollection', tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2,
     features: [hotel, aerodrome].map((r) => ({ ...feature(r), properties: minimal(r) }))
@@ -29,14 +51,29 @@ export const EXAMPLES = {
   },
   usage: one('The three windows', {
     timestamp: '2026-11-23T10:15:02.118Z',
-    partner: { id: 'ptn_3f2a9c0d71be', slug: 'acme-air', name: 'Acme Air Ambulance', environment: 'sandbox', is_sandbox: true },
+    partner: {
+      id: 'ptn_3f2a9c0d71be', slug: 'acme-air', name: 'Acme Air Ambulance', environment: 'sandbox', is_sandbox: true
+    },
     client: { ip: '203.0.113.7' },
     windows: {
-      minute: { limit: 90, used: 12, remaining: 78, window_seconds: 60, resets_in_seconds: 41, resets_at: '2026-11-23T10:15:43.118Z', rows: 640 },
-      hour: { limit: 1200, used: 310, remaining: 890, window_seconds: 3600, resets_in_seconds: 2980, resets_at: '2026-11-23T11:04:42.118Z', rows: 15020 },
-      day: { limit: 12000, used: 2411, remaining: 9589, window_seconds: 86400, resets_in_seconds: 50123, resets_at: '2026-11-24T00:10:25.118Z', rows: 118300 }
+      minute: {
+        limit: 90, used: 12, remaining: 78, window_seconds: 60,
+        resets_in_seconds: 41, resets_at: '2026-11-23T10:15:43.118Z', rows: 640
+      },
+      hour: {
+        limit: 1200, used: 310, remaining: 890, window_seconds: 3600,
+        resets_in_seconds: 2980, resets_at: '2026-11-23T11:04:42.118Z', rows: 15020
+      },
+      day: {
+        limit: 12000, used: 2411, remaining: 9589, window_seconds: 86400,
+        resets_in_seconds: 50123, resets_at: '2026-11-24T00:10:25.118Z', rows: 118300
+      }
     }
   }),
-  categories: one('A partner of hotels and aerodromes', { categories: [{ id: 4, name: 'Hotel' }, { id: 7, name: 'Aerodrome' }] }),
-  tags: one('Tags with their sites this partner may see', { tags: [{ tag: '~fuel', sites: 214 }, { tag: '~helipad', sites: 1830 }, { tag: '~night-landing', sites: 97 }] })
+  categories: one('A partner of hotels and aerodromes', {
+    categories: [{ id: 4, name: 'Hotel' }, { id: 7, name: 'Aerodrome' }]
+  }),
+  tags: one('Tags with their sites this partner may see', {
+    tags: [{ tag: '~fuel', sites: 214 }, { tag: '~helipad', sites: 1830 }, { tag: '~night-landing', sites: 97 }]
+  })
 }

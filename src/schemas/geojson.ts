@@ -5,7 +5,8 @@ import { MapMinimalRecord, SiteRecord, tagPaging } from './records.ts'
 
 const Point = Type.Object({
   type: Type.Literal('Point'),
-  coordinates: Type.Array(Type.Number(), { minItems: 2, maxItems: 2, description: '[longitude, latitude], obscured as in the record' })
+  coordinates: Type.Array(Type.Number(),
+    { minItems: 2, maxItems: 2, description: '[longitude, latitude], obscured as in the record' })
 }, { additionalProperties: false })
 
 const feature = <T extends TSchema>(properties: T, description: string) => Type.Object({
@@ -16,22 +17,29 @@ const feature = <T extends TSchema>(properties: T, description: string) => Type.
 }, { additionalProperties: false, description })
 
 export const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
-export const MapMinimalFeature = feature(MapMinimalRecord, 'A site as a GeoJSON Point feature; its properties are the map-minimal record')
+export const MapMinimalFeature = feature(MapMinimalRecord,
+  'A site as a GeoJSON Point feature; its properties are the map-minimal record')
 
 export const SiteFeatureCollection = Type.Object({
   type: Type.Literal('FeatureCollection'),
   features: Type.Array(SiteFeature)
-}, { additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection' })
+}, {
+  additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection'
+})
 
 export const TagFeatureCollection = Type.Object({
   type: Type.Literal('FeatureCollection'),
   ...tagPaging,
   features: Type.Array(MapMinimalFeature)
-}, { additionalProperties: false, description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members' })
+}, {
+  additionalProperties: false,
+  description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
+})
 
 export const Format = Type.Unsafe<'json' | 'geojson'>({
   type: 'string',
   enum: ['json', 'geojson'],
   default: 'json',
-  description: 'json (default), or geojson for a GeoJSON FeatureCollection (RFC 7946) of the same records, sent as application/geo+json'
+  description: 'json (default), or geojson for a GeoJSON FeatureCollection (RFC 7946) of the same records, ' +
+    'sent as application/geo+json'
 })

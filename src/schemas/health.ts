@@ -22,19 +22,26 @@ const ControlFailure = Type.Object({
 })
 
 const SharedState = Type.Union([
-  Type.Object({ backend: Type.Literal('embedded', { description: 'no STATE_URL: limits and counters in this process and control.db' }) }),
+  Type.Object({
+    backend: Type.Literal('embedded',
+      { description: 'no STATE_URL: limits and counters in this process and control.db' })
+  }),
   Type.Object({
     backend: Type.Literal('redis'),
     connected: Type.Boolean(),
-    degraded_since: Type.Union([Type.String(), Type.Null()], { description: 'since when this instance limits alone (Redis unavailable)' }),
+    degraded_since: Type.Union([Type.String(), Type.Null()],
+      { description: 'since when this instance limits alone (Redis unavailable)' }),
     error: Type.Union([Type.String(), Type.Null()]),
-    instances: Type.Integer({ description: 'instances sharing the state, as last seen; alone, each limit is divided by this' })
+    instances: Type.Integer({
+      description: 'instances sharing the state, as last seen; alone, each limit is divided by this'
+    })
   })
 ])
 
 export const Readiness = Type.Object({
   status: Type.Union([Type.Literal('ready'), Type.Literal('degraded'), Type.Literal('not_ready')], {
-    description: 'degraded (200): serving, but limiting alone while the shared state is unavailable; not_ready (503): control.db failing'
+    description: 'degraded (200): serving, but limiting alone while the shared state is unavailable; ' +
+      'not_ready (503): control.db failing'
   }),
   datasets: DatasetsState,
   control_db: Type.Object({

@@ -21,8 +21,14 @@ export const MAX_PER_PAGE = 500
 
 export const ByTagQuery = Type.Object({
   tag: Tag,
-  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1; past the last page the sites array is empty' }),
-  per_page: Type.Integer({ minimum: 1, default: 200, description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}` }),
+  page: Type.Integer({
+    minimum: 1, default: 1, description: 'Page number, from 1; past the last page the sites array is empty'
+  }),
+  per_page: Type.Integer({
+    minimum: 1,
+    default: 200,
+    description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}`
+  }),
   demo: DemoFlag,
   format: Format
 })
@@ -35,7 +41,9 @@ export const DemoQuery = Type.Object({ demo: DemoFlag })
 export type DemoQuery = Static<typeof DemoQuery>
 
 export const UsageQuery = Type.Object({
-  expand: Type.Optional(Type.Unsafe<'telemetry'>({ type: 'string', enum: ['telemetry'], description: 'telemetry adds the telemetry block' })),
+  expand: Type.Optional(Type.Unsafe<'telemetry'>({
+    type: 'string', enum: ['telemetry'], description: 'telemetry adds the telemetry block'
+  })),
   demo: DemoFlag
 })
 export type UsageQuery = Static<typeof UsageQuery>

@@ -8,7 +8,9 @@ const fields = {
   country: Type.String({ description: 'Country code, two upper-case letters' }),
   latitude: Type.Number({ description: 'Obscured, approximate latitude' }),
   longitude: Type.Number({ description: 'Obscured, approximate longitude' }),
-  distance_nm: Type.Number({ description: 'Great-circle distance from the query point in nautical miles (km / 1.852, 3 decimals)' }),
+  distance_nm: Type.Number({
+    description: 'Great-circle distance from the query point in nautical miles (km / 1.852, 3 decimals)'
+  }),
   helipaddy_link: Type.String({ description: 'Page of the site in the pilot web app' })
 }
 
@@ -20,12 +22,14 @@ export type SiteRecord = Static<typeof SiteRecord>
 
 export const NearestRecord = Type.Object({
   id: fields.id, category: fields.category, name: fields.name,
-  latitude: fields.latitude, longitude: fields.longitude, distance_nm: fields.distance_nm, helipaddy_link: fields.helipaddy_link
+  latitude: fields.latitude, longitude: fields.longitude, distance_nm: fields.distance_nm,
+  helipaddy_link: fields.helipaddy_link
 }, { additionalProperties: false, description: 'Nearest site record' })
 export type NearestRecord = Static<typeof NearestRecord>
 
 export const MapMinimalRecord = Type.Object({
-  id: fields.id, category: fields.category, latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link
+  id: fields.id, category: fields.category, latitude: fields.latitude, longitude: fields.longitude,
+  helipaddy_link: fields.helipaddy_link
 }, { additionalProperties: false, description: 'Map-minimal site record' })
 export type MapMinimalRecord = Static<typeof MapMinimalRecord>
 

@@ -9,7 +9,10 @@ import { ErrorBody, PARTNER_ERRORS } from './errors.ts'
 export interface Example { summary: string, value: unknown }
 
 /** A success: its schema (or one per media type) and its examples. Fastify reads the schema of each media type. */
-export function okResponse (description: string, media: Record<string, { schema: TSchema, examples: Record<string, Example> }>) {
+export function okResponse (
+  description: string,
+  media: Record<string, { schema: TSchema, examples: Record<string, Example> }>
+) {
   return { description, content: media }
 }
 
@@ -31,10 +34,9 @@ export function documentedErrors (codes: ErrorCode[]): Record<number, unknown> {
   for (const [status, list] of codesByStatus([...PARTNER_ERRORS, ...codes])) {
     const code = { ...ErrorBody.properties.code, enum: list, description: `One of: ${list.join(', ')}` }
     const schema = { ...ErrorBody, properties: { ...ErrorBody.properties, code } }
-    responses[status] = {
-      description: list.join(', '),
-      content: { 'application/json': { schema, examples: Object.fromEntries(list.map((c) => [c, { summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: errorExample(c) }])) } }
-    }
+    const example = (c: ErrorCode) => ({ summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: errorExample(c) })
+    const examples = Object.fromEntries(list.map((c) => [c, example(c)]))
+    responses[status] = { description: list.join(', '), content: { 'application/json': { schema, examples } } }
   }
   return responses
 }
@@ -50,43 +52,65 @@ function codesByStatus (codes: Iterable<ErrorCode>): Map<number, ErrorCode[]> {
 
 /** Refused before the limiter counts the request (token, partner status, endpoint): no rate-limit headers. */
 export const BEFORE_LIMITER: readonly ErrorCode[] = [
-  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner', 'svc_partner_api_feature_disabled'
+  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
+  'svc_partner_api_feature_disabled'
 ]
 
 interface Header { description: string, required?: true, schema: { type: 'string' | 'integer' } }
 const header = (description: string, type: 'string' | 'integer' = 'string', required = false): Header =>
   required ? { description, required: true, schema: { type } } : { description, schema: { type } }
 
-const REQUEST_ID = header('This request\'s id: the X-Request-Id sent, when it is 1 to 64 characters of A-Z a-z 0-9 . _ - and holds no token; else a new UUID. Quote it to support.', 'string', true)
+const REQUEST_ID = header('This request\'s id: the X-Request-Id sent, when it is 1 to 64 characters of ' +
+  'A-Z a-z 0-9 . _ - and holds no token; else a new UUID. Quote it to support.', 'string', true)
 
 const RATE_LIMIT: Record<string, [string, 'string' | 'integer']> = {
-  'RateLimit-Policy': ['Each limited window of the partner: its name, its limit (q) and its length in seconds (w), e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400', 'string'],
-  RateLimit: ['The tightest window (fewest requests left; minute before hour before day on a tie; on a 429, the window that refused): its name, the requests left (r) and the seconds until a request frees up in it (t; on a 429, Retry-After), e.g. "minute";r=12;t=34', 'string'],
+  'RateLimit-Policy': [
+    'Each limited window of the partner: its name, its limit (q) and its length in seconds (w), ' +
+    'e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400',
+    'string'
+  ],
+  RateLimit: [
+    'The tightest window (fewest requests left; minute before hour before day on a tie; on a 429, the window that ' +
+    'refused): its name, the requests left (r) and the seconds until a request frees up in it ' +
+    '(t; on a 429, Retry-After), e.g. "minute";r=12;t=34',
+    'string'
+  ],
   'X-RateLimit-Limit': ['The tightest window\'s limit', 'integer'],
   'X-RateLimit-Remaining': ['Requests left in the tightest window', 'integer'],
   'X-RateLimit-Used': ['Requests counted in the tightest window (an accepted request counts itself)', 'integer'],
   'X-RateLimit-Reset': ['When a request frees up in the tightest window, in UTC epoch seconds', 'integer']
 }
 
-const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing window has room again: a request sent that much later is accepted, unless others were sent meanwhile', 'integer', true)
+const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing window has room again: ' +
+  'a request sent that much later is accepted, unless others were sent meanwhile', 'integer', true)
+
+/** What withHeaders reads of a route. */
+interface DocumentedRoute {
+  endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string
+}
 
 /**
  * The response headers of a partner operation, added to its documented responses (OpenAPI form):
  * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
  * operations, not refused before it), Retry-After on 429; on cached operations ETag, Cache-Control
- * and Vary on 200, and a 304 with them; Cache-Control: no-store on every error and every other partner answer; Vary on the
- * 200 of the other operations whose answers are compressed.
+ * and Vary on 200, and a 304 with them; Cache-Control: no-store on every error and every other
+ * partner answer; Vary on the 200 of the other operations whose answers are compressed.
  */
-export function withHeaders (responses: Record<string, OpenApiResponse>, route: { endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }) {
+export function withHeaders (responses: Record<string, OpenApiResponse>, route: DocumentedRoute) {
   const partner = route.endpoint !== undefined // a public route's 200 (the index) carries X-Request-Id alone
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
-    const when = required ? '' : ` Sent ${only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''}when at least one of the partner's windows is limited.`
-    return Object.fromEntries(Object.entries(RATE_LIMIT).map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
+    const onlyWith = only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''
+    const when = required ? '' : ` Sent ${onlyWith}when at least one of the partner's windows is limited.`
+    return Object.fromEntries(Object.entries(RATE_LIMIT)
+      .map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
   }
-  const vary = header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or br-compressed (Content-Encoding) when Accept-Encoding asks for it`, 'string', true)
+  const vary = header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or ` +
+    'br-compressed (Content-Encoding) when Accept-Encoding asks for it', 'string', true)
   const fresh = {
-    ETag: header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the closing quote): send it back in If-None-Match to be answered 304 while the answer is current', 'string', true),
-    'Cache-Control': header(`${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`, 'string', true),
+    ETag: header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the closing quote): ' +
+      'send it back in If-None-Match to be answered 304 while the answer is current', 'string', true),
+    'Cache-Control': header(
+      `${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`, 'string', true),
     Vary: vary
   }
   const out: Record<string, OpenApiResponse> = {}
@@ -97,13 +121,18 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
       if (route.cached) {
         Object.assign(headers, fresh)
       } else if (partner) {
-        headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept', 'string', true)
+        headers['Cache-Control'] =
+          header('no-store: the answer is made for each request, and is not to be kept', 'string', true)
         if (route.compressed) headers.Vary = vary
       }
     } else {
-      const codes = (response.content?.['application/json']?.schema as { properties?: { code?: { enum?: ErrorCode[] } } } | undefined)?.properties?.code?.enum ?? []
+      const schema = response.content?.['application/json']?.schema as
+        { properties?: { code?: { enum?: ErrorCode[] } } } | undefined
+      const codes = schema?.properties?.code?.enum ?? []
       const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))
-      if (route.counted && counted.length > 0) Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
+      if (route.counted && counted.length > 0) {
+        Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
+      }
       if (status === '429') headers['Retry-After'] = RETRY_AFTER
       headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
     }
@@ -119,4 +148,6 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
   return out
 }
 
-export interface OpenApiResponse { description: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: unknown }> }
+export interface OpenApiResponse {
+  description: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: unknown }>
+}

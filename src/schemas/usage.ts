@@ -1,14 +1,19 @@
 import { Type, type Static } from '@sinclair/typebox'
 
-const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
+const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(schema: T) =>
+  Type.Union([schema, Type.Null()])
 
 export const UsageWindow = Type.Object({
   limit: Nullable(Type.Integer({ description: 'Configured limit; null when the window is unlimited' })),
   used: Type.Integer({ description: 'Requests counted in the window' }),
   remaining: Nullable(Type.Integer({ description: 'Requests left; null when unlimited' })),
   window_seconds: Type.Integer({ description: 'Window length: 60, 3600 or 86400' }),
-  resets_in_seconds: Nullable(Type.Integer({ description: 'Seconds until the next request frees up in the window; null when unlimited' })),
-  resets_at: Nullable(Type.String({ description: 'ISO 8601 UTC time when the next request frees up; null when unlimited' })),
+  resets_in_seconds: Nullable(Type.Integer({
+    description: 'Seconds until the next request frees up in the window; null when unlimited'
+  })),
+  resets_at: Nullable(Type.String({
+    description: 'ISO 8601 UTC time when the next request frees up; null when unlimited'
+  })),
   rows: Type.Integer({ description: 'Records returned during the window' })
 })
 

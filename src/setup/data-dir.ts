@@ -23,7 +23,11 @@ export class DataDirError extends Error {
 
 /** A dataset file of generated sites (the sandbox, `datasets generate`, benchmarks). */
 export const generateDataset = (path: string, options: GenerateOptions & { categoryNames?: Record<number, string> }) =>
-  writeDataset(path, generateSites(options), { source: `generated count=${options.count} seed=${options.seed}`, precision: options.precision ?? 3, categoryNames: options.categoryNames })
+  writeDataset(path, generateSites(options), {
+    source: `generated count=${options.count} seed=${options.seed}`,
+    precision: options.precision ?? 3,
+    categoryNames: options.categoryNames
+  })
 
 /**
  * control.db records the first boot of this DATA_DIR (once both dataset files are there). A later
@@ -38,7 +42,8 @@ const firstBootAt = (db: Database.Database) =>
 const wantsDemo = (config: Config) => config.nodeEnv !== 'production' && !config.stateUrl
 
 const howToReplace = (name: DatasetName) => name === 'sandbox'
-  ? 'generate it (`npm run admin -- datasets generate --dataset sandbox`), import it (`npm run admin -- datasets import --dataset sandbox --file FILE`)'
+  ? 'generate it (`npm run admin -- datasets generate --dataset sandbox`), ' +
+    'import it (`npm run admin -- datasets import --dataset sandbox --file FILE`)'
   : 'import it (`npm run admin -- datasets import --dataset production --file FILE`)'
 
 export function prepareDataDir (config: Config): Prepared {
@@ -54,7 +59,9 @@ export function prepareDataDir (config: Config): Prepared {
       const missing = DATASETS.filter((name) => !existsSync(datasetPath(config.dataDir, name)))
       if (missing.length > 0) {
         const name = missing[0]
-        throw new DataDirError(`${datasetPath(config.dataDir, name)} is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: ${howToReplace(name)} or restore it from a backup, then start again`)
+        throw new DataDirError(`${datasetPath(config.dataDir, name)} is missing, and this is not the first boot ` +
+          `of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: ` +
+          `${howToReplace(name)} or restore it from a backup, then start again`)
       }
     }
     const sandbox = datasetPath(config.dataDir, 'sandbox')
@@ -67,7 +74,9 @@ export function prepareDataDir (config: Config): Prepared {
       writeDataset(production, [], { source: 'empty', precision: 3 })
       created.push(production)
     }
-    if (since === undefined) store.db.prepare("INSERT INTO data_dir (key, value) VALUES ('first_boot_at', ?)").run(new Date().toISOString())
+    if (since === undefined) {
+      store.db.prepare("INSERT INTO data_dir (key, value) VALUES ('first_boot_at', ?)").run(new Date().toISOString())
+    }
     return { created }
   } finally {
     store.close()
@@ -83,5 +92,6 @@ export function prepareDataDir (config: Config): Prepared {
 export function createDemoPartner (store: PartnerStore, config: Config): string | undefined {
   if (!wantsDemo(config)) return undefined
   // immediate: a CLI creating a partner at the same moment waits, or goes first and there is no demo
-  return store.db.transaction(() => store.count() === 0 ? store.create({ name: 'Demo', slug: DEMO_SLUG }).token : undefined).immediate()
+  const create = () => store.count() === 0 ? store.create({ name: 'Demo', slug: DEMO_SLUG }).token : undefined
+  return store.db.transaction(create).immediate()
 }

@@ -12,13 +12,10 @@ const ROLLBACK_FORMAT = 1
 const unchanged = (a: BigIntStats, b: BigIntStats) => a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs
 
 /**
- * The file at `path`, read only. A WAL-mode file (control.db) is read through its `-shm` index,
- * which a connection makes beside the file when no writer holds it, and a read-only connection
- * leaves behind: in a directory it may not write it cannot, and made by another user the service
- * may not write it. So while a writer holds the file (its `-wal` is there) SQLite reads it through
- * the writer's index; with no `-wal`, the file alone is the whole database, and it is read from a
- * copy in memory marked as a rollback-journal file, which needs no index. A checkpoint that
- * changes the file during the copy is seen (its size, time or inode) and the copy made again.
+ * The file at `path`, read only. A read-only connection to a WAL-mode file with no writer makes a
+ * `-shm` index beside it and leaves it (a file the service may not write, or none in a read-only
+ * directory), so such a file, then the whole database, is read from a copy in memory; while a writer
+ * holds it (its `-wal` is there), SQLite reads through the writer's index.
  */
 export function openReadOnly (path: string): Database.Database {
   const db = fromCopy(path) ?? new Database(path, { readonly: true, fileMustExist: true })
@@ -31,12 +28,16 @@ export function openReadOnly (path: string): Database.Database {
   }
 }
 
-/** The WAL-mode file at `path` from a copy in memory, or undefined while a writer holds it (or it is not WAL). */
+/**
+ * The WAL-mode file at `path` from a copy in memory, marked as a rollback-journal file (no index needed),
+ * or undefined while a writer holds it (or it is not WAL). A checkpoint during the copy makes it again.
+ */
 function fromCopy (path: string): Database.Database | undefined {
   for (let attempt = 0; attempt < 3 && existsSync(path) && !existsSync(`${path}-wal`); attempt++) {
     const before = statSync(path, { bigint: true })
     const image = readFileSync(path)
-    if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) return undefined // not WAL: SQLite makes no index
+    // not WAL: SQLite makes no index
+    if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) return undefined
     if (existsSync(`${path}-wal`) || !unchanged(before, statSync(path, { bigint: true }))) continue
     image[18] = image[19] = ROLLBACK_FORMAT
     return new Database(image, { readonly: true })

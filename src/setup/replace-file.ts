@@ -3,7 +3,9 @@
 // read, a kill) leaves the file that was there as it was. Every writer of the service names its
 // temporary file so (the dataset writer, the index snapshot, the exports), and removes those that
 // dead writers of the same file left.
-import { closeSync, createWriteStream, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync, type WriteStream } from 'node:fs'
+import {
+  closeSync, createWriteStream, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync, type WriteStream
+} from 'node:fs'
 import { once } from 'node:events'
 import { basename, dirname, join } from 'node:path'
 
@@ -17,7 +19,8 @@ const isAlive = (pid: number) => {
 }
 
 /** Where this process writes `path` before renaming it into place (removeStaleTempFiles knows the name). */
-export const tempPathFor = (path: string) => join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
+export const tempPathFor = (path: string) =>
+  join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
 
 /** A writer's temporary file not modified for this long is taken as abandoned, whatever its pid. */
 export const TEMP_FILE_STALE_MS = 3_600_000
@@ -36,7 +39,8 @@ export function removeStaleTempFiles (path: string, options: { mine?: boolean } 
   const prefix = `.${basename(path)}.`
   const removed: string[] = []
   for (const name of readdirSync(dir)) {
-    const m = name.startsWith(prefix) ? /^(\d+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length)) : null
+    if (!name.startsWith(prefix)) continue
+    const m = /^(\d+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length))
     if (!m) continue
     const pid = Number(m[1])
     const file = join(dir, name)
@@ -59,12 +63,17 @@ export function removeStaleTempFiles (path: string, options: { mine?: boolean } 
  * Writes `path` through `write`, which gets a stream on the temporary file (created with `mode`,
  * which the renamed file keeps, whatever the mode of the file it replaces).
  */
-export async function replaceFile<T> (path: string, mode: number, write: (out: WriteStream) => Promise<T>): Promise<T> {
+export async function replaceFile<T> (
+  path: string,
+  mode: number,
+  write: (out: WriteStream) => Promise<T>
+): Promise<T> {
   const tmpPath = tempPathFor(path)
   const out = createWriteStream(tmpPath, { mode, flags: 'wx' })
   try {
     await once(out, 'open')
-    removeStaleTempFiles(path) // an export killed half-way: as large as the file, and a partners' one holds token digests
+    // an export killed half-way left a file as large as this one (a partners' one holds token digests)
+    removeStaleTempFiles(path)
     const result = await write(out)
     out.end()
     await once(out, 'finish')
@@ -75,8 +84,8 @@ export async function replaceFile<T> (path: string, mode: number, write: (out: W
   } catch (err) {
     // writes still queued fail with the stream: the error reported is the first one
     out.on('error', () => {})
-    // a stream that failed itself (no such folder, a full disk) may have closed already: waiting
-    // for a 'close' that has come and gone left the command hanging, then exiting 13 in silence
+    // a stream that failed itself (no such folder, a full disk) may have closed already, and a
+    // 'close' that has come and gone would be waited for forever
     if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy())
     rmSync(tmpPath, { force: true })
     throw err

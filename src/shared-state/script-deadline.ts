@@ -24,7 +24,7 @@ export class ScriptDeadline {
    * whenever they arrive.
    */
   clockOffsetMs: number | null = null
-  /** how long after it is sent a script may still run: within the command timeout, less a margin for the answer's way back */
+  /** how long after it is sent a script may still run: the command timeout less a margin for the answer's way back */
   private readonly graceMs: number
 
   constructor (private readonly redis: Redis) {

@@ -1,13 +1,11 @@
 // Category names and tag counts, as a partner discovers them (/categories, /tags).
 import { tagSitesIn, type Dataset } from './dataset.ts'
+import { CATEGORY_NAMES_META } from './dataset-file.ts'
 
 /** The named categories; 8 and above are named by the operator in the dataset file. */
 export const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
   2: 'B&B', 3: 'Landing Site', 4: 'Hotel', 5: 'Pub', 6: 'Restaurant', 7: 'Aerodrome'
 })
-
-/** The meta key of a dataset file that names categories 8 and above: JSON, e.g. {"8": "Heliport"}. */
-export const CATEGORY_NAMES_META = 'category_names'
 
 /** A category's name: the fixed ones, else the dataset's own, else `Category N`. */
 export function categoryName (ds: Pick<Dataset, 'meta'>, id: number): string {
@@ -26,7 +24,9 @@ function operatorNames (ds: Pick<Dataset, 'meta'>): Record<string, string> {
     try {
       const value: unknown = text === undefined ? {} : JSON.parse(text)
       if (value !== null && typeof value === 'object') {
-        for (const [id, name] of Object.entries(value)) if (typeof name === 'string' && Number(id) >= 8) names[id] = name
+        for (const [id, name] of Object.entries(value)) {
+          if (typeof name === 'string' && Number(id) >= 8) names[id] = name
+        }
       }
     } catch { /* a malformed entry names nothing */ }
     parsed.set(ds.meta, names)

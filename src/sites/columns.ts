@@ -1,12 +1,11 @@
-// A column of strings kept as UTF-8 bytes outside the JS heap, with where each string ends.
-// A million site ids and a million names as JS strings were two million objects that every full
-// garbage collection had to mark: under load (each answer is a new buffer, and V8 collects in
-// full after every 64 MB of them) that was about 45 ms of marking a second and the pauses behind
-// the p99. As columns they are four objects. A string is made when asked for: for the record
-// fragments (once per site), a lookup by id, and the nearest record.
+// A column of strings kept as UTF-8 bytes outside the JS heap, with where each string ends: site
+// ids and names as JS strings would be millions of objects for every full garbage collection to
+// mark. A string is made when asked for (the record fragments, a lookup by id, the nearest record).
 export class StringColumn {
   constructor (readonly bytes: Buffer, readonly ends: Uint32Array) {
-    if (ends.length > 0 && ends[ends.length - 1] !== bytes.length) throw new Error('string column: the ends do not match the bytes')
+    if (ends.length > 0 && ends[ends.length - 1] !== bytes.length) {
+      throw new Error('string column: the ends do not match the bytes')
+    }
   }
 
   static from (values: readonly string[]): StringColumn {
@@ -62,15 +61,16 @@ export class StringColumn {
 
 /**
  * A column of strings with few distinct values (regions, countries): the values, each once, and
- * a 16-bit code per row. As JS arrays they were two million pointers (16 MB) that every full
- * garbage collection scanned again; as a column they are two objects.
+ * a 16-bit code per row, not a pointer per row for every full garbage collection to scan.
  */
 export class CodeColumn {
   static readonly MAX_VALUES = 1 << 16
 
   constructor (readonly table: readonly string[], readonly codes: Uint16Array) {
     if (table.length > CodeColumn.MAX_VALUES) throw new Error('code column: over 65,536 distinct values')
-    for (let i = 0; i < codes.length; i++) if (codes[i] >= table.length) throw new Error(`code column: row ${i} has no value`)
+    for (let i = 0; i < codes.length; i++) {
+      if (codes[i] >= table.length) throw new Error(`code column: row ${i} has no value`)
+    }
   }
 
   /** A column of `count` rows filled with set(row, value), codes in order of first appearance. */

@@ -4,7 +4,6 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
-import { CATEGORY_NAMES_META } from './categories.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
 
 export const SCHEMA_VERSION = '1'
@@ -53,7 +52,7 @@ export interface DatasetMeta {
 export const REGION_CODE = /^[A-Z]{3}$/
 export const COUNTRY_CODE = /^[A-Z]{2}$/
 export const MAX_NAME_LENGTH = 200
-/** A site's name, as imports accept it and loads check it: 1 to 200 characters, not blank, no control characters. */
+/** A site's name as imports accept and loads check it: 1 to 200 characters, not blank, no control characters. */
 export const isSiteName = (name: unknown): name is string =>
   typeof name === 'string' && name.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTER.test(name) && name.trim() !== ''
 /** Unicode's control characters (\p{Cc}), spelt out: a non-Unicode pattern, cheaper on a million names. */
@@ -61,6 +60,8 @@ export const isSiteName = (name: unknown): name is string =>
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
 /** The precision a file records (decimals kept by the import's rounding). */
 export const MAX_PRECISION = 10
+/** The meta key that names categories 8 and above: JSON, e.g. {"8": "Heliport"}. */
+export const CATEGORY_NAMES_META = 'category_names'
 
 export const datasetPath = (dataDir: string, name: DatasetName) => join(dataDir, `${name}.db`)
 
@@ -90,16 +91,19 @@ export interface DatasetWriter<Ref = unknown> {
   abort (): void
 }
 
-/** Sites and tag rows written by one statement each: a call into SQLite per row cost more than the row. */
+/** Sites and tag rows written by one statement each: a call into SQLite per row costs more than the row. */
 export const WRITE_BATCH = { sites: 64, tags: 128 }
 const SITES_PER_COMMIT = 50_000
 const isDuplicate = (err: unknown) => (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 
 /**
- * Opens a writer on a temporary file beside `path`. Sites are written in transactions of about
- * 50,000, so memory stays flat for any number of rows.
+ * Opens a writer on a temporary file beside `path`. Sites are committed every SITES_PER_COMMIT,
+ * so memory stays flat for any number of rows.
  */
-export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void): DatasetWriter<Ref> {
+export function openDatasetWriter<Ref = unknown> (
+  path: string,
+  onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void
+): DatasetWriter<Ref> {
   removeStaleTempFiles(path)
   const tmpPath = tempPathFor(path)
   const db = new Database(tmpPath)
@@ -196,9 +200,17 @@ export function openDatasetWriter<Ref = unknown> (path: string, onDuplicate?: (r
       flush()
       const builtAt = new Date().toISOString()
       const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
-      const meta: DatasetMeta = { schema_version: SCHEMA_VERSION, built_at: builtAt, source, site_count: String(count), precision: String(precision) }
+      const meta: DatasetMeta = {
+        schema_version: SCHEMA_VERSION,
+        built_at: builtAt,
+        source,
+        site_count: String(count),
+        precision: String(precision)
+      }
       for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
-      if (categoryNames !== undefined && Object.keys(categoryNames).length > 0) insertMeta.run(CATEGORY_NAMES_META, JSON.stringify(categoryNames))
+      if (categoryNames !== undefined && Object.keys(categoryNames).length > 0) {
+        insertMeta.run(CATEGORY_NAMES_META, JSON.stringify(categoryNames))
+      }
       db.exec('COMMIT')
       db.pragma('journal_mode = DELETE')
       db.close()

@@ -5,9 +5,14 @@ import { createHash } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
-import { COUNTRY_CODE, MAX_PRECISION, REGION_CODE, SCHEMA_VERSION, isSiteName, readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
+import {
+  COUNTRY_CODE, MAX_PRECISION, REGION_CODE, SCHEMA_VERSION, isSiteName, readDatasetMeta,
+  type DatasetMeta, type DatasetName
+} from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
-import { buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex } from './spatial.ts'
+import {
+  buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex
+} from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
 export const TAG_INDEX_MIN_SITES = 1024
@@ -58,17 +63,22 @@ export interface NearbyQuery extends SearchArea {
  */
 export const datasetVersion = (name: DatasetName, digest: string) => `${name}|${digest}`
 
+/** What a dataset serves, as contentDigest reads it. */
+type ServedContent = Pick<Dataset, 'meta' | 'ids' | 'names' | 'regions' | 'countries' | 'categories' | 'lats' | 'lngs' |
+  'tagSites'>
+
 /**
  * A digest of what a dataset serves: its meta, its sites' columns and its tags' sites. Not the
- * meta alone: a file edited in place (by hand, or by another tool) with its meta left as it was
- * must not keep its answers' ETags. About 0.05 s for a million sites, made once per file: a
- * snapshot keeps it.
+ * meta alone: a file edited in place with its meta left as it was must not keep its answers'
+ * ETags. Made once per file (a snapshot keeps it).
  */
-export function contentDigest (ds: Pick<Dataset, 'meta' | 'ids' | 'names' | 'regions' | 'countries' | 'categories' | 'lats' | 'lngs' | 'tagSites'>): string {
+export function contentDigest (ds: ServedContent): string {
   const hash = createHash('sha256')
   // each part preceded by its name and length, so that no two contents hash the same parts
   const part = (name: string, data: string | ArrayBufferView) => {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    const bytes = typeof data === 'string'
+      ? Buffer.from(data)
+      : new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
     hash.update(`${name} ${bytes.byteLength}\n`)
     hash.update(bytes)
   }
@@ -126,12 +136,21 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
   }
   // the values too: a file of another schema, or edited by hand, is not served as if it were ours
-  if (meta.schema_version !== SCHEMA_VERSION) throw new DatasetError(path, `meta.schema_version is ${JSON.stringify(meta.schema_version)}; this service reads ${SCHEMA_VERSION}`)
-  if (!/^\d+$/.test(meta.precision) || Number(meta.precision) > MAX_PRECISION) throw new DatasetError(path, `meta.precision must be a whole number from 0 to ${MAX_PRECISION}`)
-  if (!/^\d{4}-\d\d-\d\dT/.test(meta.built_at) || Number.isNaN(Date.parse(meta.built_at))) throw new DatasetError(path, 'meta.built_at must be an ISO 8601 time')
+  const bad = (reason: string) => new DatasetError(path, reason)
+  if (meta.schema_version !== SCHEMA_VERSION) {
+    throw bad(`meta.schema_version is ${JSON.stringify(meta.schema_version)}; this service reads ${SCHEMA_VERSION}`)
+  }
+  if (!/^\d+$/.test(meta.precision) || Number(meta.precision) > MAX_PRECISION) {
+    throw bad(`meta.precision must be a whole number from 0 to ${MAX_PRECISION}`)
+  }
+  if (!/^\d{4}-\d\d-\d\dT/.test(meta.built_at) || Number.isNaN(Date.parse(meta.built_at))) {
+    throw bad('meta.built_at must be an ISO 8601 time')
+  }
 
   const count = db.prepare('SELECT count(*) FROM sites').pluck().get() as number
-  if (String(count) !== meta.site_count) throw new DatasetError(path, `meta.site_count is ${meta.site_count} but sites holds ${count} rows`)
+  if (String(count) !== meta.site_count) {
+    throw bad(`meta.site_count is ${meta.site_count} but sites holds ${count} rows`)
+  }
 
   const ids = new Array<string>(count)
   const names = new Array<string>(count)
@@ -141,17 +160,23 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   const lats = new Float64Array(count)
   const lngs = new Float64Array(count)
 
-  const rows = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id').raw().iterate() as IterableIterator<unknown[]>
+  const rows = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id')
+    .raw().iterate() as IterableIterator<unknown[]>
   let i = 0
   for (const row of rows) {
-    const [id, category, siteName, region, country, latitude, longitude] = row as [string, number, string, string, string, number, number]
-    if (typeof id !== 'string' || !siteIdPattern.test(id)) throw new DatasetError(path, `site ${JSON.stringify(id)}: bad id`)
-    if (!Number.isInteger(category) || category < 1 || category > CATEGORY_MAX) throw new DatasetError(path, `site ${id}: bad category ${String(category)}`)
-    if (typeof latitude !== 'number' || !(latitude >= -90 && latitude <= 90)) throw new DatasetError(path, `site ${id}: bad latitude`)
-    if (typeof longitude !== 'number' || !(longitude >= -180 && longitude <= 180)) throw new DatasetError(path, `site ${id}: bad longitude`)
-    if (typeof region !== 'string' || !REGION_CODE.test(region)) throw new DatasetError(path, `site ${id}: bad region`)
-    if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) throw new DatasetError(path, `site ${id}: bad country`)
-    if (!isSiteName(siteName)) throw new DatasetError(path, `site ${id}: bad name ${JSON.stringify(siteName)}`)
+    const [id, category, siteName, region, country, latitude, longitude] =
+      row as [string, number, string, string, string, number, number]
+    if (typeof id !== 'string' || !siteIdPattern.test(id)) throw bad(`site ${JSON.stringify(id)}: bad id`)
+    if (!Number.isInteger(category) || category < 1 || category > CATEGORY_MAX) {
+      throw bad(`site ${id}: bad category ${String(category)}`)
+    }
+    if (typeof latitude !== 'number' || !(latitude >= -90 && latitude <= 90)) throw bad(`site ${id}: bad latitude`)
+    if (typeof longitude !== 'number' || !(longitude >= -180 && longitude <= 180)) {
+      throw bad(`site ${id}: bad longitude`)
+    }
+    if (typeof region !== 'string' || !REGION_CODE.test(region)) throw bad(`site ${id}: bad region`)
+    if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) throw bad(`site ${id}: bad country`)
+    if (!isSiteName(siteName)) throw bad(`site ${id}: bad name ${JSON.stringify(siteName)}`)
     ids[i] = id
     names[i] = siteName
     regions.set(i, region)
@@ -161,16 +186,21 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     lngs[i] = longitude
     i++
   }
-  if (i !== count) throw new DatasetError(path, 'sites changed while being read')
+  if (i !== count) throw bad('sites changed while being read')
 
   // Tags in site id order, merged against the id-ordered sites (no id → position map needed).
   const tagLists = new Map<string, number[]>()
-  const tagRows = db.prepare('SELECT site_id, tag FROM site_tags ORDER BY site_id, tag').raw().iterate() as IterableIterator<[string, string]>
+  const tagRows = db.prepare('SELECT site_id, tag FROM site_tags ORDER BY site_id, tag')
+    .raw().iterate() as IterableIterator<[string, string]>
   let position = 0
   for (const [siteId, tag] of tagRows) {
     while (position < count && ids[position] < siteId) position++
-    if (position >= count || ids[position] !== siteId) throw new DatasetError(path, `site_tags names unknown site ${JSON.stringify(siteId)}`)
-    if (typeof tag !== 'string' || tag.length > 64 || !tagPattern.test(tag)) throw new DatasetError(path, `site ${siteId}: bad tag ${JSON.stringify(tag)}`)
+    if (position >= count || ids[position] !== siteId) {
+      throw bad(`site_tags names unknown site ${JSON.stringify(siteId)}`)
+    }
+    if (typeof tag !== 'string' || tag.length > 64 || !tagPattern.test(tag)) {
+      throw bad(`site ${siteId}: bad tag ${JSON.stringify(tag)}`)
+    }
     let list = tagLists.get(tag)
     if (!list) tagLists.set(tag, list = [])
     list.push(position)
@@ -183,7 +213,9 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     list.push(p)
   }
   const byCategory = new Map<number, SubIndex>()
-  for (const [category, list] of categoryLists) byCategory.set(category, buildSubIndex(Uint32Array.from(list), lngs, lats))
+  for (const [category, list] of categoryLists) {
+    byCategory.set(category, buildSubIndex(Uint32Array.from(list), lngs, lats))
+  }
   const all = count === 0 ? undefined : buildSubIndex(identity(count), lngs, lats)
 
   const tagSites = new Map<string, Uint32Array>()
@@ -206,10 +238,14 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     tagSites
   }
   const digest = contentDigest(served)
-  return { ...served, name, path, builtAt: meta.built_at, digest, version: datasetVersion(name, digest), count, all, byCategory, tagIndexes }
+  const version = datasetVersion(name, digest)
+  return { ...served, name, path, builtAt: meta.built_at, digest, version, count, all, byCategory, tagIndexes }
 }
 
-/** Hits in (distance, id) order, and the one sub-index every hit's `slot` belongs to (undefined when they come from several, or from a scan). */
+/**
+ * Hits in (distance, id) order, and the one sub-index every hit's `slot` belongs to (undefined when
+ * they come from several, or from a scan).
+ */
 export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 
 /**
@@ -221,7 +257,8 @@ export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 export function findNearby (ds: Dataset, query: NearbyQuery): Nearby {
   const allowed = query.categories
   const accept = (position: number) => allowed.includes(ds.categories[position])
-  const one = (index: SubIndex, filter?: (position: number) => boolean) => ({ hits: searchNearby([index], query, filter), index })
+  const one = (index: SubIndex, filter?: (position: number) => boolean) =>
+    ({ hits: searchNearby([index], query, filter), index })
   if (query.tag === undefined) {
     const covered = sitesIn(ds, allowed)
     if (allowed.length > 1 && ds.all) {
@@ -252,11 +289,11 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 /** Position of a site id, or -1 (ids are sorted, so a binary search). */
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
-/** One page of a tag's sites: those the partner may see in id order (tagSitesIn), and the page's places in it. */
+/** One page of a tag's sites: those the partner may see, in id order (tagSitesIn), and the page's places in it. */
 export interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
-/** Lists of a tag's sites in some categories, per dataset: at most as many entries in all as 4 times the dataset's sites. */
+/** Lists of a tag's sites in some categories, per dataset: at most 4 times the dataset's sites in all. */
 const tagViews = new WeakMap<Dataset, LRUCache<string, Uint32Array>>()
 
 /**
@@ -270,13 +307,18 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
   if (!list) return NO_SITES
   if (sitesIn(ds, categories) === ds.count) return list
   let views = tagViews.get(ds)
-  if (!views) tagViews.set(ds, views = new LRUCache({ maxSize: 4 * ds.count, sizeCalculation: (view) => view.length + 1 }))
+  if (!views) {
+    views = new LRUCache({ maxSize: 4 * ds.count, sizeCalculation: (view) => view.length + 1 })
+    tagViews.set(ds, views)
+  }
   const key = `${tag} ${categories.join(',')}`
   let view = views.get(key)
   if (view === undefined) {
     const kept = new Uint32Array(list.length)
     let n = 0
-    for (let i = 0; i < list.length; i++) if (categories.includes(ds.categories[list[i]])) kept[n++] = list[i]
+    for (let i = 0; i < list.length; i++) {
+      if (categories.includes(ds.categories[list[i]])) kept[n++] = list[i]
+    }
     view = kept.slice(0, n)
     views.set(key, view)
   }
@@ -284,7 +326,13 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
 }
 
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
-export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number): TagPage {
+export function tagPage (
+  ds: Dataset,
+  tag: string,
+  categories: readonly number[],
+  page: number,
+  perPage: number
+): TagPage {
   const order = tagSitesIn(ds, tag, categories)
   const from = Math.min((page - 1) * perPage, order.length)
   const places = Uint32Array.from({ length: Math.min(from + perPage, order.length) - from }, (_, i) => from + i)

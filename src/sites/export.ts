@@ -11,12 +11,16 @@ const csvField = (value: string) => /[",\n\r]/.test(value) ? `"${value.replace(/
 export function siteLine (site: SiteRow, format: ImportFormat): string {
   switch (format) {
     case 'csv':
-      return [site.id, String(site.category), csvField(site.name), site.region, site.country, String(site.latitude), String(site.longitude), site.tags.join('|')].join(',')
+      return [
+        site.id, String(site.category), csvField(site.name), site.region, site.country,
+        String(site.latitude), String(site.longitude), site.tags.join('|')
+      ].join(',')
     case 'ndjson':
       return JSON.stringify(site)
     case 'geojson': {
       const { latitude, longitude, ...properties } = site
-      return JSON.stringify({ type: 'Feature', geometry: { type: 'Point', coordinates: [longitude, latitude] }, properties })
+      const geometry = { type: 'Point', coordinates: [longitude, latitude] }
+      return JSON.stringify({ type: 'Feature', geometry, properties })
     }
   }
 }
@@ -37,7 +41,8 @@ async function writeSites (out: WriteStream, format: ImportFormat, sites: Iterab
   if (format === 'csv') await write(CSV_HEADER.join(',') + '\n')
   if (format === 'geojson') await write('{"type":"FeatureCollection","features":[\n')
   for (const site of sites) {
-    await write((format === 'geojson' && count > 0 ? ',\n' : '') + siteLine(site, format) + (format === 'geojson' ? '' : '\n'))
+    const line = siteLine(site, format)
+    await write(format === 'geojson' ? (count > 0 ? ',\n' : '') + line : line + '\n')
     count++
   }
   if (format === 'geojson') await write('\n]}\n')
@@ -51,11 +56,13 @@ export function * readSites (path: string): Generator<SiteRow> {
   const tagDb = openDatasetFile(path)
   try {
     const tags = tagDb.prepare('SELECT tag FROM site_tags WHERE site_id = ? ORDER BY tag').pluck()
-    for (const row of db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id').iterate() as IterableIterator<Omit<SiteRow, 'tags'>>) {
+    const sites = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id')
+    for (const row of sites.iterate() as IterableIterator<Omit<SiteRow, 'tags'>>) {
       yield { ...row, tags: tags.all(row.id) as string[] }
     }
   } catch (err) {
-    throw new DatasetError(path, (err as Error).message) // SQLite's reason ("file is not a database") names no file
+    // SQLite's reason ("file is not a database") names no file
+    throw new DatasetError(path, (err as Error).message)
   } finally {
     db.close()
     tagDb.close()

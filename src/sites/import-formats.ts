@@ -1,7 +1,7 @@
-// Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse, GeoJSON through
-// stream-json's tokenizer, NDJSON a line at a time. Each yields raw records with the label an
-// operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of one read's worth
-// (64 kB), holding only those in memory, so a file of any size reads in bounded memory.
+// Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse,
+// GeoJSON through stream-json's tokenizer, NDJSON a line at a time. Each yields raw records with the
+// label an operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of one read's
+// worth, holding only those in memory, so a file of any size reads in bounded memory.
 import { isUtf8 } from 'node:buffer'
 import { createReadStream } from 'node:fs'
 import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
@@ -12,6 +12,9 @@ import { getManyValues, isMany, none } from 'stream-chain/defs.js'
 export type ImportFormat = 'csv' | 'geojson' | 'ndjson'
 export const IMPORT_FORMATS: readonly ImportFormat[] = ['csv', 'geojson', 'ndjson']
 export const CSV_HEADER = ['id', 'category', 'name', 'region', 'country', 'latitude', 'longitude', 'tags'] as const
+
+/** Told the bytes read so far, after each read. */
+type OnBytes = (bytes: number) => void
 
 export interface RawRecord {
   label: string
@@ -29,9 +32,9 @@ export function formatFromPath (path: string): ImportFormat | undefined {
 }
 
 /**
- * Size of reads: 64 kB, not more, because records are handed on a read's worth at a time (1 MB
- * reads raised the import's peak RSS by about 80 MB at the same speed). Tests make it tiny so
- * that every token is split somewhere.
+ * Size of reads: small, because records are handed on a read's worth at a time, and larger reads
+ * raise the import's peak memory at no gain in speed. Tests make it tiny so that every token is
+ * split somewhere.
  */
 export const readOptions = { chunkBytes: 1 << 16 }
 
@@ -43,7 +46,8 @@ class NotUtf8Error extends Error {
 }
 
 /** Bytes in the UTF-8 sequence a lead byte starts; 0 for a byte no sequence starts with. */
-const sequenceLength = (byte: number) => byte < 0x80 ? 1 : byte < 0xc2 ? 0 : byte < 0xe0 ? 2 : byte < 0xf0 ? 3 : byte < 0xf5 ? 4 : 0
+const sequenceLength = (byte: number) =>
+  byte < 0x80 ? 1 : byte < 0xc2 ? 0 : byte < 0xe0 ? 2 : byte < 0xf0 ? 3 : byte < 0xf5 ? 4 : 0
 
 /** Where `bytes` (known not to be UTF-8) first is not: the start of the first bad sequence. */
 function firstNotUtf8 (bytes: Uint8Array): number {
@@ -59,7 +63,7 @@ function firstNotUtf8 (bytes: Uint8Array): number {
  * The file's bytes, read by readOptions.chunkBytes, checked to be UTF-8 (NotUtf8Error at the first
  * that are not); a sequence cut by the end of a read is checked with the next read.
  */
-async function * utf8Buffers (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<Buffer> {
+async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<Buffer> {
   const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
   let bytes = 0
   let held: Buffer | undefined // the start of a sequence the last read cut
@@ -100,7 +104,7 @@ const lineBreaks = (bytes: Uint8Array, end: number) => {
 }
 
 /** Text chunks of a file (UTF-8, checked), with the count of bytes read so far. */
-async function * chunks (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<string> {
+async function * chunks (path: string, onBytes?: OnBytes): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8')
   let first = true
   for await (const buffer of utf8Buffers(path, onBytes)) {
@@ -124,9 +128,9 @@ interface LineBatch {
  * place: the first line yielded is line 1). Rows are handed on in batches because a step of an
  * async generator per row cost more than reading the row.
  */
-async function * lineBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<LineBatch> {
+async function * lineBatches (path: string, onBytes?: OnBytes): AsyncGenerator<LineBatch> {
   // the start of a line no break has ended yet, in pieces: a long line is joined once, and each
-  // chunk is searched once (joining and searching it again per chunk took 4 s for a 30 MB line)
+  // chunk searched once (joining and searching again per chunk is quadratic in the line's length)
   let carry: string[] = []
   for await (const chunk of chunks(path, onBytes)) {
     let nl = chunk.indexOf('\n')
@@ -153,7 +157,8 @@ async function * lineBatches (path: string, onBytes?: (bytes: number) => void): 
  * A CSV record that no line break ends. A file cut inside its last field still reads as a valid
  * record (`~heli` for `~helipad`), and an import replaces the whole dataset: so it is refused.
  */
-const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break'
+const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? ' +
+  'Every record, the last one too, must end with a line break'
 
 /** The header's columns in the order a record's fields are made (one shape for every record). */
 const csvRecord = (fields: string[], column: number[]): Record<string, unknown> => ({
@@ -187,9 +192,12 @@ class LineCounter {
       const chunk = this.chunks[0]
       if (!chunk) return { line: this.breaks + 1, isBreak: false } // the end of the file
       const end = Math.min(offset, this.chunkStart + chunk.length)
-      for (let i = chunk.indexOf(10, this.at - this.chunkStart); i >= 0 && this.chunkStart + i < end; i = chunk.indexOf(10, i + 1)) this.breaks++
+      let i = chunk.indexOf(10, this.at - this.chunkStart)
+      for (; i >= 0 && this.chunkStart + i < end; i = chunk.indexOf(10, i + 1)) this.breaks++
       this.at = end
-      if (offset < this.chunkStart + chunk.length) return { line: this.breaks + 1, isBreak: chunk[offset - this.chunkStart] === 10 }
+      if (offset < this.chunkStart + chunk.length) {
+        return { line: this.breaks + 1, isBreak: chunk[offset - this.chunkStart] === 10 }
+      }
       this.chunkStart += chunk.length
       this.chunks.shift()
     }
@@ -217,7 +225,7 @@ class CsvRecords extends CsvParser {
  * CSV (RFC 4180) read by csv-parse. A record is labelled with the line it starts on; a record it
  * cannot read (malformed quoting) is reported and reading goes on with the next one.
  */
-async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   let column: number[] | undefined // where each of CSV_HEADER's names is in a record
   let batch: RawRecord[] = []
   let done = false // the header is wrong: nothing more is read
@@ -231,7 +239,9 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
     if (done) return
     const last = lines.lineOf(end - 1) // a record ends on its line break, or where the file ends
     let line = last.line
-    for (const field of fields) for (let i = field.indexOf('\n'); i >= 0; i = field.indexOf('\n', i + 1)) line--
+    for (const field of fields) {
+      for (let i = field.indexOf('\n'); i >= 0; i = field.indexOf('\n', i + 1)) line--
+    }
     const label = `line ${line}`
     if (!column) {
       const names = fields.map((f) => f.trim())
@@ -252,7 +262,9 @@ async function * readCsvBatches (path: string, onBytes?: (bytes: number) => void
     if (!column) return headerError()
     // the offset of the record's start, or of its last field read before the error
     const label = `line ${lines.lineOf(err.bytes as number).line}`
-    const error = err.code === 'CSV_QUOTE_NOT_CLOSED' ? 'unterminated quoted field: the file ends inside it (cut short?)' : 'malformed quoting'
+    const error = err.code === 'CSV_QUOTE_NOT_CLOSED'
+      ? 'unterminated quoted field: the file ends inside it (cut short?)'
+      : 'malformed quoting'
     // after a stray quote csv-parse reads on as if quoted: one error for the record
     if (label === lastSkipped) return
     lastSkipped = label
@@ -297,7 +309,9 @@ const parseJson = (text: string): unknown => {
   }
 }
 
-async function * readNdjsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+const NDJSON_CUT_SHORT = 'not valid JSON, and the file ends inside it (no line break after the last line): cut short?'
+
+async function * readNdjsonBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   let n = 0
   for await (const { lines, unterminated } of lineBatches(path, onBytes)) {
     const batch: RawRecord[] = []
@@ -306,21 +320,24 @@ async function * readNdjsonBatches (path: string, onBytes?: (bytes: number) => v
       if (text.trim() === '') continue
       // a last line without its line break is taken when it is a whole object: a cut one never parses
       const value = parseJson(text)
-      if (value === NOT_JSON) batch.push({ label: `line ${n}`, error: unterminated ? 'not valid JSON, and the file ends inside it (no line break after the last line): cut short?' : 'not valid JSON' })
-      else if (value === null || typeof value !== 'object' || Array.isArray(value)) batch.push({ label: `line ${n}`, error: 'not a JSON object' })
-      else batch.push({ label: `line ${n}`, fields: value as Record<string, unknown> })
+      const label = `line ${n}`
+      if (value === NOT_JSON) batch.push({ label, error: unterminated ? NDJSON_CUT_SHORT : 'not valid JSON' })
+      else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        batch.push({ label, error: 'not a JSON object' })
+      } else batch.push({ label, fields: value as Record<string, unknown> })
     }
     if (batch.length > 0) yield batch
   }
 }
 
-const INCOMPLETE_COLLECTION = 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)'
+const INCOMPLETE_COLLECTION =
+  'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)'
 
 /**
  * GeoJSON FeatureCollection, streamed: stream-json's tokenizer reads the file, each element of the
  * top-level "features" array is assembled on its own (the rest of the file is never held).
  */
-async function * readGeojsonBatches (path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   const tokenize = jsonParser({ streamValues: false }) // whole keys, strings and numbers: one token each
   const assembler = new Assembler()
   let depth = 0 // 1: in the top-level object, 2: in its "features" array
@@ -369,7 +386,7 @@ async function * readGeojsonBatches (path: string, onBytes?: (bytes: number) => 
         if (depth === 1) key = token.value
         return true
       default: // a value of its own: a string, number, true, false or null
-        if (inFeatures && depth === 2) parsed.push(featureRecord(token.name === 'numberValue' ? Number(token.value) : (token as { value?: unknown }).value, ++n))
+        if (inFeatures && depth === 2) parsed.push(featureRecord(tokenValue(token), ++n))
         else if (depth === 1 && key === 'type') typeValue = (token as { value?: unknown }).value
         if (depth === 1) key = undefined
         return true
@@ -381,11 +398,14 @@ async function * readGeojsonBatches (path: string, onBytes?: (bytes: number) => 
     try {
       tokens = tokenize(text as string) // none: the end of the file
     } catch {
+      const error = text === none ? INCOMPLETE_COLLECTION : 'not valid JSON'
       if (!started) notCollection()
-      else parsed.push({ label: `feature ${inElement ? n + 1 : n}`, error: text === none ? INCOMPLETE_COLLECTION : 'not valid JSON' })
+      else parsed.push({ label: `feature ${inElement ? n + 1 : n}`, error })
       return false
     }
-    if (isMany(tokens)) for (const token of getManyValues(tokens) as Token[]) if (!onToken(token)) return false
+    if (isMany(tokens)) {
+      for (const token of getManyValues(tokens) as Token[]) if (!onToken(token)) return false
+    }
     return true
   }
 
@@ -406,10 +426,15 @@ async function * readGeojsonBatches (path: string, onBytes?: (bytes: number) => 
   }
 }
 
+const tokenValue = (token: Token): unknown =>
+  token.name === 'numberValue' ? Number(token.value) : (token as { value?: unknown }).value
+
 function featureRecord (value: unknown, n: number): RawRecord {
   const label = `feature ${n}`
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { label, error: 'not a JSON object' }
-  const feature = value as { type?: unknown, geometry?: { type?: unknown, coordinates?: unknown }, properties?: unknown }
+  const feature = value as {
+    type?: unknown, geometry?: { type?: unknown, coordinates?: unknown }, properties?: unknown
+  }
   if (feature.type !== 'Feature') return { label, error: 'type must be "Feature"' }
   const g = feature.geometry
   if (!g || g.type !== 'Point' || !Array.isArray(g.coordinates) || g.coordinates.length < 2) {
@@ -417,18 +442,25 @@ function featureRecord (value: unknown, n: number): RawRecord {
   }
   const p = feature.properties
   if (p === null || typeof p !== 'object' || Array.isArray(p)) return { label, error: 'properties must be an object' }
-  return { label, fields: { ...(p as Record<string, unknown>), longitude: g.coordinates[0], latitude: g.coordinates[1] } }
+  const [longitude, latitude] = g.coordinates as unknown[]
+  return { label, fields: { ...(p as Record<string, unknown>), longitude, latitude } }
 }
 
 const readers = { csv: readCsvBatches, ndjson: readNdjsonBatches, geojson: readGeojsonBatches }
 
-/** Records in file order, a chunk of the file's worth at a time; bytes that are not UTF-8 end the file with an error. */
-export async function * readRecordBatches (format: ImportFormat, path: string, onBytes?: (bytes: number) => void): AsyncGenerator<RawRecord[]> {
+/** Records in file order, a chunk of the file's worth at a time; bytes not UTF-8 end the file with an error. */
+export async function * readRecordBatches (
+  format: ImportFormat,
+  path: string,
+  onBytes?: OnBytes
+): AsyncGenerator<RawRecord[]> {
   try {
     yield * readers[format](path, onBytes)
   } catch (err) {
     if (!(err instanceof NotUtf8Error)) throw err
     // GeoJSON's labels count features: a file-level problem is feature 0 there
-    yield [{ label: format === 'geojson' ? 'feature 0' : `line ${err.line}`, error: `not UTF-8 text at byte ${err.offset + 1} (line ${err.line}): the file must be saved as UTF-8` }]
+    const label = format === 'geojson' ? 'feature 0' : `line ${err.line}`
+    const error = `not UTF-8 text at byte ${err.offset + 1} (line ${err.line}): the file must be saved as UTF-8`
+    yield [{ label, error }]
   }
 }

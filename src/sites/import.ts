@@ -3,7 +3,9 @@
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
-import { COUNTRY_CODE, MAX_NAME_LENGTH, REGION_CODE, isSiteName, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
+import {
+  COUNTRY_CODE, MAX_NAME_LENGTH, REGION_CODE, isSiteName, obscure, openDatasetWriter, type SiteRow
+} from './dataset-file.ts'
 import { readRecordBatches, type ImportFormat } from './import-formats.ts'
 
 export const MAX_REPORTED_ERRORS = 20
@@ -19,13 +21,19 @@ function number (value: unknown): number | undefined {
 }
 
 /** A valid site from a raw record, or the reasons it is not one. */
-export function validateRecord (fields: Record<string, unknown>, precision: number, tagsAsText: boolean): { site: SiteRow } | { reasons: string[] } {
+export function validateRecord (
+  fields: Record<string, unknown>,
+  precision: number,
+  tagsAsText: boolean
+): { site: SiteRow } | { reasons: string[] } {
   const reasons: string[] = []
   const id = fields.id
   if (typeof id !== 'string' || !siteId.test(id)) reasons.push('id must be 1 to 64 characters of A-Z a-z 0-9 _ -')
 
   const categoryValue = fields.category
-  const category = typeof categoryValue === 'string' && /^\s*\d+\s*$/.test(categoryValue) ? Number(categoryValue) : categoryValue
+  const category = typeof categoryValue === 'string' && /^\s*\d+\s*$/.test(categoryValue)
+    ? Number(categoryValue)
+    : categoryValue
   if (typeof category !== 'number' || !Number.isSafeInteger(category) || category < 1 || category > CATEGORY_MAX) {
     reasons.push(`category must be a whole number from 1 to ${CATEGORY_MAX}`)
   }
@@ -37,12 +45,18 @@ export function validateRecord (fields: Record<string, unknown>, precision: numb
   const region = fields.region
   if (typeof region !== 'string' || !REGION_CODE.test(region)) reasons.push('region must be three upper-case letters')
   const country = fields.country
-  if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) reasons.push('country must be two upper-case letters')
+  if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) {
+    reasons.push('country must be two upper-case letters')
+  }
 
   const latitude = number(fields.latitude)
-  if (latitude === undefined || latitude < -90 || latitude > 90) reasons.push('latitude must be a number from -90 to 90')
+  if (latitude === undefined || latitude < -90 || latitude > 90) {
+    reasons.push('latitude must be a number from -90 to 90')
+  }
   const longitude = number(fields.longitude)
-  if (longitude === undefined || longitude < -180 || longitude > 180) reasons.push('longitude must be a number from -180 to 180')
+  if (longitude === undefined || longitude < -180 || longitude > 180) {
+    reasons.push('longitude must be a number from -180 to 180')
+  }
 
   let tags: string[] = []
   const tagsValue = fields.tags
@@ -54,7 +68,10 @@ export function validateRecord (fields: Record<string, unknown>, precision: numb
     reasons.push('tags must be an array of tags')
   }
   const badTag = tags.find((tag) => typeof tag !== 'string' || tag.length > 64 || !tagPattern.test(tag))
-  if (badTag !== undefined) reasons.push(`tag ${JSON.stringify(badTag)} must be ~ then lowercase letters, digits and hyphens (at most 64 characters)`)
+  if (badTag !== undefined) {
+    reasons.push(`tag ${JSON.stringify(badTag)} must be ~ then lowercase letters, digits and hyphens ` +
+      '(at most 64 characters)')
+  }
 
   if (reasons.length > 0) return { reasons }
   return {
@@ -136,7 +153,11 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
       writer.abort()
       return { ok: false, rows, siteCount: 0, errors: firstErrors(listed).map((e) => e.text), errorCount }
     }
-    const { siteCount, builtAt } = writer.commit({ source: `import ${basename(options.file)} (${options.format})`, precision: options.precision, categoryNames: options.categoryNames })
+    const { siteCount, builtAt } = writer.commit({
+      source: `import ${basename(options.file)} (${options.format})`,
+      precision: options.precision,
+      categoryNames: options.categoryNames
+    })
     return { ok: true, rows, siteCount, builtAt, errors: [], errorCount }
   } catch (err) {
     writer.abort()
@@ -144,4 +165,5 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
   }
 }
 
-const firstErrors = (list: { at: number, text: string }[]) => list.sort((a, b) => a.at - b.at).slice(0, MAX_REPORTED_ERRORS)
+const firstErrors = (list: { at: number, text: string }[]) =>
+  list.sort((a, b) => a.at - b.at).slice(0, MAX_REPORTED_ERRORS)

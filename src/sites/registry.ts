@@ -18,7 +18,12 @@ export class DatasetRegistry {
   /** aborted by close(): a reload under way stops (its worker terminated), and none starts */
   private readonly closing = new AbortController()
 
-  private constructor (readonly dataDir: string, initial: Record<DatasetName, Dataset>, readonly log: DatasetLog, readonly workerMinBytes: number) {
+  private constructor (
+    readonly dataDir: string,
+    initial: Record<DatasetName, Dataset>,
+    readonly log: DatasetLog,
+    readonly workerMinBytes: number
+  ) {
     this.current = initial
   }
 
@@ -111,7 +116,8 @@ const workerUrl = new URL(`./index-worker${fromSource ? '.ts' : '.js'}`, import.
 function startWorker (job: IndexJob): Worker {
   if (!fromSource) return new Worker(workerUrl, { workerData: job })
   const tsx = import.meta.resolve('tsx/esm/api')
-  const code = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(workerUrl.href)}) })`
+  const code = `import(${JSON.stringify(tsx)})` +
+    `.then((api) => { api.register(); return import(${JSON.stringify(workerUrl.href)}) })`
   return new Worker(code, { eval: true, workerData: job })
 }
 
@@ -140,7 +146,13 @@ function indexInWorker (job: IndexJob, signal?: AbortSignal): Promise<IndexResul
   })
 }
 
-async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, workerMinBytes: number, signal?: AbortSignal): Promise<Record<DatasetName, Dataset>> {
+async function loadAll (
+  dataDir: string,
+  verify: boolean,
+  log: DatasetLog,
+  workerMinBytes: number,
+  signal?: AbortSignal
+): Promise<Record<DatasetName, Dataset>> {
   const loaded = {} as Record<DatasetName, Dataset>
   for (const name of DATASETS) {
     if (signal?.aborted) throw new Error(RELOAD_STOPPED)
@@ -157,8 +169,14 @@ async function loadAll (dataDir: string, verify: boolean, log: DatasetLog, worke
       const started = performance.now()
       const result = await indexInWorker({ path, name, verify }, signal)
       if (!result.ok) throw new Error(result.error) // the worker's reason names the file
-      if (result.snapshotError) log.warn({ dataset: name, error: result.snapshotError }, 'index snapshot could not be written; the file is read directly')
-      if (result.built) log.info({ dataset: name, ms: Math.round(performance.now() - started) }, 'dataset verified and indexed; snapshot written')
+      if (result.snapshotError) {
+        log.warn({ dataset: name, error: result.snapshotError },
+          'index snapshot could not be written; the file is read directly')
+      }
+      if (result.built) {
+        log.info({ dataset: name, ms: Math.round(performance.now() - started) },
+          'dataset verified and indexed; snapshot written')
+      }
       ds = readSnapshot(path, name, unusable) ?? loadDataset(path, name, { quickCheck: false })
     }
     loaded[name] = ds

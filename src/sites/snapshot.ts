@@ -2,7 +2,9 @@
 // written beside the dataset file (`production.db.index`) once that file has passed every check,
 // and read back in a fraction of the time the SQLite rows take. It names the file it was made
 // from (size, mtime and meta); a snapshot that does not match the file is ignored.
-import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync
+} from 'node:fs'
 import KDBush from 'kdbush'
 import Database from 'better-sqlite3'
 import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
@@ -11,7 +13,8 @@ import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
-const MAGIC = 'LSPIDX06' // 03: ids and names as byte columns; 04: every index's per-slot tables; 05: cosines 0 at the poles; 06: the content digest
+// changed with every change of layout: a snapshot of another layout is not read, the file is
+const MAGIC = 'LSPIDX06'
 export const snapshotPath = (datasetFile: string) => `${datasetFile}.index`
 
 interface SectionTable { [name: string]: [offset: number, length: number] }
@@ -55,7 +58,9 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const sections: SectionTable = {}
   let offset = 0
   const add = (name: string, data: Buffer | ArrayBufferView | ArrayBuffer) => {
-    const buf = data instanceof ArrayBuffer ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+    const buf = data instanceof ArrayBuffer
+      ? Buffer.from(data)
+      : Buffer.from(data.buffer, data.byteOffset, data.byteLength)
     sections[name] = [offset, buf.length]
     parts.push(buf)
     offset += buf.length
@@ -73,8 +78,7 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   add('categories', ds.categories)
   add('lats', ds.lats)
   add('lngs', ds.lngs)
-  // an index: its kdbush data and its per-slot tables (made at load otherwise: about 0.2 s for a
-  // million sites with their category and tag indexes, a fifth of a boot)
+  // an index: its kdbush data and its per-slot tables (kept, as making them at load slows a boot)
   const addIndex = (key: string, index: SubIndex) => {
     add(key, index.kd.data as ArrayBuffer)
     add(`${key}:cos`, index.slotCosLats)
@@ -91,7 +95,17 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const indexedTags = [...ds.tagIndexes.keys()]
   for (const tag of indexedTags) addIndex(`tagkd:${tag}`, ds.tagIndexes.get(tag)!)
 
-  const header: Header = { file: fileIdentity(ds.path), meta: ds.meta, digest: ds.digest, count: ds.count, categories, tags, indexedTags, math: SNAPSHOT_MATH, sections }
+  const header: Header = {
+    file: fileIdentity(ds.path),
+    meta: ds.meta,
+    digest: ds.digest,
+    count: ds.count,
+    categories,
+    tags,
+    indexedTags,
+    math: SNAPSHOT_MATH,
+    sections
+  }
   const headerBytes = Buffer.from(JSON.stringify(header))
   const lead = Buffer.alloc(16)
   lead.write(MAGIC, 0, 'latin1')
@@ -114,21 +128,30 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   renameSync(tmp, target)
 }
 
+interface CurrentHeader { header: Header, headerLength: number, meta: DatasetMeta }
+
 /**
  * The snapshot's header if it names the dataset file as it is now (size, mtime, meta), or why it
  * cannot be used.
  */
-function currentHeader (fd: number, path: string): { header: Header, headerLength: number, meta: DatasetMeta } | string {
+function currentHeader (fd: number, path: string): CurrentHeader | string {
   const lead = Buffer.alloc(16)
-  if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) return `not an index snapshot of this format (${MAGIC}): another version of the service wrote it, or it is damaged`
+  if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) {
+    return `not an index snapshot of this format (${MAGIC}): ` +
+      'another version of the service wrote it, or it is damaged'
+  }
   const headerLength = lead.readUInt32LE(8)
   const headerBytes = Buffer.alloc(headerLength)
   if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return 'snapshot is cut short'
   const header = JSON.parse(headerBytes.toString('utf8')) as Header
   const current = fileIdentity(path)
-  if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) return 'made from another version of the dataset file (its size or modification time differ)'
+  if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) {
+    return 'made from another version of the dataset file (its size or modification time differ)'
+  }
   const meta = readMeta(path)
-  if (JSON.stringify(meta) !== JSON.stringify(header.meta)) return 'made from another version of the dataset file (its meta differs)'
+  if (JSON.stringify(meta) !== JSON.stringify(header.meta)) {
+    return 'made from another version of the dataset file (its meta differs)'
+  }
   return { header, headerLength, meta }
 }
 
@@ -137,7 +160,11 @@ function currentHeader (fd: number, path: string): { header: Header, headerLengt
  * dataset file as it is now (then the file must be read and checked the slow way). `unusable`
  * is told why a snapshot that exists is not used.
  */
-export function readSnapshot (path: string, name: DatasetName, unusable?: (reason: string) => void): Dataset | undefined {
+export function readSnapshot (
+  path: string,
+  name: DatasetName,
+  unusable?: (reason: string) => void
+): Dataset | undefined {
   return withSnapshotFile(path, undefined, unusable, (fd) => {
     // Section by section, each read into a buffer of its own: no copy of the whole file in
     // memory, and the kdbush indexes are read straight into the ArrayBuffers they live in.
@@ -163,17 +190,19 @@ export function readSnapshot (path: string, name: DatasetName, unusable?: (reaso
     }
     const json = <T>(key: string): T => JSON.parse(Buffer.from(read(key)).toString('utf8')) as T
     const count = header.count
-    const column = (bytesKey: string, endsKey: string) => new StringColumn(Buffer.from(read(bytesKey)), new Uint32Array(read(endsKey)))
+    const column = (bytesKey: string, endsKey: string) =>
+      new StringColumn(Buffer.from(read(bytesKey)), new Uint32Array(read(endsKey)))
     const ids = column('ids', 'idEnds')
     const names = column('names', 'nameEnds')
-    const codes = (tableKey: string, idxKey: string) => new CodeColumn(json<string[]>(tableKey), new Uint16Array(read(idxKey)))
+    const codes = (tableKey: string, idxKey: string) =>
+      new CodeColumn(json<string[]>(tableKey), new Uint16Array(read(idxKey)))
     const regions = codes('regionTable', 'regionIdx')
     const countries = codes('countryTable', 'countryIdx')
     const categories = new Int32Array(read('categories'))
     const lats = new Float64Array(read('lats'))
     const lngs = new Float64Array(read('lngs'))
-    if (ids.length !== count || names.length !== count || lats.length !== count || lngs.length !== count || categories.length !== count ||
-      regions.length !== count || countries.length !== count) throw new Error('snapshot columns do not match its site count')
+    const columns = [ids, names, lats, lngs, categories, regions, countries]
+    if (columns.some((c) => c.length !== count)) throw new Error('snapshot columns do not match its site count')
 
     const index = (key: string, positions: Uint32Array): SubIndex => {
       const kd = KDBush.from(read(key))
@@ -181,19 +210,24 @@ export function readSnapshot (path: string, name: DatasetName, unusable?: (reaso
       if (header.math !== SNAPSHOT_MATH) return subIndexOf(kd, positions)
       const slotCosLats = new Float64Array(read(`${key}:cos`))
       const slotPositions = new Uint32Array(read(`${key}:slots`))
-      if (slotCosLats.length !== kd.numItems || slotPositions.length !== kd.numItems) throw new Error(`snapshot index ${key} has tables of another size`)
+      if (slotCosLats.length !== kd.numItems || slotPositions.length !== kd.numItems) {
+        throw new Error(`snapshot index ${key} has tables of another size`)
+      }
       return { kd, positions, slotCosLats, slotPositions }
     }
     const all: SubIndex | undefined = count === 0 ? undefined : index('all', identity(count))
     const byCategory = new Map<number, SubIndex>()
-    for (const c of header.categories) byCategory.set(c, index(`cat:${c}:kd`, new Uint32Array(read(`cat:${c}:positions`))))
+    for (const c of header.categories) {
+      byCategory.set(c, index(`cat:${c}:kd`, new Uint32Array(read(`cat:${c}:positions`))))
+    }
     const tagSites = new Map<string, Uint32Array>()
     for (const tag of header.tags) tagSites.set(tag, new Uint32Array(read(`tag:${tag}`)))
     const tagIndexes = new Map<string, SubIndex>()
     for (const tag of header.indexedTags) tagIndexes.set(tag, index(`tagkd:${tag}`, tagSites.get(tag)!))
 
     return {
-      name, path, meta, builtAt: meta.built_at, digest: header.digest, version: datasetVersion(name, header.digest),
+      name, path, meta, builtAt: meta.built_at, digest: header.digest,
+      version: datasetVersion(name, header.digest),
       count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes
     }
   })
@@ -202,8 +236,7 @@ export function readSnapshot (path: string, name: DatasetName, unusable?: (reaso
 /**
  * True when a snapshot exists, names the dataset file as it is now and was made by this V8 (reads
  * the header only). One made by another V8 (a Node.js upgrade) is still read at boot, its per-slot
- * tables made again (about 0.2 s for a million sites), and not current: the index worker (a reload,
- * a new file) writes it again.
+ * tables made again, but is not current: the index worker (a reload, a new file) writes it again.
  */
 export function snapshotCurrent (path: string): boolean {
   return withSnapshotFile(path, false, undefined, (fd) => {
@@ -216,12 +249,19 @@ export function snapshotCurrent (path: string): boolean {
  * Runs `read` on the open snapshot file; `otherwise` when it is missing, unreadable or
  * inconsistent (then `unusable` is told why, unless it is missing).
  */
-function withSnapshotFile<T> (path: string, otherwise: T, unusable: ((reason: string) => void) | undefined, read: (fd: number) => T): T {
+function withSnapshotFile<T> (
+  path: string,
+  otherwise: T,
+  unusable: ((reason: string) => void) | undefined,
+  read: (fd: number) => T
+): T {
   let fd: number
   try {
     fd = openSync(snapshotPath(path), 'r')
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') unusable?.(`cannot open ${snapshotPath(path)}: ${(err as Error).message}`)
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      unusable?.(`cannot open ${snapshotPath(path)}: ${(err as Error).message}`)
+    }
     return otherwise
   }
   try {

@@ -6,7 +6,7 @@ export const EARTH_RADIUS_KM = 6371
 const RAD = Math.PI / 180
 
 /**
- * cos(latitude), exactly 0 at the poles. Math.cos(90 * RAD) is 6.1e-17 (π/2 is not a double), which
+ * cos(latitude), exactly 0 at the poles. Math.cos(90 * RAD) is not 0 (π/2 is not a double), which
  * would set sites at one pole apart by their longitudes and break their tie by id.
  */
 export const cosOfLat = (lat: number) => lat === 90 || lat === -90 ? 0 : Math.cos(lat * RAD)
@@ -16,11 +16,10 @@ export interface SubIndex {
   kd: KDBush
   positions: Uint32Array
   /**
-   * Per slot of the tree, in the tree's order, made with the index (12 bytes a site): cos(latitude),
-   * one Math.cos less per site looked at; and the site's position, `positions[kd.ids[slot]]`, read
-   * where the slot's coordinates are read instead of at a random place of `positions` (a cache
-   * miss per site found: about a quarter of an r=25 search over a million sites). Made at load,
-   * not by the first search: for a million sites that took 57-113 ms of the first request.
+   * Per slot of the tree, in the tree's order, made with the index (at load, so that the first
+   * request does not wait for them): cos(latitude), one Math.cos less per site looked at; and the
+   * site's position, `positions[kd.ids[slot]]`, read beside the slot's coordinates rather than at a
+   * random place of `positions` (a cache miss per site found).
    */
   slotCosLats: Float64Array
   slotPositions: Uint32Array
@@ -72,11 +71,13 @@ const haverSin = (theta: number) => {
 
 export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Math.sqrt(h))
 /** A radius of half the circumference or more holds every site (haverSin falls again past π). */
-export const maxHaverSinFor = (radiusKm: number) => radiusKm >= Math.PI * EARTH_RADIUS_KM ? Infinity : haverSin(radiusKm / EARTH_RADIUS_KM)
+export const maxHaverSinFor = (radiusKm: number) =>
+  radiusKm >= Math.PI * EARTH_RADIUS_KM ? Infinity : haverSin(radiusKm / EARTH_RADIUS_KM)
 
 /** haverSinDist with cosOfLat(lat2) given (made once per tree slot): the same operations in the same order. */
-const haverSinDistCos = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number) =>
-  cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
+const haverSinDistCos = (
+  lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number
+) => cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
 
 /**
  * Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit
@@ -105,13 +106,12 @@ export interface SiteCoordinates {
 // max-heap of at most `limit`, ordered by (h, position), so a site or node that cannot beat the
 // worst one held is never queued. The answer is exactly the first `limit` sites in (distance, id)
 // order, ties included: a site as far as the worst held but with a lower position still gets in.
-// No arrays are allocated per query but the answer's (numbers V8 boxes for the calls it does not
-// inline come to 1.8-2.7 kB a nearest search, 6.2 kB one of 25 sites).
+// No arrays are allocated per query but the answer's.
 
 /**
  * The state of a search: the queue of nodes to visit and the heap of sites held, in typed arrays
- * that grow to the largest search seen and are used again, so a search allocates no arrays but its answer.
- * One object serves one search at a time (a process answers one request at a time).
+ * that grow to the largest search seen and are used again, so a search allocates no arrays but its
+ * answer. One object serves one search at a time (a process answers one request at a time).
  */
 export class NearbySearch {
   // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
@@ -131,7 +131,7 @@ export class NearbySearch {
   private queued = 0
   private held = 0
   private heldMax = 0
-  /** The farthest h that can still get in: the radius until `heldMax` sites are held, then the worst held. */
+  /** The farthest h that can still get in: the radius until `heldMax` sites are held, then the worst held's. */
   private bound = 0
 
   /**
@@ -146,7 +146,9 @@ export class NearbySearch {
     const maxH = maxHaverSinFor(area.radiusKm)
     if (sources.length === 1) return this.around(sources[0], area.lng, area.lat, cosLat, limit, maxH, accept)
     const lists: Hit[][] = []
-    for (const source of sources) lists.push(this.around(source, area.lng, area.lat, cosLat, limit, maxH, accept))
+    for (const source of sources) {
+      lists.push(this.around(source, area.lng, area.lat, cosLat, limit, maxH, accept))
+    }
     return merge(lists, limit)
   }
 
@@ -196,8 +198,10 @@ export class NearbySearch {
         if (!accept || accept(position)) this.offer(h, position, m)
       }
       const nextAxis = 1 - axis
-      this.pushNode(left, m - 1, nextAxis, minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, this.bound)
-      this.pushNode(m + 1, right, nextAxis, axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, this.bound)
+      this.pushNode(left, m - 1, nextAxis,
+        minLng, minLat, axis === 0 ? midLng : maxLng, axis === 1 ? midLat : maxLat, lng, lat, cosLat, this.bound)
+      this.pushNode(m + 1, right, nextAxis,
+        axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, this.bound)
     }
     // the held sites, nearest first: take the worst off the top, last place first
     const H = this.bestH
@@ -309,7 +313,11 @@ export class NearbySearch {
     }
   }
 
-  private pushNode (left: number, right: number, axis: number, minLng: number, minLat: number, maxLng: number, maxLat: number, lng: number, lat: number, cosLat: number, maxH: number) {
+  private pushNode (
+    left: number, right: number, axis: number,
+    minLng: number, minLat: number, maxLng: number, maxLat: number,
+    lng: number, lat: number, cosLat: number, maxH: number
+  ) {
     if (left > right) return
     const bound = boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat)
     if (bound > maxH) return
@@ -329,7 +337,9 @@ export class NearbySearch {
 const after = (ha: number, pa: number, hb: number, pb: number) => ha > hb || (ha === hb && pa > pb)
 
 /** geokdbush's lower bound of h from the point to any point of the box. */
-function boxDist (lng: number, lat: number, cosLat: number, minLng: number, minLat: number, maxLng: number, maxLat: number): number {
+function boxDist (
+  lng: number, lat: number, cosLat: number, minLng: number, minLat: number, maxLng: number, maxLat: number
+): number {
   if (lng >= minLng && lng <= maxLng) {
     if (lat < minLat) return haverSin((lat - minLat) * RAD)
     if (lat > maxLat) return haverSin((lat - maxLat) * RAD)
@@ -338,7 +348,10 @@ function boxDist (lng: number, lat: number, cosLat: number, minLng: number, minL
   const haverSinDLng = Math.min(haverSin((lng - minLng) * RAD), haverSin((lng - maxLng) * RAD))
   const extremumLat = vertexLat(lat, haverSinDLng)
   if (extremumLat > minLat && extremumLat < maxLat) return haverSinDistPartial(haverSinDLng, cosLat, lat, extremumLat)
-  return Math.min(haverSinDistPartial(haverSinDLng, cosLat, lat, minLat), haverSinDistPartial(haverSinDLng, cosLat, lat, maxLat))
+  return Math.min(
+    haverSinDistPartial(haverSinDLng, cosLat, lat, minLat),
+    haverSinDistPartial(haverSinDLng, cosLat, lat, maxLat)
+  )
 }
 
 // cosOfLat as for the sites, so a box's bound at a pole is its pole sites' h, not above it
@@ -354,8 +367,9 @@ function vertexLat (lat: number, haverSinDLng: number): number {
 const defaultSearch = new NearbySearch()
 
 /** NearbySearch.search with the process's one search state. */
-export const searchNearby = (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] =>
-  defaultSearch.search(sources, area, accept)
+export const searchNearby = (
+  sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean
+): Hit[] => defaultSearch.search(sources, area, accept)
 
 /** The first `max` hits of lists each in (h, position) order, in that order. */
 function merge (lists: Hit[][], max: number): Hit[] {
@@ -380,7 +394,12 @@ function merge (lists: Hit[][], max: number): Hit[] {
 }
 
 /** Exhaustive version of searchNearby for small candidate lists (rare tags): same order, same filter. */
-export function scanNearby (coords: SiteCoordinates, candidates: Uint32Array, area: SearchArea, accept?: (position: number) => boolean): Hit[] {
+export function scanNearby (
+  coords: SiteCoordinates,
+  candidates: Uint32Array,
+  area: SearchArea,
+  accept?: (position: number) => boolean
+): Hit[] {
   const { lng, lat, radiusKm, limit } = area
   const cosLat = cosOfLat(lat)
   const maxH = maxHaverSinFor(radiusKm)

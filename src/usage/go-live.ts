@@ -75,16 +75,23 @@ const percent = (share: number) => `${(share * 100).toFixed(2)}%`
 export function goLive (days: DayRecord[], limits: Limits): GoLiveVerdict {
   const s = summarize(days)
   const failures: string[] = []
-  if (s.active_days < MIN_ACTIVE_DAYS) failures.push(`traffic on ${s.active_days} of ${s.days} days (needs ${MIN_ACTIVE_DAYS})`)
+  if (s.active_days < MIN_ACTIVE_DAYS) {
+    failures.push(`traffic on ${s.active_days} of ${s.days} days (needs ${MIN_ACTIVE_DAYS})`)
+  }
   if (limits.day !== null) {
-    const over = days.filter((d) => d.requests > limits.day!)
-    if (over.length > 0) failures.push(`over the day limit of ${limits.day} on ${over.map((d) => `${d.date} (${d.requests})`).join(', ')}`)
+    const over = days.filter((d) => d.requests > limits.day!).map((d) => `${d.date} (${d.requests})`)
+    if (over.length > 0) failures.push(`over the day limit of ${limits.day} on ${over.join(', ')}`)
   }
   if (limits.minute !== null) {
     const over = days.filter((d) => d.busiest_minute && d.busiest_minute.requests > limits.minute!)
-    if (over.length > 0) failures.push(`over the minute limit of ${limits.minute} at ${over.map((d) => `${d.busiest_minute!.minute} (${d.busiest_minute!.requests})`).join(', ')}`)
+      .map((d) => `${d.busiest_minute!.minute} (${d.busiest_minute!.requests})`)
+    if (over.length > 0) failures.push(`over the minute limit of ${limits.minute} at ${over.join(', ')}`)
   }
-  if (s.refused_share >= MAX_REFUSED_SHARE) failures.push(`${percent(s.refused_share)} refused with 429 (needs under ${percent(MAX_REFUSED_SHARE)})`)
-  if (s.error_share >= MAX_ERROR_SHARE) failures.push(`${percent(s.error_share)} errors (needs under ${percent(MAX_ERROR_SHARE)})`)
+  if (s.refused_share >= MAX_REFUSED_SHARE) {
+    failures.push(`${percent(s.refused_share)} refused with 429 (needs under ${percent(MAX_REFUSED_SHARE)})`)
+  }
+  if (s.error_share >= MAX_ERROR_SHARE) {
+    failures.push(`${percent(s.error_share)} errors (needs under ${percent(MAX_ERROR_SHARE)})`)
+  }
   return { ready: failures.length === 0, failures }
 }

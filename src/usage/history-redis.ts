@@ -43,7 +43,12 @@ export class RedisHistory {
   private seq = 0
 
   /** `source`: this instance's id (new at every start), under which its batch numbers are kept. */
-  constructor (private readonly redis: Redis, private readonly keepDays: number, private readonly source: string, private readonly prefix = 'lsp:') {
+  constructor (
+    private readonly redis: Redis,
+    private readonly keepDays: number,
+    private readonly source: string,
+    private readonly prefix = 'lsp:'
+  ) {
     redis.defineCommand('lspHistoryAdd', { numberOfKeys: 3, lua: ADD })
   }
 
@@ -52,11 +57,12 @@ export class RedisHistory {
     if (this.pending.length === 0) this.pending = this.batches(counter.take())
     const failed: Batch[] = []
     let error: unknown
+    const scripts = this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> }
     await Promise.all(this.pending.map(async (b) => {
       const date = dateOf(b.day)
+      const keys = [dayKey, minuteKey, addedKey].map((keyOf) => keyOf(this.prefix, b.key, date))
       try {
-        await (this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> })
-          .lspHistoryAdd(dayKey(this.prefix, b.key, date), minuteKey(this.prefix, b.key, date), addedKey(this.prefix, b.key, date), ...b.args)
+        await scripts.lspHistoryAdd(...keys, ...b.args)
       } catch (err) {
         failed.push(b)
         error = err
@@ -71,7 +77,8 @@ export class RedisHistory {
     for (const [key, days] of deltas) {
       for (const [day, delta] of days) {
         const fields = deltaFields(delta)
-        const args: (string | number)[] = [(day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
+        const args: (string | number)[] =
+          [(day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
         for (const [field, n] of fields) args.push(field, n)
         for (const [m, n] of delta.minutes) args.push(m, n)
         out.push({ key, day, args })
@@ -87,7 +94,13 @@ export class RedisHistory {
 }
 
 /** A partner's stored days from Redis (the operator CLI). */
-export async function readRedisHistory (redis: Redis, key: string, fromDate: string, toDate: string, prefix = 'lsp:'): Promise<Map<string, Record<string, number>>> {
+export async function readRedisHistory (
+  redis: Redis,
+  key: string,
+  fromDate: string,
+  toDate: string,
+  prefix = 'lsp:'
+): Promise<Map<string, Record<string, number>>> {
   const dates: string[] = []
   for (let day = Math.floor(Date.parse(fromDate) / DAY_MS); dateOf(day) <= toDate; day++) dates.push(dateOf(day))
   const pipeline = redis.pipeline()

@@ -31,8 +31,10 @@ export class SqliteHistory {
     this.add = db.prepare('INSERT INTO usage_days (partner_id, day, field, value) VALUES (?, ?, ?, ?) ' +
       'ON CONFLICT (partner_id, day, field) DO UPDATE SET value = value + excluded.value')
     this.addMinute = db.prepare('INSERT INTO usage_minutes (partner_id, minute, requests) VALUES (?, ?, ?) ' +
-      'ON CONFLICT (partner_id, minute) DO UPDATE SET requests = requests + excluded.requests RETURNING requests').pluck()
-    this.busiest = db.prepare("SELECT field, value FROM usage_days WHERE partner_id = ? AND day = ? AND field IN ('bm', 'bc')")
+      'ON CONFLICT (partner_id, minute) DO UPDATE SET requests = requests + excluded.requests ' +
+      'RETURNING requests').pluck()
+    this.busiest = db.prepare('SELECT field, value FROM usage_days ' +
+      "WHERE partner_id = ? AND day = ? AND field IN ('bm', 'bc')")
     this.setField = db.prepare('INSERT INTO usage_days (partner_id, day, field, value) VALUES (?, ?, ?, ?) ' +
       'ON CONFLICT (partner_id, day, field) DO UPDATE SET value = excluded.value')
     this.pruneDays = db.prepare('DELETE FROM usage_days WHERE day < ?')
@@ -48,7 +50,8 @@ export class SqliteHistory {
           for (const [day, delta] of days) {
             const date = dateOf(day)
             for (const [field, n] of deltaFields(delta)) this.add.run(key, date, field, n)
-            const known = Object.fromEntries((this.busiest.all(key, date) as { field: string, value: number }[]).map((r) => [r.field, r.value]))
+            const stored = this.busiest.all(key, date) as { field: string, value: number }[]
+            const known = Object.fromEntries(stored.map((r) => [r.field, r.value]))
             let count = known.bc ?? 0
             let minute = known.bm ?? 0
             for (const [m, n] of delta.minutes) {
@@ -69,7 +72,7 @@ export class SqliteHistory {
     }
   }
 
-  /** Drops days no longer kept, and minute counts before yesterday (a flush after midnight may still add to yesterday). */
+  /** Drops days no longer kept, and minute counts before yesterday (a flush after midnight may add to it). */
   prune (now: number) {
     this.pruneDays.run(dateOf(firstKeptDay(now, this.keepDays)))
     this.pruneMinutes.run((Math.floor(now / DAY_MS) - 1) * (DAY_MS / MINUTE_MS))
@@ -78,11 +81,17 @@ export class SqliteHistory {
 }
 
 /** A partner's stored days, read only (the operator CLI, while the service writes). */
-export function readSqliteHistory (db: Database.Database, key: string, fromDate: string, toDate: string): Map<string, Record<string, number>> {
+export function readSqliteHistory (
+  db: Database.Database,
+  key: string,
+  fromDate: string,
+  toDate: string
+): Map<string, Record<string, number>> {
   const out = new Map<string, Record<string, number>>()
   let rows: { day: string, field: string, value: number }[]
   try {
-    rows = db.prepare('SELECT day, field, value FROM usage_days WHERE partner_id = ? AND day >= ? AND day <= ?').all(key, fromDate, toDate) as typeof rows
+    rows = db.prepare('SELECT day, field, value FROM usage_days WHERE partner_id = ? AND day >= ? AND day <= ?')
+      .all(key, fromDate, toDate) as typeof rows
   } catch (err) {
     if (/no such table/.test((err as Error).message)) return out // no service has run here yet
     throw err

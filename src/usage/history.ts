@@ -3,7 +3,6 @@
 // number increments per request) as deltas, which a store adds to what it holds: control.db
 // (history-sqlite.ts) or Redis (history-redis.ts). Adding deltas is what makes several instances'
 // counts sum up.
-import type { TelemetryEvent } from './telemetry.ts'
 
 export const DAY_MS = 86_400_000
 export const MINUTE_MS = 60_000
@@ -21,9 +20,12 @@ export interface DayDelta {
 /** partner id → day (days since the epoch) → delta */
 export type Deltas = Map<string, Map<number, DayDelta>>
 
+/** What the history counts of an answer (a telemetry event carries these and more). */
+export interface HistoryEvent { timestamp: number, status: number, rows: number }
+
 /** Where the history's deltas go; record is on the request path. */
 export interface HistorySink {
-  record (key: string, event: Pick<TelemetryEvent, 'timestamp' | 'status' | 'rows'>): void
+  record (key: string, event: HistoryEvent): void
 }
 
 /** A partner's delta being counted, and the current minute's count kept apart: one Map lookup a request. */
@@ -33,7 +35,7 @@ export class HistoryCounter implements HistorySink {
   private pending: Deltas = new Map()
   private readonly slots = new Map<string, Slot>()
 
-  record (key: string, event: Pick<TelemetryEvent, 'timestamp' | 'status' | 'rows'>) {
+  record (key: string, event: HistoryEvent) {
     const { timestamp, status, rows } = event
     const minute = Math.floor(timestamp / MINUTE_MS)
     let slot = this.slots.get(key)
@@ -142,7 +144,16 @@ export function dayRecord (date: string, fields: Record<string, number>): DayRec
   const busiest = (fields.bc ?? 0) > 0
     ? { minute: new Date(fields.bm * MINUTE_MS).toISOString().slice(0, 16) + 'Z', requests: fields.bc }
     : null
-  return { date, requests, accepted: requests - refused, refused, client_errors: clientErrors, server_errors: serverErrors, rows: fields.rows ?? 0, busiest_minute: busiest }
+  return {
+    date,
+    requests,
+    accepted: requests - refused,
+    refused,
+    client_errors: clientErrors,
+    server_errors: serverErrors,
+    rows: fields.rows ?? 0,
+    busiest_minute: busiest
+  }
 }
 
 /** The last `count` days up to `now`'s, oldest first, each from `stored` or empty. */

@@ -29,12 +29,17 @@ export function windowReport (w: WindowState, now: number) {
  * The report, but for `client` (the caller's address, which the route adds and the CLI has none
  * of). `environment`: the dataset that answers (the route's demo= decides); `telemetry`: add the block.
  */
-export async function usageReport (sources: UsageSources, partner: ReportedPartner, options: { environment: DatasetName, telemetry: boolean }) {
+export async function usageReport (
+  sources: UsageSources,
+  partner: ReportedPartner,
+  options: { environment: DatasetName, telemetry: boolean }
+) {
   const { now, windows: [minute, hour, day] } = await sources.limiter.state(partner.id, partner.limits)
   const { environment } = options
+  const { id, slug, name } = partner
   return {
     timestamp: new Date(now).toISOString(),
-    partner: { id: partner.id, slug: partner.slug, name: partner.name, environment, is_sandbox: environment === 'sandbox' },
+    partner: { id, slug, name, environment, is_sandbox: environment === 'sandbox' },
     windows: { minute: windowReport(minute, now), hour: windowReport(hour, now), day: windowReport(day, now) },
     ...(options.telemetry ? { telemetry: await sources.telemetry.block(partner.id, now) } : {})
   }

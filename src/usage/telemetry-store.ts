@@ -10,11 +10,13 @@ const TELEMETRY_DDL = `CREATE TABLE IF NOT EXISTS telemetry_events (
   PRIMARY KEY (partner_id, seq)) WITHOUT ROWID`
 
 interface EventRow {
-  partner_id: string, seq: number, timestamp: number, endpoint: string, status: number, rows: number, duration_ms: number, dataset: string | null, cache: string
+  partner_id: string, seq: number, timestamp: number, endpoint: string, status: number, rows: number,
+  duration_ms: number, dataset: string | null, cache: string
 }
 
 const eventOf = (r: EventRow): TelemetryEvent => ({
-  timestamp: r.timestamp, endpoint: r.endpoint, status: r.status, rows: r.rows, durationMs: r.duration_ms, dataset: r.dataset, cache: r.cache as TelemetryEvent['cache']
+  timestamp: r.timestamp, endpoint: r.endpoint, status: r.status, rows: r.rows, durationMs: r.duration_ms,
+  dataset: r.dataset, cache: r.cache as TelemetryEvent['cache']
 })
 
 /** Puts the saved feeds back into `feed`; the number of partners restored. */
@@ -36,10 +38,15 @@ export function restoreTelemetry (db: Database.Database, feed: TelemetryFeed): n
   return partners
 }
 
-/** A function that saves the events recorded since its last call, in one transaction; throws on failure (they are saved next time). */
+/**
+ * A function that saves the events recorded since its last call, in one transaction; it throws on
+ * a failure, and the events are saved next time.
+ */
 export function telemetrySaver (db: Database.Database, feed: TelemetryFeed): () => void {
   db.exec(TELEMETRY_DDL)
-  const insert = db.prepare('INSERT OR REPLACE INTO telemetry_events (partner_id, seq, timestamp, endpoint, status, rows, duration_ms, dataset, cache) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+  const insert = db.prepare('INSERT OR REPLACE INTO telemetry_events ' +
+    '(partner_id, seq, timestamp, endpoint, status, rows, duration_ms, dataset, cache) ' +
+    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
   const trim = db.prepare('DELETE FROM telemetry_events WHERE partner_id = ? AND seq <= ?')
   return () => {
     const unsaved = feed.unsaved()
@@ -47,7 +54,9 @@ export function telemetrySaver (db: Database.Database, feed: TelemetryFeed): () 
     db.transaction(() => {
       for (const { key, events, total } of unsaved) {
         const first = total - events.length + 1
-        events.forEach((e, i) => insert.run(key, first + i, e.timestamp, e.endpoint, e.status, e.rows, e.durationMs, e.dataset, e.cache))
+        events.forEach((e, i) => {
+          insert.run(key, first + i, e.timestamp, e.endpoint, e.status, e.rows, e.durationMs, e.dataset, e.cache)
+        })
         trim.run(key, total - feed.size)
       }
     })()
@@ -58,7 +67,8 @@ export function telemetrySaver (db: Database.Database, feed: TelemetryFeed): () 
 /** A partner's saved feed, newest first (the operator CLI; read only). */
 export function readSavedEvents (db: Database.Database, key: string, size = TELEMETRY_FEED_SIZE): TelemetryEvent[] {
   try {
-    return (db.prepare('SELECT * FROM telemetry_events WHERE partner_id = ? ORDER BY seq DESC LIMIT ?').all(key, size) as EventRow[]).map(eventOf)
+    const select = db.prepare('SELECT * FROM telemetry_events WHERE partner_id = ? ORDER BY seq DESC LIMIT ?')
+    return (select.all(key, size) as EventRow[]).map(eventOf)
   } catch (err) {
     if (/no such table/.test((err as Error).message)) return [] // no service has run here yet
     throw err

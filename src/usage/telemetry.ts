@@ -58,7 +58,7 @@ export class TelemetryFeed implements Telemetry {
     this.history?.record(key, event)
   }
 
-  /** Per partner with events not saved yet: those still in the feed, oldest first, with the newest's sequence number. */
+  /** Per partner with events not saved yet: those still in the feed, oldest first, and the newest's sequence number. */
   unsaved (): { key: string, events: TelemetryEvent[], total: number }[] {
     const out: { key: string, events: TelemetryEvent[], total: number }[] = []
     for (const [key, ring] of this.rings) {
@@ -94,8 +94,10 @@ export class TelemetryFeed implements Telemetry {
   }
 }
 
+interface WindowCounts { requests: number, rows: number, errors: number }
+
 export function telemetryBlock (events: TelemetryEvent[], size: number, now: number) {
-  const windows = Object.fromEntries(WINDOWS.map((name): [WindowName, { requests: number, rows: number, errors: number }] => {
+  const windows = Object.fromEntries(WINDOWS.map((name): [WindowName, WindowCounts] => {
     const since = now - WINDOW_SECONDS[name] * 1000
     let requests = 0
     let rows = 0
@@ -107,7 +109,7 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
       if (e.status >= 400) errors++
     }
     return [name, { requests, rows, errors }]
-  })) as Record<WindowName, { requests: number, rows: number, errors: number }>
+  })) as Record<WindowName, WindowCounts>
   return {
     feed_size: size,
     events: events.length,
@@ -140,24 +142,30 @@ export class SharedTelemetry implements Telemetry {
   readonly size: number
   private readonly written: (err?: unknown) => void
 
-  constructor (private readonly redis: Redis, options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}) {
+  constructor (
+    private readonly redis: Redis,
+    options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}
+  ) {
     this.prefix = options.prefix ?? 'lsp:'
     this.size = options.size ?? TELEMETRY_FEED_SIZE
     const { log } = options
     // the in-process feed passes each event on to the history
     this.local = new TelemetryFeed(this.size, { history: options.history })
     this.written = outageReporter(
-      (err) => log?.warn({ err }, 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
+      (err) => log?.warn({ err },
+        'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
       () => log?.info({}, 'telemetry events are written to the shared state (Redis) again'))
   }
 
   record (key: string, event: TelemetryEvent) {
     this.local.record(key, event)
     const k = sharedFeedKey(key, this.prefix)
-    this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, this.size - 1).pexpire(k, 7 * 86_400_000).exec().then(
-      (results) => this.written(results?.find(([err]) => err)?.[0]),
-      (err: Error) => this.written(err)
-    )
+    this.redis.multi()
+      .lpush(k, JSON.stringify(event))
+      .ltrim(k, 0, this.size - 1)
+      .pexpire(k, 7 * 86_400_000)
+      .exec()
+      .then((results) => this.written(results?.find(([err]) => err)?.[0]), (err: Error) => this.written(err))
   }
 
   async block (key: string, now: number): Promise<TelemetryBlock> {
@@ -174,6 +182,11 @@ export class SharedTelemetry implements Telemetry {
 const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
 
 /** A partner's shared feed, newest first; throws when Redis does not answer. */
-export async function readSharedEvents (redis: Redis, key: string, size = TELEMETRY_FEED_SIZE, prefix = 'lsp:'): Promise<TelemetryEvent[]> {
+export async function readSharedEvents (
+  redis: Redis,
+  key: string,
+  size = TELEMETRY_FEED_SIZE,
+  prefix = 'lsp:'
+): Promise<TelemetryEvent[]> {
   return (await redis.lrange(sharedFeedKey(key, prefix), 0, size - 1)).map((e) => JSON.parse(e) as TelemetryEvent)
 }

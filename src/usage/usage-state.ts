@@ -69,12 +69,14 @@ export function createUsageState (options: UsageStateOptions): UsageState {
   return options.redis ? sharedState(options.redis, options) : localState(options)
 }
 
-function sharedState (redis: Redis, { instanceId, log, clock, historyDays, historyFlushMs = SHARED_HISTORY_FLUSH_MS }: UsageStateOptions): UsageState {
+function sharedState (redis: Redis, options: UsageStateOptions): UsageState {
+  const { instanceId, log, clock, historyDays, historyFlushMs = SHARED_HISTORY_FLUSH_MS } = options
   const failover = new FailoverStore(redis, new RedisStore(redis), instanceId, log, { clock })
   const counter = new HistoryCounter()
   const history = new RedisHistory(redis, historyDays, instanceId)
   const report = outageReporter(
-    (err) => log.warn({ err }, 'usage history cannot be added to the shared state (Redis); counted in this process meanwhile'),
+    (err) => log.warn({ err },
+      'usage history cannot be added to the shared state (Redis); counted in this process meanwhile'),
     () => log.info({}, 'usage history is added to the shared state (Redis) again'))
   // never rejects: a failure is reported (once per outage) and its counts kept for the next flush
   const flush = () => history.flush(counter).then(() => report(), report)
@@ -91,7 +93,9 @@ function sharedState (redis: Redis, { instanceId, log, clock, historyDays, histo
     await flushing
     // batches kept from a failed flush go first, the counts since in the flush after
     for (let i = 0; i < 2 && (history.unsent > 0 || !counter.empty); i++) await save()
-    if (history.unsent > 0 || !counter.empty) log.error({}, 'usage history counts could not be added to the shared state (Redis) at close; they are lost')
+    if (history.unsent > 0 || !counter.empty) {
+      log.error({}, 'usage history counts could not be added to the shared state (Redis) at close; they are lost')
+    }
     await failover.close()
   }
   const telemetry = new SharedTelemetry(redis, { log, history: counter })
@@ -103,7 +107,8 @@ function localState ({ db, log, controlDbHealth, clock, saveMs, historyDays }: U
   const store = new LocalStore()
   const counter = new HistoryCounter()
   const telemetry = new TelemetryFeed(undefined, { history: counter })
-  log.info({ partners: restoreCounters(db, store, clock()), feeds: restoreTelemetry(db, telemetry) }, 'rate-limit counters and telemetry restored')
+  const restored = { partners: restoreCounters(db, store, clock()), feeds: restoreTelemetry(db, telemetry) }
+  log.info(restored, 'rate-limit counters and telemetry restored')
   const history = new SqliteHistory(db, historyDays)
   const saveCounters = counterSaver(db, store, clock)
   const saveTelemetry = telemetrySaver(db, telemetry)

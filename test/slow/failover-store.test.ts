@@ -20,10 +20,12 @@ if (!skippedWithoutRedis(t)) {
   const quiet = { error () {}, info () {}, warn () {} } as unknown as FastifyBaseLogger
   const instance = async (id: string) => {
     // as plugins/shared-state.ts connects, with reconnections a little faster
-    const client = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 50 })
+    const client = new Redis(redis.url,
+      { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 50 })
     client.on('error', () => {})
     await once(client, 'ready')
-    const store = new FailoverStore(client, new RedisStore(client, 'fo:'), id, quiet, { prefix: 'fo:', clock, probeMs: 0 })
+    const store = new FailoverStore(client, new RedisStore(client, 'fo:'), id, quiet,
+      { prefix: 'fo:', clock, probeMs: 0 })
     t.teardown(async () => { await store.close(); client.disconnect() })
     return { client, store, limiter: new RateLimiter(store, clock) }
   }
@@ -39,7 +41,8 @@ if (!skippedWithoutRedis(t)) {
     for (let i = 0; i < n; i++) if ((await limiter.hit(key, limits)).allowed) count++
     return count
   }
-  const used = async (limiter: RateLimiter, key: string, limits: Limits) => (await limiter.state(key, limits)).windows.map((w) => w.used)
+  const used = async (limiter: RateLimiter, key: string, limits: Limits) =>
+    (await limiter.state(key, limits)).windows.map((w) => w.used)
   const until = async (what: string, check: () => Promise<boolean>) => {
     const deadline = Date.now() + 10_000
     while (!(await check())) {
@@ -53,7 +56,12 @@ if (!skippedWithoutRedis(t)) {
     await b.store.tick()
   }
   const back = async (...which: typeof a[]) => {
-    for (const i of which) await until('Redis answering again', async () => { await i.store.tick(); return !i.store.degraded })
+    for (const i of which) {
+      await until('Redis answering again', async () => {
+        await i.store.tick()
+        return !i.store.degraded
+      })
+    }
   }
 
   t.test('alone: each window\'s share of what the last answer left, and when it admits again', async (t) => {
@@ -71,15 +79,18 @@ if (!skippedWithoutRedis(t)) {
     t.ok(a.store.hit('tiers', windows, now) instanceof Promise, 'hit: a promise while alone')
     t.ok(a.store.state('tiers', windows, now) instanceof Promise, 'state: a promise while alone')
     let refused = await a.limiter.hit('tiers', limits)
-    t.same([refused.allowed, refused.refusedBy, refused.retryAfterMs], [false, 'minute', 50_000], 'until the 4 leave the minute')
+    t.same([refused.allowed, refused.refusedBy, refused.retryAfterMs], [false, 'minute', 50_000],
+      'until the 4 leave the minute')
     t.same(refused.windows.map((w) => [w.limit, w.used, w.remaining]), [[5, 5, 0], [10, 9, 1], [null, 15, null]],
       'limits: the instance\'s shares; remaining: what it may still admit')
     now = start + 180_000
     t.equal(await admitted(a.limiter, 'tiers', limits, 1), 1, 'the minute\'s share is 5 now')
     refused = await a.limiter.hit('tiers', limits)
     // the 8 accepted at the start are taken to be as recent as they can be: a minute before the answer
-    t.same([refused.refusedBy, refused.retryAfterMs], ['hour', start + 60_000 + 3_600_000 - now], 'until those 8 leave the hour')
-    t.same(await used(b.limiter, 'tiers', limits), [5, 10, 0], 'b never had an answer about the partner: nothing left to it for a window\'s length')
+    t.same([refused.refusedBy, refused.retryAfterMs], ['hour', start + 60_000 + 3_600_000 - now],
+      'until those 8 leave the hour')
+    t.same(await used(b.limiter, 'tiers', limits), [5, 10, 0],
+      'b never had an answer about the partner: nothing left to it for a window\'s length')
     await redis.start()
     await back(a, b)
     await a.store.tick()
@@ -100,7 +111,8 @@ if (!skippedWithoutRedis(t)) {
     t.equal(a.store.rejoining, true)
     t.same(await used(a.limiter, 'catch-up', limits), [40, 40, 40], 'the 20 of before put back, a\'s 20 added')
     const hit = await a.limiter.hit('catch-up', limits)
-    t.same([hit.allowed, hit.windows[0].limit], [false, 30], 'b\'s share kept free: 20 left in Redis, but b may have used them')
+    t.same([hit.allowed, hit.windows[0].limit], [false, 30],
+      'b\'s share kept free: 20 left in Redis, but b may have used them')
     await back(b)
     await a.store.tick()
     t.equal(a.store.rejoining, false, 'a has seen b back')
@@ -123,7 +135,8 @@ if (!skippedWithoutRedis(t)) {
     await back(a, b)
     const windows = (await b.limiter.state('rows', limits)).windows
     // Redis came back empty: the request of before is put back from a's answer, without rows (none known)
-    t.same([windows[0].used, windows[0].rows], [4, 18], 'back: every request and the rows of those accepted alone, on any instance')
+    t.same([windows[0].used, windows[0].rows], [4, 18],
+      'back: every request and the rows of those accepted alone, on any instance')
     for (const i of [a, b]) await i.store.tick() // each has seen the other back: no share kept free
     t.same([a.store.rejoining, b.store.rejoining], [false, false])
   })
@@ -158,7 +171,8 @@ if (!skippedWithoutRedis(t)) {
     const usage = await a.limiter.state('stepped', limits)
     t.equal(usage.now + usage.windows[0].resetsInMs!, start + 60_000, '/usage: resets when the two leave')
     now = start - 50_000 + wait * 1000
-    t.equal((await a.limiter.hit('stepped', limits)).allowed, true, 'a request sent Retry-After seconds later is accepted')
+    t.equal((await a.limiter.hit('stepped', limits)).allowed, true,
+      'a request sent Retry-After seconds later is accepted')
     now = start + 60_000
     await redis.start()
     await back(a, b)

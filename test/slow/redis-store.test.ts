@@ -52,7 +52,8 @@ if (!skippedWithoutRedis(t)) {
     await limiters[0].setRows('rows', b.seq!, 3)
     await limiters[0].setRows('rows', 999_999, 50) // unknown seq: ignored
     const { windows } = await limiters[2].state('rows', limits)
-    t.same(windows.map((w) => [w.used, w.rows, w.remaining, w.resetsInMs]), [[2, 15, 3, 60_000], [2, 15, null, null], [2, 15, null, null]])
+    t.same(windows.map((w) => [w.used, w.rows, w.remaining, w.resetsInMs]),
+      [[2, 15, 3, 60_000], [2, 15, null, null], [2, 15, null, null]])
     now -= 30_000
     const back = await limiters[0].hit('rows', limits)
     t.equal(back.allowed, true)
@@ -69,15 +70,20 @@ if (!skippedWithoutRedis(t)) {
     const r = await limiters[1].hit('behind', limits)
     t.equal(r.allowed, false)
     const wait = retryAfterSeconds(r.retryAfterMs!)
-    t.equal(rateLimitHeaders(r.windows, r.now)['x-ratelimit-reset'], String(Math.ceil((start + 60_000) / 1000)), 'the window frees up at start + 60 s')
+    t.equal(rateLimitHeaders(r.windows, r.now)['x-ratelimit-reset'], String(Math.ceil((start + 60_000) / 1000)),
+      'the window frees up at start + 60 s')
     const usage = await limiters[2].state('behind', limits)
     t.equal(usage.now + usage.windows[0].resetsInMs!, start + 60_000, '/usage: resets_at is when the oldest leaves')
     now = start - 50_000 + wait * 1000
-    t.equal((await limiters[1].hit('behind', limits)).allowed, true, 'a request sent Retry-After seconds later is accepted')
+    t.equal((await limiters[1].hit('behind', limits)).allowed, true,
+      'a request sent Retry-After seconds later is accepted')
     now = start + 60_000
   })
 
   const reasonOf = (p: Promise<unknown>) => p.then(() => 'no error', (err: { reason?: string }) => err.reason)
+  /** Every key of a partners' store: deleting them is a Redis that lost its data. */
+  const partnerKeys = (prefix: string) =>
+    [`${prefix}partners`, `${prefix}partner-digests`, `${prefix}partners:version`, `${prefix}partners:epoch`]
 
   t.test('partners in Redis: unique slugs, the digest index kept right, rows checked', async (t) => {
     const store = new RedisPartnerStore(clients[1], 'ptest:')
@@ -99,7 +105,8 @@ if (!skippedWithoutRedis(t)) {
     t.same((await store.listWithDigests()).map((e) => e.digest), [tokenDigest(rotated.token)])
   })
 
-  t.test('partners put back into a Redis that lost them: in one step, never over a partner written since', async (t) => {
+  t.test('partners put back into a Redis that lost them: in one step, ' +
+    'never over a partner written since', async (t) => {
     const source = new RedisPartnerStore(clients[0], 'rtest-source:')
     for (const name of ['Alpha', 'Bravo', 'Charlie', 'Delta']) await source.create({ name, tier: 'growth' })
     const rows = await source.exportRows()
@@ -114,16 +121,19 @@ if (!skippedWithoutRedis(t)) {
     // two instances at once: both merge; the rows go in once, Bravo's new row stays
     const written = await Promise.all([store.mergeRows(rows), other.mergeRows(rows)])
     t.same(written.sort(), [0, 3])
-    t.equal(await store.version(), versionAfterCreate + 1, 'the version moved once (a row at a time would be 3 steps, each readable)')
+    t.equal(await store.version(), versionAfterCreate + 1,
+      'the version moved once (a row at a time would be 3 steps, each readable)')
     const now = await store.exportRows()
     t.same(now.map((r) => r.slug), ['alpha', 'bravo', 'charlie', 'delta'])
     t.equal(now.find((r) => r.slug === 'bravo')!.id, bravo.id, 'the partner written since the loss is kept')
+    const bravoNow = now.find((r) => r.slug === 'bravo')!
     t.same(Object.keys(await clients[1].hgetall('rtest:partner-digests')).sort(),
-      [...rows.filter((r) => r.slug !== 'bravo').map((r) => r.token_sha256), now.find((r) => r.slug === 'bravo')!.token_sha256].sort())
+      [...rows.filter((r) => r.slug !== 'bravo').map((r) => r.token_sha256), bravoNow.token_sha256].sort())
     t.equal(await store.mergeRows(rows), 0, 'nothing missing, nothing written')
   })
 
-  t.test('an instance puts the partners back even when an operator wrote one first (issue: a store with one partner refused every other token)', async (t) => {
+  t.test('an instance puts the partners back even when an operator wrote one first ' +
+    '(issue: a store with one partner refused every other token)', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
     const control = new PartnerStore(join(dir, 'control.db'))
@@ -135,11 +145,12 @@ if (!skippedWithoutRedis(t)) {
     t.equal(await directory.refreshShared(), 'changed')
     t.equal(directory.byToken(alpha.token)?.slug, 'alpha')
     // Redis restarts empty; the CLI creates a partner before this instance looks again
-    await clients[0].del('rtest-dir:partners', 'rtest-dir:partner-digests', 'rtest-dir:partners:version', 'rtest-dir:partners:epoch')
+    await clients[0].del(...partnerKeys('rtest-dir:'))
     const charlie = await shared.create({ name: 'Charlie' })
     t.equal(await directory.refreshShared(), 'restored')
-    t.same([directory.byToken(alpha.token)?.slug, directory.byToken(bravo.token)?.slug, directory.byToken(charlie.token)?.slug], ['alpha', 'bravo', 'charlie'])
-    t.same((await shared.exportRows()).map((r) => r.slug), ['alpha', 'bravo', 'charlie'], 'and put back into Redis for every instance')
+    t.same([alpha, bravo, charlie].map((p) => directory.byToken(p.token)?.slug), ['alpha', 'bravo', 'charlie'])
+    t.same((await shared.exportRows()).map((r) => r.slug), ['alpha', 'bravo', 'charlie'],
+      'and put back into Redis for every instance')
     t.equal(await directory.refreshShared(), 'same')
   })
 
@@ -151,7 +162,7 @@ if (!skippedWithoutRedis(t)) {
     const second = await store.state()
     t.equal(second.epoch, first.epoch, 'writes keep it')
     t.equal(second.version, 1)
-    await clients[0].del('rtest-epoch:partners', 'rtest-epoch:partner-digests', 'rtest-epoch:partners:version', 'rtest-epoch:partners:epoch')
+    await clients[0].del(...partnerKeys('rtest-epoch:'))
     await store.create({ name: 'Foxtrot' })
     t.not((await store.state()).epoch, first.epoch, 'a store that lost its data has a new one, whoever writes first')
   })
@@ -160,9 +171,14 @@ if (!skippedWithoutRedis(t)) {
     const store = new RedisPartnerStore(clients[0], 'rtest-patch:')
     const { partner, token } = await store.create({ name: 'Golf', tier: 'growth' })
     // two changes at once, each of one field: both take effect
-    await Promise.all([store.update('golf', { status: 'suspended' }), store.update('golf', { maxResults: 7 }), store.update('golf', { limitOverrides: { hour: 50 } })])
+    await Promise.all([
+      store.update('golf', { status: 'suspended' }),
+      store.update('golf', { maxResults: 7 }),
+      store.update('golf', { limitOverrides: { hour: 50 } })
+    ])
     const after = await store.get('golf')
-    t.same([after.status, after.maxResults, after.limitOverrides, after.tier, after.id], ['suspended', 7, { minute: null, hour: 50, day: null }, 'growth', partner.id])
+    t.same([after.status, after.maxResults, after.limitOverrides, after.tier, after.id],
+      ['suspended', 7, { minute: null, hour: 50, day: null }, 'growth', partner.id])
     const rotated = await store.rotate('golf')
     const digests = await clients[0].hgetall('rtest-patch:partner-digests')
     t.same(Object.values(digests), ['golf'])
@@ -172,27 +188,35 @@ if (!skippedWithoutRedis(t)) {
     t.equal(await reasonOf(store.update('nobody', { status: 'active' })), 'not_found')
   })
 
-  t.test('after an outage: what was known put back where the log lacks it, then the requests accepted alone', async (t) => {
+  t.test('after an outage: what was known put back where the log lacks it, ' +
+    'then the requests accepted alone', async (t) => {
     const store = new RedisStore(clients[0], 'test:')
     const limits: Limits = { minute: 10, hour: null, day: null }
     const seconds = [60, 3600, 86400]
-    const alone = [{ time: now - 5000, rows: 7 }, { time: now - 4000, rows: 0 }, { time: now - 3000, rows: 1 }, { time: now - 70_000, rows: 100 }]
+    const alone = [
+      { time: now - 5000, rows: 7 }, { time: now - 4000, rows: 0 }, { time: now - 3000, rows: 1 },
+      { time: now - 70_000, rows: 100 }
+    ]
     await store.rejoin('merged', seconds, undefined, alone, now)
     let { windows } = await limiters[1].state('merged', limits)
     t.same([windows[0].used, windows[1].used], [3, 4])
     t.same([windows[0].rows, windows[1].rows], [8, 108], 'their rows too')
-    t.same(store.answers.get('merged'), { at: now, windows: [{ seconds: 60, used: 3 }, { seconds: 3600, used: 4 }, { seconds: 86400, used: 4 }] }, 'the answer remembered')
+    const used = (minute: number, hour: number, day: number) =>
+      [{ seconds: 60, used: minute }, { seconds: 3600, used: hour }, { seconds: 86400, used: day }]
+    t.same(store.answers.get('merged'), { at: now, windows: used(3, 4, 4) }, 'the answer remembered')
 
     // known now: 2 a minute, 5 an hour, 9 a day; the log has 3, 4 and 4 of them
-    const known = { at: now, windows: [{ seconds: 60, used: 2 }, { seconds: 3600, used: 5 }, { seconds: 86400, used: 9 }] }
+    const known = { at: now, windows: used(2, 5, 9) }
     await store.rejoin('merged', seconds, known, [], now)
     ;({ windows } = await limiters[1].state('merged', limits))
     t.same(windows.map((w) => w.used), [3, 5, 9], 'the minute had them; one more in the hour, four more in the day')
     const log = await clients[0].zrange('test:rl:{merged}:log', 0, -1, 'WITHSCORES')
     t.same(log.filter((_, i) => i % 2 === 1).map((s) => Number(s) - now),
-      [-3_600_000, -3_600_000, -3_600_000, -3_600_000, -70_000, -60_000, -5000, -4000, -3000], 'each put back at the latest time it can have')
+      [-3_600_000, -3_600_000, -3_600_000, -3_600_000, -70_000, -60_000, -5000, -4000, -3000],
+      'each put back at the latest time it can have')
     await store.rejoin('merged', seconds, known, [], now)
-    t.same((await limiters[1].state('merged', limits)).windows.map((w) => w.used), [3, 5, 9], 'put back once: a second instance knowing the same adds nothing')
+    t.same((await limiters[1].state('merged', limits)).windows.map((w) => w.used), [3, 5, 9],
+      'put back once: a second instance knowing the same adds nothing')
   })
 
   t.test('a script that reaches Redis after its command timed out here changes nothing', async (t) => {
@@ -203,7 +227,8 @@ if (!skippedWithoutRedis(t)) {
     const limiter = new RateLimiter(store, () => now)
     store.clockOffsetMs = -60_000 // as if it had waited a minute in a Redis that hung
     await t.rejects(store.hit('late', windowSpecs(limits), now), { message: /after its command had timed out here/ })
-    await t.rejects(store.rejoin('late', [60], undefined, [{ time: now, rows: 3 }], now), { message: /after its command had timed out here/ })
+    await t.rejects(store.rejoin('late', [60], undefined, [{ time: now, rows: 3 }], now),
+      { message: /after its command had timed out here/ })
     t.same((await limiters[0].state('late', limits)).windows.map((w) => w.used), [0, 0, 0])
     store.clockOffsetMs = 0
     t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
@@ -220,7 +245,8 @@ if (!skippedWithoutRedis(t)) {
     await other.call('CLIENT', 'PAUSE', '1500', 'WRITE')
     await t.rejects(store.rotate('india'), { message: 'Command timed out' }, 'the CLI exits 1 and prints no token')
     await client.ping() // answered after the rotation's script (at the pause's end): Redis has run or refused it
-    t.same(await client.hgetall('rtest-slow:partner-digests'), { [tokenDigest(token)]: 'india' }, 'the working token still works')
+    t.same(await client.hgetall('rtest-slow:partner-digests'), { [tokenDigest(token)]: 'india' },
+      'the working token still works')
     t.equal((await store.get('india')).maxResults, 5)
   })
 
@@ -230,7 +256,11 @@ if (!skippedWithoutRedis(t)) {
     const store = new RedisPartnerStore(client, 'rtest-late:')
     const { token } = await store.create({ name: 'Juliet' })
     const rows = await store.exportRows()
-    const stored = async () => [await client.hgetall('rtest-late:partners'), await client.hgetall('rtest-late:partner-digests'), await store.version()]
+    const stored = async () => [
+      await client.hgetall('rtest-late:partners'),
+      await client.hgetall('rtest-late:partner-digests'),
+      await store.version()
+    ]
     const before = await stored()
     scriptDeadline(client).clockOffsetMs = -60_000 // as if each had waited a minute in a Redis that hung
     const late = { message: /after its deadline/ }
@@ -247,7 +277,8 @@ if (!skippedWithoutRedis(t)) {
     t.same((await store.listWithDigests()).map((e) => e.digest), [tokenDigest(token)])
   })
 
-  t.test('partners imported in one script: checked against each other and what Redis keeps, then all written or none', async (t) => {
+  t.test('partners imported in one script: checked against each other and what Redis keeps, ' +
+    'then all written or none', async (t) => {
     const store = new RedisPartnerStore(clients[0], 'rtest-import:')
     const source = new RedisPartnerStore(clients[0], 'rtest-import-source:')
     for (const name of ['Lima', 'Mike', 'November']) await source.create({ name })
@@ -255,16 +286,25 @@ if (!skippedWithoutRedis(t)) {
     t.same(await store.importRows([lima]), { created: 1, replaced: 0 })
     const version = await store.version()
     const message = (p: Promise<unknown>) => p.then(() => 'no error', (err: Error) => err.message)
-    t.equal(await message(store.importRows([mike, { ...november, slug: 'mike' }])), 'partner "mike" is in the file twice')
-    t.equal(await message(store.importRows([mike, { ...november, id: mike.id }])), 'partner "november": its id is also partner "mike"\'s')
-    t.equal(await message(store.importRows([mike, { ...november, token_sha256: mike.token_sha256 }])), 'partner "november": its token_sha256 is also partner "mike"\'s')
-    t.equal(await message(store.importRows([mike, { ...november, id: lima.id }])), 'partner "november": its id is also partner "lima"\'s, in the shared state')
-    t.equal(await message(store.importRows([mike, { ...november, token_sha256: lima.token_sha256 }])), 'partner "november": its token_sha256 is also partner "lima"\'s, in the shared state')
+    const withNovember = (change: Partial<typeof november>) =>
+      message(store.importRows([mike, { ...november, ...change }]))
+    t.equal(await withNovember({ slug: 'mike' }), 'partner "mike" is in the file twice')
+    t.equal(await withNovember({ id: mike.id }), 'partner "november": its id is also partner "mike"\'s')
+    t.equal(await withNovember({ token_sha256: mike.token_sha256 }),
+      'partner "november": its token_sha256 is also partner "mike"\'s')
+    t.equal(await withNovember({ id: lima.id }),
+      'partner "november": its id is also partner "lima"\'s, in the shared state')
+    t.equal(await withNovember({ token_sha256: lima.token_sha256 }),
+      'partner "november": its token_sha256 is also partner "lima"\'s, in the shared state')
     t.same([await store.version(), (await store.exportRows()).map((r) => r.slug)], [version, ['lima']], 'none written')
     // lima replaced by a row with another id and token: its old ones are free for the others
-    t.same(await store.importRows([mike, { ...lima, id: november.id, token_sha256: november.token_sha256 }, { ...november, id: lima.id, token_sha256: lima.token_sha256 }]),
-      { created: 2, replaced: 1 })
-    t.same(await clients[0].hgetall('rtest-import:partner-digests'), { [mike.token_sha256]: 'mike', [november.token_sha256]: 'lima', [lima.token_sha256]: 'november' })
+    t.same(await store.importRows([
+      mike,
+      { ...lima, id: november.id, token_sha256: november.token_sha256 },
+      { ...november, id: lima.id, token_sha256: lima.token_sha256 }
+    ]), { created: 2, replaced: 1 })
+    t.same(await clients[0].hgetall('rtest-import:partner-digests'),
+      { [mike.token_sha256]: 'mike', [november.token_sha256]: 'lima', [lima.token_sha256]: 'november' })
     t.equal(await store.version(), version + 1, 'the version moved once')
   })
 }

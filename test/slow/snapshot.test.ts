@@ -14,7 +14,10 @@ import { REPO_ROOT, buildTestApp, logCapture, randomSites, site, testConfig, tmp
 const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
 /** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
 const plainIndex = (i: SubIndex) => ({
-  data: Buffer.from(i.kd.data as ArrayBuffer), positions: [...i.positions], cos: bytesOf(i.slotCosLats), slots: bytesOf(i.slotPositions)
+  data: Buffer.from(i.kd.data as ArrayBuffer),
+  positions: [...i.positions],
+  cos: bytesOf(i.slotCosLats),
+  slots: bytesOf(i.slotPositions)
 })
 const plain = (ds: ReturnType<typeof loadDataset>) => ({
   ...ds,
@@ -27,7 +30,8 @@ const plain = (ds: ReturnType<typeof loadDataset>) => ({
 t.test('a snapshot reads back the dataset exactly', async (t) => {
   const dir = tmpDataDir(t)
   const path = datasetPath(dir, 'production')
-  const sites = [...randomSites('snap', 4000, 'q'), site('odd', 7, 1, 1, [], { name: 'Quote " ✈ \u2028', region: 'OCE', country: 'NZ' })]
+  const odd = site('odd', 7, 1, 1, [], { name: 'Quote " ✈ \u2028', region: 'OCE', country: 'NZ' })
+  const sites = [...randomSites('snap', 4000, 'q'), odd]
   // one tag on 1,100 sites, so a tag index is written too
   for (let i = 0; i < 1100; i++) sites[i].tags = [...sites[i].tags, '~common']
   writeDataset(path, sites, { source: 'test', precision: 3 })
@@ -43,8 +47,18 @@ t.test('a snapshot reads back the dataset exactly', async (t) => {
   t.equal(contentDigest(fromSnapshot), fromFile.digest, 'its digest is of what it serves')
   const random = seededRandom('snap-queries')
   for (let i = 0; i < 300; i++) {
-    const q = { lat: random() * 180 - 90, lng: random() * 360 - 180, radiusKm: 5000 * random(), limit: 1 + Math.floor(random() * 50), categories: [2, 4, 5, 6, 7, 8, 9, 10], tag: random() < 0.3 ? '~common' : undefined }
-    if (JSON.stringify(findNearby(fromSnapshot, q).hits) !== JSON.stringify(findNearby(fromFile, q).hits)) { t.fail('search differs', q); return }
+    const q = {
+      lat: random() * 180 - 90,
+      lng: random() * 360 - 180,
+      radiusKm: 5000 * random(),
+      limit: 1 + Math.floor(random() * 50),
+      categories: [2, 4, 5, 6, 7, 8, 9, 10],
+      tag: random() < 0.3 ? '~common' : undefined
+    }
+    if (JSON.stringify(findNearby(fromSnapshot, q).hits) !== JSON.stringify(findNearby(fromFile, q).hits)) {
+      t.fail('search differs', q)
+      return
+    }
   }
 })
 
@@ -71,7 +85,8 @@ t.test('per-slot tables are read back only where Math.cos gives the same bits', 
   t.ok(at > 0 && bytes.indexOf(cosines, at + 1) === -1, 'the cosines are in the file, once')
   bytes[at] ^= 1
   writeFileSync(snapshotPath(path), bytes)
-  t.not(bytesOf(readSnapshot(path, 'production')!.all!.slotCosLats).compare(bytesOf(fromFile.all!.slotCosLats)), 0, 'made by this V8: read from the file')
+  t.not(bytesOf(readSnapshot(path, 'production')!.all!.slotCosLats).compare(bytesOf(fromFile.all!.slotCosLats)), 0,
+    'made by this V8: read from the file')
   // the same file as if another V8 had made it: the tables are made again
   madeByAnotherV8(path)
   t.same(plain(readSnapshot(path, 'production')!), plain(fromFile), 'made by another: made again, as from the file')
@@ -129,19 +144,22 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
   ], 'each refusal says why')
 })
 
-t.test('a writer killed before its rename leaves its temporary file; the next snapshot written removes it', async (t) => {
+t.test('a writer killed before its rename leaves its temporary file; ' +
+  'the next snapshot written removes it', async (t) => {
   const dir = tmpDataDir(t)
   const path = datasetPath(dir, 'production')
   writeDataset(path, randomSites('kill', 3000, 'k'), { source: 'test', precision: 3 })
   // a process that writes the snapshot whole and is killed where it would rename it into place
+  const source = (file: string) => JSON.stringify(new URL(`../../src/sites/${file}`, import.meta.url).href)
   const script = `import fs from 'node:fs'
     import { syncBuiltinESMExports } from 'node:module'
-    const { loadDataset } = await import(${JSON.stringify(new URL('../../src/sites/dataset.ts', import.meta.url).href)})
-    const { writeSnapshot } = await import(${JSON.stringify(new URL('../../src/sites/snapshot.ts', import.meta.url).href)})
+    const { loadDataset } = await import(${source('dataset.ts')})
+    const { writeSnapshot } = await import(${source('snapshot.ts')})
     fs.renameSync = () => process.kill(process.pid, 'SIGKILL')
     syncBuiltinESMExports()
     writeSnapshot(loadDataset(process.argv[1], 'production'))`
-  const killed = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], { cwd: REPO_ROOT, encoding: 'utf8' })
+  const killed = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path],
+    { cwd: REPO_ROOT, encoding: 'utf8' })
   t.equal(killed.signal, 'SIGKILL', killed.stderr)
   const left = readdirSync(dir).filter((name) => name !== 'production.db')
   t.equal(left.length, 1, 'its temporary file is left')
@@ -159,7 +177,8 @@ t.test('the service logs why a snapshot was not used, at warn; a missing one is 
   const path = datasetPath(first.dataDir, 'production')
   const snapshot = readFileSync(snapshotPath(path))
   writeFileSync(snapshotPath(path), snapshot.subarray(0, snapshot.length - 9))
-  const app = await buildApp(testConfig(first.dataDir, { INDEX_WORKER_MIN_MB: '0' }), { logger: { level: 'info', stream } })
+  const app = await buildApp(testConfig(first.dataDir, { INDEX_WORKER_MIN_MB: '0' }),
+    { logger: { level: 'info', stream } })
   t.teardown(() => app.close())
   const warned = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40)
   t.same(warned.map((l) => [l.dataset, l.reason, l.msg]), [

@@ -10,13 +10,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const until = async (ok: () => boolean) => {
   for (let i = 0; i < 100 && !ok(); i++) await sleep(50)
 }
-const event = (n: number): TelemetryEvent => ({ timestamp: Date.UTC(2026, 0, 1) + n, endpoint: '/v1/sites', status: 200, rows: n, durationMs: 1, dataset: 'production', cache: 'miss' })
+const event = (n: number): TelemetryEvent => ({
+  timestamp: Date.UTC(2026, 0, 1) + n, endpoint: '/v1/sites', status: 200, rows: n, durationMs: 1,
+  dataset: 'production', cache: 'miss'
+})
 
 if (!skippedWithoutRedis(t)) {
   t.test('a Redis outage: one warning when writes fail, one info line when they work again', async (t) => {
     const server = await startRedis(t)
     // as plugins/shared-state.ts connects: commands fail at once while Redis is away
-    const redis = new Redis(server.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 100 })
+    const redis = new Redis(server.url,
+      { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 100 })
     redis.on('error', () => {})
     t.teardown(() => redis.disconnect())
     await until(() => redis.status === 'ready')
@@ -36,9 +40,12 @@ if (!skippedWithoutRedis(t)) {
     for (let n = 2; n <= 6; n++) telemetry.record('p', event(n))
     await until(() => logged.length > 0)
     await sleep(200)
-    t.same(logged.map(([level, msg]) => [level, msg]), [['warn', 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile']], 'five failed writes: one warning')
+    t.same(logged.map(([level, msg]) => [level, msg]),
+      [['warn', 'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile']],
+      'five failed writes: one warning')
     t.type(logged[0][2], 'string', 'with the error')
-    t.same((await telemetry.block('p', Date.UTC(2026, 0, 1) + 10)).recent_events.map((e) => e.rows), [6, 5, 4, 3, 2, 1], 'answered from the process meanwhile')
+    t.same((await telemetry.block('p', Date.UTC(2026, 0, 1) + 10)).recent_events.map((e) => e.rows), [6, 5, 4, 3, 2, 1],
+      'answered from the process meanwhile')
 
     await server.start()
     await until(() => redis.status === 'ready')
@@ -46,7 +53,10 @@ if (!skippedWithoutRedis(t)) {
     telemetry.record('p', event(8))
     await until(() => logged.length > 1)
     await sleep(200)
-    t.same(logged.slice(1).map(([level, msg]) => [level, msg]), [['info', 'telemetry events are written to the shared state (Redis) again']], 'one info line once writes work again')
-    t.same(await redis.lrange('test:tm:{p}', 0, -1).then((list) => list.map((e) => JSON.parse(e).rows)), [8, 7], 'written again (the restarted Redis is empty)')
+    t.same(logged.slice(1).map(([level, msg]) => [level, msg]),
+      [['info', 'telemetry events are written to the shared state (Redis) again']],
+      'one info line once writes work again')
+    t.same(await redis.lrange('test:tm:{p}', 0, -1).then((list) => list.map((e) => JSON.parse(e).rows)), [8, 7],
+      'written again (the restarted Redis is empty)')
   })
 }

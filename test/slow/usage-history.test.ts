@@ -64,11 +64,15 @@ t.test('the counter: deltas per partner and day, statuses from 400, requests per
   counter.record('p', ev(at(10, 1, 30), 200, 1))
   counter.putBack(deltas)
   const merged = counter.take().get('p')!.get(Math.floor(DAY / 86_400_000))!
-  t.same([merged.requests, merged.rows, merged.minutes.get(Math.floor(at(10, 1) / 60_000))], [8, 13, 5], 'put back: merged with what came since')
+  t.same([merged.requests, merged.rows, merged.minutes.get(Math.floor(at(10, 1) / 60_000))], [8, 13, 5],
+    'put back: merged with what came since')
 })
 
 t.test('a day as printed, and the last N days oldest first', async (t) => {
-  t.same(dayRecord(D0, { requests: 7, rows: 12, s400: 1, s404: 1, s429: 2, s503: 1, bm: Math.floor(at(10, 1) / 60_000), bc: 4 }), expectedDay)
+  const fields = {
+    requests: 7, rows: 12, s400: 1, s404: 1, s429: 2, s503: 1, bm: Math.floor(at(10, 1) / 60_000), bc: 4
+  }
+  t.same(dayRecord(D0, fields), expectedDay)
   t.same(dayRecord(D1, {}), {
     date: D1, requests: 0, accepted: 0, refused: 0, client_errors: {}, server_errors: {}, rows: 0, busiest_minute: null
   })
@@ -117,13 +121,15 @@ t.test('control.db: a failed flush keeps its deltas for the next, adding nothing
   history.flush(counter, at(10, 2))
   traffic(counter)
   // a write that fails half-way: the transaction is rolled back
-  db.exec("CREATE TRIGGER fail BEFORE INSERT ON usage_minutes WHEN NEW.partner_id = 'q' BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+  db.exec("CREATE TRIGGER fail BEFORE INSERT ON usage_minutes WHEN NEW.partner_id = 'q' " +
+    "BEGIN SELECT RAISE(ABORT, 'disk full'); END")
   t.throws(() => history.flush(counter, at(10, 3)), /disk full/)
   t.same(readSqliteHistory(db, 'p', D0, D0).get(D0)!.requests, 7, 'nothing of the failed flush is stored')
   db.exec('DROP TRIGGER fail')
   history.flush(counter, at(10, 4))
   const day = dayRecord(D0, readSqliteHistory(db, 'p', D0, D0).get(D0)!)
-  t.same([day.requests, day.refused, day.rows, day.busiest_minute], [14, 4, 24, { minute: `${D0}T10:01Z`, requests: 8 }], 'then all of it, once')
+  t.same([day.requests, day.refused, day.rows, day.busiest_minute],
+    [14, 4, 24, { minute: `${D0}T10:01Z`, requests: 8 }], 'then all of it, once')
   t.equal(readSqliteHistory(db, 'q', D0, D0).get(D0)!.requests, 2)
 })
 
@@ -133,11 +139,14 @@ t.test('control.db: days older than the days kept are removed', async (t) => {
   const counter = new HistoryCounter()
   for (let d = 0; d < 5; d++) counter.record('p', ev(DAY - d * 86_400_000 + 1000))
   history.flush(counter, DAY + 1000)
-  t.same([...readSqliteHistory(db, 'p', '0000-01-01', '9999-12-31').keys()].sort(), [D2, D1, D0], 'today and the two days before')
-  t.same(db.prepare('SELECT min(minute) FROM usage_minutes').pluck().get(), Math.floor((DAY - 86_400_000 + 1000) / 60_000), 'minute counts from yesterday on')
+  t.same([...readSqliteHistory(db, 'p', '0000-01-01', '9999-12-31').keys()].sort(), [D2, D1, D0],
+    'today and the two days before')
+  t.same(db.prepare('SELECT min(minute) FROM usage_minutes').pluck().get(),
+    Math.floor((DAY - 86_400_000 + 1000) / 60_000), 'minute counts from yesterday on')
 })
 
-t.test('Redis: two instances add up; a batch run after its sender gave up is added once', { skip: redisMissing() }, async (t) => {
+t.test('Redis: two instances add up; ' +
+  'a batch run after its sender gave up is added once', { skip: redisMissing() }, async (t) => {
   const server = await startRedis(t)
   const connect = () => {
     // as plugins/shared-state.ts connects: fail fast, 500 ms per command
@@ -170,8 +179,11 @@ t.test('Redis: two instances add up; a batch run after its sender gave up is add
   t.equal(a.history.unsent, 0)
   await a.history.flush(a.counter) // then what came since
   const stored = await readRedisHistory(ra, 'p', D1, D0, 'test:')
-  t.same(dayRecord(D0, stored.get(D0)!), { ...expectedDay, requests: 8, accepted: 6 }, 'every count once (and one more request at 10:05)')
+  t.same(dayRecord(D0, stored.get(D0)!), { ...expectedDay, requests: 8, accepted: 6 },
+    'every count once (and one more request at 10:05)')
   t.equal(stored.get(D1)!.requests, 1)
-  t.equal(await ra.call('PEXPIRETIME', `test:uh:{p}:${D0}`), DAY + 90 * 86_400_000, 'the day expires when it is no longer kept')
-  t.same(await ra.hgetall(`test:ub:{p}:${D0}`), { 'instance-a': '3', 'instance-b': '1' }, 'the last batch added from each instance')
+  t.equal(await ra.call('PEXPIRETIME', `test:uh:{p}:${D0}`), DAY + 90 * 86_400_000,
+    'the day expires when it is no longer kept')
+  t.same(await ra.hgetall(`test:ub:{p}:${D0}`), { 'instance-a': '3', 'instance-b': '1' },
+    'the last batch added from each instance')
 })

@@ -21,7 +21,8 @@ const LIMITS: Limits = { minute: 100, hour: 1000, day: 10_000 }
 const NOW = Math.floor(Date.now() / 60_000) * 60_000
 const TODAY = dateOf(Math.floor(NOW / 86_400_000))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const event = (rows: number): TelemetryEvent => ({ timestamp: NOW, endpoint: '/v1/sites', status: 200, rows, durationMs: 1, dataset: 'production', cache: 'miss' })
+const event = (rows: number): TelemetryEvent =>
+  ({ timestamp: NOW, endpoint: '/v1/sites', status: 200, rows, durationMs: 1, dataset: 'production', cache: 'miss' })
 
 function recordingLog () {
   const lines: [string, string][] = []
@@ -70,7 +71,8 @@ t.test('in process: a save writes the counters, the feed and the history; a new 
   t.match(readSqliteHistory(db, 'p', TODAY, TODAY).get(TODAY), { requests: 3, rows: 15 }, 'the history')
 
   const restarted = createUsageState(options(db))
-  t.same((await restarted.limiter.state('p', LIMITS)).windows.map((w) => [w.used, w.rows]), [[3, 15], [3, 15], [3, 15]], 'the windows, restored')
+  t.same((await restarted.limiter.state('p', LIMITS)).windows.map((w) => [w.used, w.rows]), [[3, 15], [3, 15], [3, 15]],
+    'the windows, restored')
   t.same((await restarted.telemetry.block('p', NOW)).recent_events.map((e) => e.rows), [5, 5, 5], 'the feed, restored')
   await Promise.all([state.close(), restarted.close()])
 })
@@ -84,7 +86,8 @@ t.test('in process: close() stops the periodic save and saves once more', async 
   const before = reports.length
   await state.close()
   t.equal(reports.length, before + 1, 'one save at close')
-  t.same(readSavedEvents(db, 'p').map((e) => e.rows), [5, 5, 5], 'what was counted since the last save is in control.db')
+  t.same(readSavedEvents(db, 'p').map((e) => e.rows), [5, 5, 5],
+    'what was counted since the last save is in control.db')
   await sleep(100)
   t.equal(reports.length, before + 1, 'no save after close')
 })
@@ -103,7 +106,13 @@ t.test('with Redis', { skip: redisMissing() }, async (t) => {
   const server = await startRedis(t)
   const connect = async () => {
     // as plugins/shared-state.ts connects: commands fail at once while Redis is away
-    const redis = new Redis(server.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 100, lazyConnect: true })
+    const redis = new Redis(server.url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 500,
+      retryStrategy: () => 100,
+      lazyConnect: true
+    })
     redis.on('error', () => {})
     t.teardown(() => redis.disconnect())
     await redis.connect()
@@ -120,7 +129,8 @@ t.test('with Redis', { skip: redisMissing() }, async (t) => {
     await traffic(state)
     t.same((await readRedisHistory(redis, 'p', TODAY, TODAY)).size, 0, 'not flushed before close')
     await state.close()
-    t.match((await readRedisHistory(redis, 'p', TODAY, TODAY)).get(TODAY), { requests: 3, rows: 15 }, 'flushed at close')
+    t.match((await readRedisHistory(redis, 'p', TODAY, TODAY)).get(TODAY), { requests: 3, rows: 15 },
+      'flushed at close')
     t.same(lines.filter(([level]) => level !== 'info'), [], 'nothing lost, nothing to warn of')
   })
 
@@ -132,6 +142,7 @@ t.test('with Redis', { skip: redisMissing() }, async (t) => {
     await server.kill()
     for (let i = 0; i < 100 && redis.status === 'ready'; i++) await sleep(20)
     await state.close()
-    t.match(lines.filter(([level]) => level === 'error'), [['error', /usage history counts could not be added .* at close; they are lost/]])
+    t.match(lines.filter(([level]) => level === 'error'),
+      [['error', /usage history counts could not be added .* at close; they are lost/]])
   })
 })

@@ -38,15 +38,27 @@ t.test('a later boot with a dataset file gone refuses to start and names the fil
   const production = datasetPath(dir, 'production')
   const sandbox = datasetPath(dir, 'sandbox')
   const sandboxBytes = readFileSync(sandbox)
+  const notFirstBoot = `is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), ` +
+    'so no empty or generated dataset replaces it: '
 
   rmSync(production)
-  t.throws(() => prepareDataDir(config), { name: 'DataDirError', message: `${production} is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: import it (\`npm run admin -- datasets import --dataset production --file FILE\`) or restore it from a backup, then start again` })
+  t.throws(() => prepareDataDir(config), {
+    name: 'DataDirError',
+    message: `${production} ${notFirstBoot}` +
+      'import it (`npm run admin -- datasets import --dataset production --file FILE`) ' +
+      'or restore it from a backup, then start again'
+  })
   t.notOk(existsSync(production), 'no empty production.db made')
   t.same(readFileSync(sandbox), sandboxBytes)
 
   writeDataset(production, [site('p-1', 4, 1, 1)], { source: 'import', precision: 3 })
   rmSync(sandbox)
-  t.throws(() => prepareDataDir(config), { name: 'DataDirError', message: `${sandbox} is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: generate it (\`npm run admin -- datasets generate --dataset sandbox\`), import it (\`npm run admin -- datasets import --dataset sandbox --file FILE\`) or restore it from a backup, then start again` })
+  t.throws(() => prepareDataDir(config), {
+    name: 'DataDirError',
+    message: `${sandbox} ${notFirstBoot}generate it (\`npm run admin -- datasets generate --dataset sandbox\`), ` +
+      'import it (`npm run admin -- datasets import --dataset sandbox --file FILE`) ' +
+      'or restore it from a backup, then start again'
+  })
   t.notOk(existsSync(sandbox), 'no sandbox generated')
 
   writeDataset(sandbox, [site('s-1', 4, 1, 1)], { source: 'import', precision: 3 })

@@ -25,7 +25,8 @@ t.test('any number of requests during a run cause exactly one more run, after it
   runs[0].end(1)
   t.equal(await first, 1)
   await settle()
-  t.same(runs.map((r) => r.requests), [['a'], ['b', 'c', 'd', 'e', 'f']], 'the waiting requests are merged into one run')
+  t.same(runs.map((r) => r.requests), [['a'], ['b', 'c', 'd', 'e', 'f']],
+    'the waiting requests are merged into one run')
   const during = runner('g')
   runs[1].end(2)
   t.same(await Promise.all(later), [2, 2, 2, 2, 2], 'each waiting caller gets the outcome of the run after its request')
@@ -58,7 +59,8 @@ t.test('a failed run answers its callers with the failure; the next run still co
   t.equal(calls, 2)
 })
 
-t.test('random interleavings: one run at a time, each caller answered by a run started after its request, no run without a request', async (t) => {
+t.test('random interleavings: one run at a time, each caller answered by a run started after its request, ' +
+  'no run without a request', async (t) => {
   const random = seededRandom('coalesce')
   for (let round = 0; round < 200; round++) {
     let clock = 0
@@ -95,7 +97,8 @@ t.test('random interleavings: one run at a time, each caller answered by a run s
     while (ended < ends.length) { ends[ended++](); await settle() }
     await Promise.all(answers)
     if (overlap || bad.length > 0 || started.length > asked) {
-      t.fail(`round ${round}: ${overlap ? 'two runs at once; ' : ''}${bad.join('; ')} (${started.length} runs for ${asked} requests)`)
+      const runs = `(${started.length} runs for ${asked} requests)`
+      t.fail(`round ${round}: ${overlap ? 'two runs at once; ' : ''}${bad.join('; ')} ${runs}`)
       return
     }
   }

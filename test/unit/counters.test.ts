@@ -17,7 +17,13 @@ function setup (t: Test, start: number) {
   const store = new LocalStore()
   restoreCounters(db, store, now)
   const clock = () => now
-  return { db, store, limiter: new RateLimiter(store, clock), save: counterSaver(db, store, clock), at: (ms: number) => { now = ms } }
+  return {
+    db,
+    store,
+    limiter: new RateLimiter(store, clock),
+    save: counterSaver(db, store, clock),
+    at: (ms: number) => { now = ms }
+  }
 }
 
 /** A new process on the same control.db: what it restores. */
@@ -36,7 +42,8 @@ t.test('a clock that ran ahead and was stepped back: the requests accepted since
   at(T + 1000) // set right again: partner b's first requests
   for (let i = 0; i < 3; i++) t.equal((await limiter.hit('b', LIMITS)).allowed, true)
   save()
-  t.same(await restoredUsed(db, T + 2000, 'b'), [[3, 0], [3, 0], [3, 0]], 'after a restart, b\'s 3 requests are still counted')
+  t.same(await restoredUsed(db, T + 2000, 'b'), [[3, 0], [3, 0], [3, 0]],
+    'after a restart, b\'s 3 requests are still counted')
 })
 
 t.test('the rows of a request answered more than 10 s after it was accepted are saved', async (t) => {
@@ -49,5 +56,6 @@ t.test('the rows of a request answered more than 10 s after it was accepted are 
   save()
   await limiter.setRows('p', slow.seq!, 500)
   save()
-  t.same(await restoredUsed(db, T + 31_000, 'p'), [[1, 500], [1, 500], [1, 500]], 'after a restart, its 500 rows are still counted')
+  t.same(await restoredUsed(db, T + 31_000, 'p'), [[1, 500], [1, 500], [1, 500]],
+    'after a restart, its 500 rows are still counted')
 })

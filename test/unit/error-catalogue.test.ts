@@ -21,7 +21,10 @@ function catalogueRows (markdown: string): DocRow[] {
   return table.slice(2).map((line) => {
     const cells = line.slice(1, line.endsWith('|') ? -1 : undefined).split(' | ').map((c) => c.trim())
     const code = /^`([a-z_]+)`$/.exec(cells[0])?.[1]
-    if (cells.length !== 4 || code === undefined || !/^\d{3}$/.test(cells[1])) throw new Error(`docs/errors.md: a catalogue row not of the form | \`code\` | status | cause | what to do |: ${line}`)
+    if (cells.length !== 4 || code === undefined || !/^\d{3}$/.test(cells[1])) {
+      throw new Error('docs/errors.md: a catalogue row not of the form ' +
+        `| \`code\` | status | cause | what to do |: ${line}`)
+    }
     return { code, status: Number(cells[1]), cause: cells[2], action: cells[3] }
   })
 }
@@ -32,5 +35,6 @@ t.test('docs/errors.md lists every code of src/errors.ts with its status, and no
   const served = Object.entries(ERRORS).map(([code, e]) => `${code} ${e.status}`).sort()
   t.strictSame(documented, served)
   t.equal(new Set(rows.map((r) => r.code)).size, rows.length, 'each code listed once')
-  t.strictSame(rows.filter((r) => r.cause === '' || r.action === '').map((r) => r.code), [], 'every code has a cause and what to do')
+  t.strictSame(rows.filter((r) => r.cause === '' || r.action === '').map((r) => r.code), [],
+    'every code has a cause and what to do')
 })

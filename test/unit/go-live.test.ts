@@ -5,7 +5,8 @@ import { MAX_ERROR_SHARE, MAX_REFUSED_SHARE, MIN_ACTIVE_DAYS, goLive, summarize 
 import { dayRecord, type DayRecord } from '../../src/usage/history.ts'
 
 const LIMITS = { minute: 30, hour: 200, day: 1000 }
-const minuteOf = (date: string, hh: number) => Math.floor(Date.parse(`${date}T${String(hh).padStart(2, '0')}:00:00Z`) / 60_000)
+const minuteOf = (date: string, hh: number) =>
+  Math.floor(Date.parse(`${date}T${String(hh).padStart(2, '0')}:00:00Z`) / 60_000)
 
 /** Seven days, the last six with 500 requests each (busiest minute 20), none refused or failed. */
 function week (change: (date: string, fields: Record<string, number>) => void = () => {}): DayRecord[] {
@@ -62,7 +63,9 @@ t.test('under 1% refused, under 1% errors (4xx but 429, and 5xx)', async (t) => 
   const refused = (n: number) => week((date, f) => { if (date === '2026-11-23') f.s429 = n })
   t.equal(goLive(refused(29), LIMITS).ready, true)
   t.same(goLive(refused(30), LIMITS).failures, ['1.00% refused with 429 (needs under 1.00%)'])
-  const errors = (n4: number, n5: number) => week((date, f) => { if (date === '2026-11-22') Object.assign(f, { s400: n4, s404: 0, s503: n5 }) })
+  const errors = (n4: number, n5: number) => week((date, f) => {
+    if (date === '2026-11-22') Object.assign(f, { s400: n4, s404: 0, s503: n5 })
+  })
   t.equal(goLive(errors(20, 9), LIMITS).ready, true, '29 errors: 0.97%')
   t.same(goLive(errors(20, 10), LIMITS).failures, ['1.00% errors (needs under 1.00%)'])
   t.same(summarize(errors(20, 10)).errors, 30)

@@ -14,6 +14,14 @@ import { site, tmpDataDir } from '../helper.ts'
 
 const dir = tmpDataDir(t)
 const HEADER = 'id,category,name,region,country,latitude,longitude,tags'
+const INCOMPLETE = 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)'
+const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? ' +
+  'Every record, the last one too, must end with a line break'
+const CAFE = 'Caf\u00e9 \u20ac \u{1F681}'
+
+/** A CSV record's fields, in the header's order. */
+const csvFields = (...[id, category, name, region, country, latitude, longitude, tags]: string[]) =>
+  ({ id, category, name, region, country, latitude, longitude, tags })
 
 async function collect (format: ImportFormat, text: string, name = `f.${format}`): Promise<RawRecord[]> {
   const path = join(dir, name)
@@ -32,8 +40,8 @@ t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM,
     'a4,7,"open,EUR,GB,1,1,\n'
   const records = await collect('csv', text)
   t.same(records, [
-    { label: 'line 2', fields: { id: 'a1', category: '4', name: 'Inn, "The Crown"', region: 'EUR', country: 'GB', latitude: '51.5', longitude: '-0.1', tags: '~fuel|~ppr' } },
-    { label: 'line 4', fields: { id: 'a2', category: '7', name: 'Two\nline name', region: 'EUR', country: 'GB', latitude: '51.6', longitude: '-0.2', tags: '' } },
+    { label: 'line 2', fields: csvFields('a1', '4', 'Inn, "The Crown"', 'EUR', 'GB', '51.5', '-0.1', '~fuel|~ppr') },
+    { label: 'line 4', fields: csvFields('a2', '7', 'Two\nline name', 'EUR', 'GB', '51.6', '-0.2', '') },
     { label: 'line 6', error: 'expected 8 fields, found 7' },
     { label: 'line 7', error: 'unterminated quoted field: the file ends inside it (cut short?)' }
   ])
@@ -42,49 +50,64 @@ t.test('CSV records: quotes, embedded commas, quotes and line breaks, CRLF, BOM,
   for (const size of [1, 2, 3, 7, 64]) { // lines and records split across reads anywhere
     readOptions.chunkBytes = size
     t.same(await collect('csv', text), records, `chunks of ${size} bytes`)
-    t.same(await collect('ndjson', '{"id":"a"}\r\n\n[1]\n{"id":"b"}'), [{ label: 'line 1', fields: { id: 'a' } }, { label: 'line 3', error: 'not a JSON object' }, { label: 'line 4', fields: { id: 'b' } }], `NDJSON in chunks of ${size} bytes`)
+    t.same(await collect('ndjson', '{"id":"a"}\r\n\n[1]\n{"id":"b"}'), [
+      { label: 'line 1', fields: { id: 'a' } },
+      { label: 'line 3', error: 'not a JSON object' },
+      { label: 'line 4', fields: { id: 'b' } }
+    ], `NDJSON in chunks of ${size} bytes`)
   }
   readOptions.chunkBytes = original
-  t.same(await collect('csv', `${HEADER}\na,4,"b,c","d""e",EUR,GB,1,\n`), [{ label: 'line 2', fields: { id: 'a', category: '4', name: 'b,c', region: 'd"e', country: 'EUR', latitude: 'GB', longitude: '1', tags: '' } }])
+  t.same(await collect('csv', `${HEADER}\na,4,"b,c","d""e",EUR,GB,1,\n`),
+    [{ label: 'line 2', fields: csvFields('a', '4', 'b,c', 'd"e', 'EUR', 'GB', '1', '') }])
   // a quote inside an unquoted field, or text after a closing quote: that record is refused
   t.same(await collect('csv', `${HEADER}\nm1,4,a"b,EUR,GB,1,1,\nok,4,N,EUR,GB,1,1,\nm2,"4"x,N,EUR,GB,1,1,\n`), [
     { label: 'line 2', error: 'malformed quoting' },
-    { label: 'line 3', fields: { id: 'ok', category: '4', name: 'N', region: 'EUR', country: 'GB', latitude: '1', longitude: '1', tags: '' } },
+    { label: 'line 3', fields: csvFields('ok', '4', 'N', 'EUR', 'GB', '1', '1', '') },
     { label: 'line 4', error: 'malformed quoting' }
   ])
   t.same(await collect('csv', 'id,name\n1,2\n'), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
   t.same(await collect('csv', ''), [{ label: 'line 1', error: `the header must be ${HEADER}` }])
-  const reordered = await collect('csv', 'tags,id,category,name,region,country,latitude,longitude\n~a,x,4,N,EUR,GB,1,2\n')
-  t.same(reordered[0].fields, { tags: '~a', id: 'x', category: '4', name: 'N', region: 'EUR', country: 'GB', latitude: '1', longitude: '2' })
+  const reordered = await collect('csv',
+    'tags,id,category,name,region,country,latitude,longitude\n~a,x,4,N,EUR,GB,1,2\n')
+  t.same(reordered[0].fields,
+    { tags: '~a', id: 'x', category: '4', name: 'N', region: 'EUR', country: 'GB', latitude: '1', longitude: '2' })
 })
 
 t.test('CSV line numbers are the file\'s, CRLF line breaks inside quoted fields too', async (t) => {
-  const text = `${HEADER}\r\nq1,4,"Two\r\nlines",EUR,GB,1,1,\r\nq2,4,"Three\r\nline\r\nname",EUR,GB,1,1,\r\nshort,4,N\r\nq3,4,x"y,EUR,GB,1,1,\r\nq4,4,N,EUR,GB,1,1,\r\n`
+  const text = `${HEADER}\r\nq1,4,"Two\r\nlines",EUR,GB,1,1,\r\nq2,4,"Three\r\nline\r\nname",EUR,GB,1,1,\r\n` +
+    'short,4,N\r\nq3,4,x"y,EUR,GB,1,1,\r\nq4,4,N,EUR,GB,1,1,\r\n'
   const original = readOptions.chunkBytes
   t.teardown(() => { readOptions.chunkBytes = original })
   for (const size of [1, 5, 64]) {
     readOptions.chunkBytes = size
     t.same((await collect('csv', text)).map((r) => [r.label, r.error ?? r.fields!.id]), [
-      ['line 2', 'q1'], ['line 4', 'q2'], ['line 7', 'expected 8 fields, found 3'], ['line 8', 'malformed quoting'], ['line 9', 'q4']
+      ['line 2', 'q1'], ['line 4', 'q2'], ['line 7', 'expected 8 fields, found 3'], ['line 8', 'malformed quoting'],
+      ['line 9', 'q4']
     ], `chunks of ${size} bytes`)
   }
 })
 
 t.test('bytes that are not UTF-8 are refused at the first, with its line and byte, in every format', async (t) => {
-  const bytes = (...parts: (string | number[] | Buffer)[]) => Buffer.concat(parts.map((p) => Buffer.isBuffer(p) ? p : typeof p === 'string' ? Buffer.from(p) : Buffer.from(p)))
+  const bytes = (...parts: (string | number[] | Buffer)[]) =>
+    Buffer.concat(parts.map((p) => Buffer.isBuffer(p) ? p : typeof p === 'string' ? Buffer.from(p) : Buffer.from(p)))
   const csvLine = (id: string, name: string | number[]) => bytes(`${id},4,`, name, ',EUR,GB,1,1,\n')
   const ndLine = (id: string, name: string | number[]) => bytes(`{"id":"${id}","name":"`, name, '"}\n')
   const files: [ImportFormat, Buffer][] = [
-    ['csv', bytes(HEADER + '\n', csvLine('ok', 'Caf\u00e9 \u20ac \u{1F681}'), csvLine('bad', [0x43, 0x61, 0x66, 0xe9]))],
-    ['ndjson', bytes(ndLine('ok', 'Caf\u00e9 \u20ac \u{1F681}'), ndLine('bad', [0x43, 0x61, 0x66, 0xe9]))],
-    ['geojson', bytes('{"type":"FeatureCollection","features":[\n{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"name":"Caf\u00e9 \u20ac \u{1F681}"}},\n{"type":"Feature","properties":{"name":"Caf', [0xe9], '"}}]}\n')]
+    ['csv', bytes(HEADER + '\n', csvLine('ok', CAFE), csvLine('bad', [0x43, 0x61, 0x66, 0xe9]))],
+    ['ndjson', bytes(ndLine('ok', CAFE), ndLine('bad', [0x43, 0x61, 0x66, 0xe9]))],
+    ['geojson', bytes('{"type":"FeatureCollection","features":[\n' +
+      `{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"name":"${CAFE}"}},\n` +
+      '{"type":"Feature","properties":{"name":"Caf', [0xe9], '"}}]}\n')]
   ]
   const original = readOptions.chunkBytes
   t.teardown(() => { readOptions.chunkBytes = original })
   for (const [format, file] of files) {
     const bad = file.indexOf(0xe9) // the only byte 0xE9 of the file: é, € and 🚁 have none
     const line = file.subarray(0, bad).toString('latin1').split('\n').length
-    const refusal = { label: format === 'geojson' ? 'feature 0' : `line ${line}`, error: `not UTF-8 text at byte ${bad + 1} (line ${line}): the file must be saved as UTF-8` }
+    const refusal = {
+      label: format === 'geojson' ? 'feature 0' : `line ${line}`,
+      error: `not UTF-8 text at byte ${bad + 1} (line ${line}): the file must be saved as UTF-8`
+    }
     const path = join(dir, `not-utf8.${format}`)
     writeFileSync(path, file)
     for (const size of [1, 2, 3, 5, 64, 65536]) { // sequences split across reads anywhere
@@ -93,7 +116,7 @@ t.test('bytes that are not UTF-8 are refused at the first, with its line and byt
       for await (const batch of readRecordBatches(format, path)) records.push(...batch)
       t.same(records.filter((r) => r.error), [refusal], `${format} in chunks of ${size} bytes`)
       const names = records.filter((r) => r.fields).map((r) => r.fields!.name)
-      t.ok(names.every((name) => name === 'Caf\u00e9 \u20ac \u{1F681}'), `${format}: what was read before is read right`)
+      t.ok(names.every((name) => name === CAFE), `${format}: what was read before is read right`)
     }
   }
   readOptions.chunkBytes = original
@@ -110,7 +133,8 @@ t.test('bytes that are not UTF-8 are refused at the first, with its line and byt
       writeFileSync(join(dir, 'tail.ndjson'), file)
       const records: RawRecord[] = []
       for await (const batch of readRecordBatches('ndjson', join(dir, 'tail.ndjson'))) records.push(...batch)
-      t.same(records.filter((r) => r.error), [{ label: 'line 2', error: `not UTF-8 text at byte ${12 + at} (line 2): the file must be saved as UTF-8` }], `${what}, chunks of ${size}`)
+      const error = `not UTF-8 text at byte ${12 + at} (line 2): the file must be saved as UTF-8`
+      t.same(records.filter((r) => r.error), [{ label: 'line 2', error }], `${what}, chunks of ${size}`)
     }
   }
   readOptions.chunkBytes = original
@@ -129,16 +153,27 @@ t.test('NDJSON: one object a line, blank lines skipped but counted', async (t) =
 t.test('GeoJSON: features streamed one by one, whatever the chunk boundaries', async (t) => {
   const text = JSON.stringify({
     features: [
-      { type: 'Feature', geometry: { type: 'Point', coordinates: [-0.1, 51.5] }, properties: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'] } },
+      {
+        type: 'Feature',
+        geometry: { type: 'Point', coordinates: [-0.1, 51.5] },
+        properties: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'] }
+      },
       { type: 'Feature', geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] }, properties: {} },
       42,
-      { type: 'Feature', geometry: { type: 'Point', coordinates: [2, 3] }, properties: { id: 'g3', features: [], type: 'x' } }
+      {
+        type: 'Feature',
+        geometry: { type: 'Point', coordinates: [2, 3] },
+        properties: { id: 'g3', features: [], type: 'x' }
+      }
     ],
     crs: { type: 'ignored', features: 1 },
     type: 'FeatureCollection'
   }, null, 1)
   const expected = [
-    { label: 'feature 1', fields: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'], longitude: -0.1, latitude: 51.5 } },
+    {
+      label: 'feature 1',
+      fields: { id: 'g1', category: 4, name: 'Brace } and "quote" [', tags: ['~fuel'], longitude: -0.1, latitude: 51.5 }
+    },
     { label: 'feature 2', error: 'geometry must be a Point with [longitude, latitude]' },
     { label: 'feature 3', error: 'not a JSON object' },
     { label: 'feature 4', fields: { id: 'g3', features: [], type: 'x', longitude: 2, latitude: 3 } }
@@ -150,11 +185,13 @@ t.test('GeoJSON: features streamed one by one, whatever the chunk boundaries', a
     t.same(await collect('geojson', text), expected, `chunks of ${size} bytes`)
   }
   readOptions.chunkBytes = original
-  t.same(await collect('geojson', '[1,2]'), [{ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' }])
-  t.same(await collect('geojson', '{"type":"FeatureCollection"}'), [{ label: 'feature 0', error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }])
-  t.same(await collect('geojson', '{"type":"Feature","features":[]}'), [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }])
+  t.same(await collect('geojson', '[1,2]'),
+    [{ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' }])
+  t.same(await collect('geojson', '{"type":"FeatureCollection"}'), [{ label: 'feature 0', error: INCOMPLETE }])
+  t.same(await collect('geojson', '{"type":"Feature","features":[]}'),
+    [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }])
   const cut = await collect('geojson', text.slice(0, text.length / 2))
-  t.same(cut.at(-1), { label: 'feature 2', error: 'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)' }, 'a truncated file')
+  t.same(cut.at(-1), { label: 'feature 2', error: INCOMPLETE }, 'a truncated file')
 })
 
 t.test('round trip: export then import in every format gives the same dataset', async (t) => {
@@ -171,17 +208,21 @@ t.test('round trip: export then import in every format gives the same dataset', 
     let same = 0
     for (let p = 0; p < ds.count; p++) {
       const s = byId.get(ds.ids.at(p))!
-      if (s.name === ds.names.at(p) && s.category === ds.categories[p] && s.latitude === ds.lats[p] && s.longitude === ds.lngs[p] &&
-        s.region === ds.regions.at(p) && s.country === ds.countries.at(p)) same++
+      if (s.name === ds.names.at(p) && s.category === ds.categories[p] && s.latitude === ds.lats[p] &&
+        s.longitude === ds.lngs[p] && s.region === ds.regions.at(p) && s.country === ds.countries.at(p)) same++
     }
     t.equal(same, 3000, `${format}: every field back as it was`)
-    t.equal([...ds.tagSites.values()].reduce((n, list) => n + list.length, 0), sites.reduce((n, s) => n + s.tags.length, 0), `${format}: every tag`)
+    const tagRows = [...ds.tagSites.values()].reduce((n, list) => n + list.length, 0)
+    t.equal(tagRows, sites.reduce((n, s) => n + s.tags.length, 0), `${format}: every tag`)
   }
 })
 
 t.test('coordinates are obscured by rounding to --precision', async (t) => {
   const file = join(dir, 'precise.ndjson')
-  writeFileSync(file, JSON.stringify({ id: 'p', category: 4, name: 'P', region: 'EUR', country: 'GB', latitude: 51.123456, longitude: -0.987654, tags: [] }) + '\n')
+  const precise = {
+    id: 'p', category: 4, name: 'P', region: 'EUR', country: 'GB', latitude: 51.123456, longitude: -0.987654, tags: []
+  }
+  writeFileSync(file, JSON.stringify(precise) + '\n')
   for (const [precision, lat, lng] of [[3, 51.123, -0.988], [1, 51.1, -1], [0, 51, -1]] as const) {
     const target = join(dir, `precise-${precision}.db`)
     t.ok((await importSites({ file, format: 'ndjson', target, precision })).ok)
@@ -252,7 +293,10 @@ t.test('a duplicate id found when its batch is written is still listed in line o
   const result = await importSites({ file, format: 'csv', target: join(dir, 'late.db'), precision: 3 })
   t.equal(result.ok, false)
   t.equal(result.errorCount, 21)
-  t.same(result.errors, ['line 5: duplicate id "d0"', ...Array.from({ length: 19 }, (_, i) => `line ${i + 6}: category must be a whole number from 1 to 2147483647`)])
+  t.same(result.errors, [
+    'line 5: duplicate id "d0"',
+    ...Array.from({ length: 19 }, (_, i) => `line ${i + 6}: category must be a whole number from 1 to 2147483647`)
+  ])
 })
 
 t.test('a file with no sites is refused', async (t) => {
@@ -275,7 +319,8 @@ t.test('an import removes the temporary files of dead writers of its dataset, an
     `.production.db.${dead}.${now - 5000}.tmp-journal`,
     `.production.db.${dead}.${now - 9000}.tmp-wal`,
     `.production.db.${dead}.${now - 9000}.tmp-shm`,
-    `.production.db.${process.pid}.${Math.floor(performance.timeOrigin) - 1000}.tmp`, // this pid, from before this process started
+    // this pid, from before this process started
+    `.production.db.${process.pid}.${Math.floor(performance.timeOrigin) - 1000}.tmp`,
     `.production.db.${live.pid}.${now - 3 * 3_600_000}.tmp` // a live pid, but not written for hours: the pid was reused
   ]
   const kept = [
@@ -291,10 +336,12 @@ t.test('an import removes the temporary files of dead writers of its dataset, an
   const hoursAgo = new Date(now - 2 * 3_600_000)
   utimesSync(join(data, stale[5]), hoursAgo, hoursAgo)
   const file = join(data, 'sites.ndjson')
-  writeFileSync(file, JSON.stringify({ id: 'n', category: 4, name: 'N', region: 'EUR', country: 'GB', latitude: 1, longitude: 1 }) + '\n')
+  writeFileSync(file,
+    JSON.stringify({ id: 'n', category: 4, name: 'N', region: 'EUR', country: 'GB', latitude: 1, longitude: 1 }) + '\n')
   const result = await importSites({ file, format: 'ndjson', target, precision: 3 })
   t.same([result.ok, result.siteCount], [true, 1])
-  t.same(readdirSync(data).sort(), [...kept, 'production.db', 'sites.ndjson'].sort(), 'the stale files are gone, no journal is left beside the new file, the rest stays')
+  t.same(readdirSync(data).sort(), [...kept, 'production.db', 'sites.ndjson'].sort(),
+    'the stale files are gone, no journal is left beside the new file, the rest stays')
 })
 
 t.test('a file cut short inside its last record is refused in every format; the old dataset stays', async (t) => {
@@ -304,20 +351,20 @@ t.test('a file cut short inside its last record is refused in every format; the 
   writeOld()
   let before = readFileSync(target)
   const sites = [...generateSites({ count: 5, seed: 'cut', prefix: 'c' })]
-  sites[4] = { ...sites[4], name: 'Quote " and, comma', tags: ['~fuel', '~helipad'] } // a quoted CSV field, a tag to cut
+  // a quoted CSV field, a tag to cut
+  sites[4] = { ...sites[4], name: 'Quote " and, comma', tags: ['~fuel', '~helipad'] }
   const reasons = {
-    csv: [
-      'line 6: the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break',
-      'line 6: unterminated quoted field: the file ends inside it (cut short?)'
-    ],
+    csv: [`line 6: ${CSV_CUT_SHORT}`, 'line 6: unterminated quoted field: the file ends inside it (cut short?)'],
     ndjson: ['line 5: not valid JSON, and the file ends inside it (no line break after the last line): cut short?'],
-    geojson: [4, 5].map((n) => `feature ${n}: the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)`)
+    geojson: [4, 5].map((n) => `feature ${n}: ${INCOMPLETE}`)
   }
   for (const format of ['csv', 'ndjson', 'geojson'] as const) {
     const whole = join(data, `whole.${format}`)
     await writeSitesFile(whole, format, sites)
     const text = readFileSync(whole, 'utf8')
-    const lastRecord = format === 'geojson' ? text.lastIndexOf('{"type":"Feature"') : text.lastIndexOf('\n', text.length - 2) + 1
+    const lastRecord = format === 'geojson'
+      ? text.lastIndexOf('{"type":"Feature"')
+      : text.lastIndexOf('\n', text.length - 2) + 1
     const seen = new Set<string>()
     const accepted: number[] = []
     const changed: number[] = []
@@ -334,21 +381,26 @@ t.test('a file cut short inside its last record is refused in every format; the 
       seen.add(result.errors.join('; '))
       if (!readFileSync(target).equals(before)) changed.push(end)
     }
-    t.same([...seen].sort(), reasons[format].sort(), `${format}: ${text.length - lastRecord - accepted.length} cuts refused, each with its reason`)
+    const refused = text.length - lastRecord - accepted.length
+    t.same([...seen].sort(), reasons[format].sort(), `${format}: ${refused} cuts refused, each with its reason`)
     t.same(changed, [], `${format}: the old file untouched by every refused cut`)
     // what no reader can tell from a whole file: a cut right at a line break (CSV, NDJSON), or a
     // cut of the final line break alone after a whole JSON object (NDJSON, GeoJSON)
-    const undetectable = format === 'csv' ? [lastRecord] : format === 'ndjson' ? [lastRecord, text.length - 1] : [text.length - 1]
-    t.same(accepted, undetectable, `${format}: only a cut between records, or of the final line break after a whole object, imports`)
+    const undetectable = format === 'csv'
+      ? [lastRecord]
+      : format === 'ndjson' ? [lastRecord, text.length - 1] : [text.length - 1]
+    t.same(accepted, undetectable,
+      `${format}: only a cut between records, or of the final line break after a whole object, imports`)
   }
   t.same(readdirSync(data).filter((f) => f.includes('.tmp')), [], 'no temporary file left')
 })
 
 t.test('a CSV file whose last record has no line break is refused, even when the record reads as valid', async (t) => {
   const file = join(dir, 'heli.csv')
+  const options = { file, format: 'csv', target: join(dir, 'heli.db'), precision: 3 } as const
   writeFileSync(file, `${HEADER}\nh1,4,Helipad,EUR,GB,51.5,-0.1,~fuel|~heli`) // cut from ~helipad
-  const result = await importSites({ file, format: 'csv', target: join(dir, 'heli.db'), precision: 3 })
-  t.same([result.ok, result.errors], [false, ['line 2: the file ends inside this record (no line break after the last record): cut short? Every record, the last one too, must end with a line break']])
+  const result = await importSites(options)
+  t.same([result.ok, result.errors], [false, [`line 2: ${CSV_CUT_SHORT}`]])
   writeFileSync(file, `${HEADER}\r\nh1,4,Helipad,EUR,GB,51.5,-0.1,~fuel|~helipad\r\n`)
-  t.same((await importSites({ file, format: 'csv', target: join(dir, 'heli.db'), precision: 3 })).siteCount, 1, 'with its CRLF, it imports')
+  t.same((await importSites(options)).siteCount, 1, 'with its CRLF, it imports')
 })

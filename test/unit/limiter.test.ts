@@ -2,7 +2,9 @@
 // refusals that count nothing, unlimited windows, persistence, and a model check against a
 // reference sliding log.
 import t from 'tap'
-import { LocalStore, RateLimiter, logCapacity, rateLimitHeaders, retryAfterSeconds, windowSpecs } from '../../src/limits/limiter.ts'
+import {
+  LocalStore, RateLimiter, logCapacity, rateLimitHeaders, retryAfterSeconds, windowSpecs
+} from '../../src/limits/limiter.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { modelCheck } from '../helper.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
@@ -64,7 +66,8 @@ t.test('refused requests count against nothing; hour and day untouched', async (
   const { windows } = await limiter.state('p', DEMO)
   t.same(windows.map((w) => [w.name, w.used, w.remaining]), [['minute', 30, 0], ['hour', 30, 170], ['day', 30, 970]])
   at(61_000)
-  t.equal((await limiter.hit('p', DEMO)).allowed, true, 'a partner that kept calling is served once the window frees up')
+  t.equal((await limiter.hit('p', DEMO)).allowed, true,
+    'a partner that kept calling is served once the window frees up')
 })
 
 t.test('used + remaining = limit; rows per window; resets', async (t) => {
@@ -90,7 +93,8 @@ t.test('used + remaining = limit; rows per window; resets', async (t) => {
     const inWindow = accepted.filter((a) => a.time > now - w.seconds * 1000)
     t.equal(w.used, inWindow.length, `${w.name} used`)
     t.equal(w.rows, inWindow.reduce((sum, a) => sum + a.rows, 0), `${w.name} rows`)
-    t.equal(w.resetsInMs, inWindow.length === 0 ? 0 : inWindow[0].time + w.seconds * 1000 - now, `${w.name} resets when its oldest request leaves`)
+    t.equal(w.resetsInMs, inWindow.length === 0 ? 0 : inWindow[0].time + w.seconds * 1000 - now,
+      `${w.name} resets when its oldest request leaves`)
   }
 })
 
@@ -109,7 +113,8 @@ t.test('unlimited windows report used and rows, with null remaining and reset', 
   for (let i = 0; i < 1000; i++) t.equal((await limiter.hit('q', all)).allowed, true)
   t.equal((await limiter.state('q', all)).windows[2].used, 1000)
   const blocked = await limiter.hit('z', { minute: 0, hour: null, day: null })
-  t.same([blocked.allowed, blocked.refusedBy, blocked.retryAfterMs], [false, 'minute', 60_000], 'a limit of 0 admits nothing')
+  t.same([blocked.allowed, blocked.refusedBy, blocked.retryAfterMs], [false, 'minute', 60_000],
+    'a limit of 0 admits nothing')
 })
 
 t.test('the longest wait wins when several windows are full', async (t) => {
@@ -138,8 +143,10 @@ t.test('headers: policy, the tightest window, GitHub-style fields', async (t) =>
     'x-ratelimit-reset': '1700000060'
   })
   const partial = await limiter.hit('u', { minute: null, hour: 50, day: null })
-  t.same(rateLimitHeaders(partial.windows, partial.now)['ratelimit-policy'], '"hour";q=50;w=3600', 'unlimited windows left out')
-  t.same(rateLimitHeaders((await limiter.hit('v', { minute: null, hour: null, day: null })).windows, 0), {}, 'no limited window, no fields')
+  t.same(rateLimitHeaders(partial.windows, partial.now)['ratelimit-policy'], '"hour";q=50;w=3600',
+    'unlimited windows left out')
+  const unlimited = await limiter.hit('v', { minute: null, hour: null, day: null })
+  t.same(rateLimitHeaders(unlimited.windows, 0), {}, 'no limited window, no fields')
 })
 
 t.test('headers of a refusal when two windows are spent: the one that frees up last, as Retry-After', async (t) => {
@@ -155,7 +162,8 @@ t.test('headers of a refusal when two windows are spent: the one that frees up l
   t.equal(headers['x-ratelimit-reset'], '3600')
   t.equal(headers['x-ratelimit-limit'], '2')
   const room = await limiter.hit('q', { minute: 5, hour: 5, day: 100 })
-  t.equal(rateLimitHeaders(room.windows, room.now).ratelimit, '"minute";r=4;t=60', 'with room left in both, the first of the tightest')
+  t.equal(rateLimitHeaders(room.windows, room.now).ratelimit, '"minute";r=4;t=60',
+    'with room left in both, the first of the tightest')
 })
 
 t.test('limits that change (tier or override) keep the windows exact', async (t) => {
@@ -181,7 +189,9 @@ t.test('counters saved per second and restored: never more admitted than before 
   const saved = store.takeDirty(0)
   t.same(saved.map((s) => s.key), ['p'])
   t.same(saved[0].buckets, [
-    { second: 5000, requests: 10, rows: 45 }, { second: 5001, requests: 10, rows: 145 }, { second: 5002, requests: 5, rows: 110 }
+    { second: 5000, requests: 10, rows: 45 },
+    { second: 5001, requests: 10, rows: 145 },
+    { second: 5002, requests: 5, rows: 110 }
   ])
   t.same(store.takeDirty(0), [], 'nothing dirty after a save')
   t.same(store.takeDirty(5_001_000), [], 'and nothing from a later second either')
@@ -194,7 +204,8 @@ t.test('counters saved per second and restored: never more admitted than before 
   for (let i = 0; i < 5; i++) t.equal((await restored.hit('p', DEMO)).allowed, true)
   const refused = await restored.hit('p', DEMO)
   t.equal(refused.allowed, false, 'the 31st in the minute is refused after a restore')
-  t.equal(refused.retryAfterMs, 5_000_999 + 60_000 - 5_003_000, 'requests count from the end of their second: never earlier than they happened')
+  t.equal(refused.retryAfterMs, 5_000_999 + 60_000 - 5_003_000,
+    'requests count from the end of their second: never earlier than they happened')
   const later = new LocalStore()
   later.restore('p', saved[0].buckets, 5_003_000 + 86_400_000)
   t.equal(later.logs.get('p')!.size, 0, 'buckets older than a day are dropped on restore')
@@ -226,16 +237,22 @@ t.test('a clock stepped back: Retry-After and the reset are counted on the clock
   at(50_000 + wait * 1000 - 1000)
   t.equal((await limiter.hit('p', limits)).allowed, false, 'a second before Retry-After: still refused')
   at(50_000 + wait * 1000)
-  t.equal((await limiter.hit('p', limits)).allowed, true, 'a request sent Retry-After seconds later is accepted')
+  t.equal((await limiter.hit('p', limits)).allowed, true,
+    'a request sent Retry-After seconds later is accepted')
 })
 
 t.test('model check against a reference sliding log', async (t) => {
   const { limiter, at } = setup()
-  const disagreement = await modelCheck({ seed: 'model', runs: 40, steps: 600, limiterAt: (now) => { at(now); return limiter } })
+  const limiterAt = (now: number) => {
+    at(now)
+    return limiter
+  }
+  const disagreement = await modelCheck({ seed: 'model', runs: 40, steps: 600, limiterAt })
   t.equal(disagreement, undefined, '40 runs of 600 steps agree')
 })
 
-t.test('a limit tightened after a busy day keeps the day exact (the log is not cut below the day\'s limit)', async (t) => {
+t.test('a limit tightened after a busy day keeps the day exact ' +
+  '(the log is not cut below the day\'s limit)', async (t) => {
   const { limiter, at } = setup()
   const dayOnly: Limits = { minute: null, hour: null, day: 100 }
   for (let i = 0; i < 100; i++) {
@@ -262,8 +279,10 @@ t.test('requests of a day under looser limits stay counted when the log is over 
   const one = await limiter.hit('p', tighter)
   t.same([one.allowed, one.windows[2].used], [true, 201], 'the unlimited day counts all 201')
   at(199 * 360_000 + 3_660_001)
-  t.same((await limiter.state('p', tighter)).windows.map((w) => w.used), [0, 1, 201], 'a minute later the day still holds all 201')
+  t.same((await limiter.state('p', tighter)).windows.map((w) => w.used), [0, 1, 201],
+    'a minute later the day still holds all 201')
   const capped: Limits = { minute: null, hour: 10, day: 201 }
   const r = await limiter.hit('p', capped)
-  t.same([r.allowed, r.refusedBy, r.windows[2].used], [false, 'day', 201], 'a day limit set later sees every request of the day')
+  t.same([r.allowed, r.refusedBy, r.windows[2].used], [false, 'day', 201],
+    'a day limit set later sees every request of the day')
 })

@@ -39,10 +39,11 @@ t.test('one event-loop monitor and one GC observer for the process, however many
   t.same(calls, { monitorEventLoopDelay: 1, observe: 1 }, 'started once, by the first')
   const scrapes = await Promise.all(apps.map((m) => m.registry.metrics()))
   t.same(shape(scrapes[2]), shape(scrapes[0]), 'each app\'s registry shows the same metrics')
-  for (const name of [
+  const processMetrics = [
     'lsp_process_resident_memory_bytes', 'lsp_nodejs_eventloop_lag_p99_seconds', 'lsp_nodejs_gc_duration_seconds',
     'lsp_nodejs_heap_size_used_bytes'
-  ]) {
+  ]
+  for (const name of processMetrics) {
     t.ok(scrapes.every((text) => text.includes(`\n# TYPE ${name} `)), name)
   }
   t.ok(scrapes[0].startsWith('# HELP lsp_process_cpu_user_seconds_total '), 'the process metrics first, as before')

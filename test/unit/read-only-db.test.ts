@@ -57,7 +57,8 @@ t.test('with no writer, the file read from a copy in memory: no index made besid
   read()
   t.test('in a directory it may not write', { skip }, async (t) => {
     writesRefused(t, [dir])
-    t.throws(() => new Database(path, { readonly: true, fileMustExist: true }).pragma('schema_version'), 'where SQLite alone refuses it')
+    t.throws(() => new Database(path, { readonly: true, fileMustExist: true }).pragma('schema_version'),
+      'where SQLite alone refuses it')
     read()
   })
 })
@@ -77,7 +78,8 @@ t.test('a -wal with commits beyond the file and no index: refused, not read with
 t.test('a file that is not a database', async (t) => {
   const dir = tmpDataDir(t)
   const path = join(dir, 'some.db')
-  writeFileSync(path, 'not a database, not at all: some text long enough to have a header of 100 bytes and more. '.repeat(3))
+  writeFileSync(path,
+    'not a database, not at all: some text long enough to have a header of 100 bytes and more. '.repeat(3))
   t.throws(() => openReadOnly(path), { code: 'SQLITE_NOTADB' })
   t.throws(() => openReadOnly(join(dir, 'missing.db')), { code: 'SQLITE_CANTOPEN' })
 })

@@ -68,14 +68,17 @@ t.test('a tie at the limit is broken by id, whatever the insertion order', async
   writeDataset(datasetPath(d, 'sandbox'), [...cluster, site('t-far', 4, 10.5, 20)], { source: 'test', precision: 3 })
   const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
   for (let limit = 1; limit <= 9; limit++) {
-    const got = findNearby(small, { lat: 10.1, lng: 20.1, radiusKm: 200, limit, categories: [4] }).hits.map((h) => small.ids.at(h.position))
+    const got = findNearby(small, { lat: 10.1, lng: 20.1, radiusKm: 200, limit, categories: [4] }).hits
+      .map((h) => small.ids.at(h.position))
     const expected = ['t-a', 't-b', 't-c', 't-k', 't-m', 't-q', 't-x', 't-z', 't-far'].slice(0, limit)
     t.same(got, expected, `limit ${limit}`)
   }
 })
 
 t.test('a limit beyond the number of sites returns every site within the radius, in order', async (t) => {
-  const query = { lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 2500, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] }
+  const query = {
+    lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 2500, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10]
+  }
   const expected = bruteNearby(sites, { ...query, limit: Infinity }).map((e) => e.site.id)
   t.ok(expected.length > 100, `a wide answer (${expected.length} sites)`)
   for (const limit of [Infinity, Number.MAX_SAFE_INTEGER, sites.length, expected.length]) {
@@ -99,24 +102,30 @@ t.test('sites at a pole are one point, and from a pole a parallel is one distanc
   const d = tmpDataDir(t)
   const lngs = [170, -20, 45, 0, -135, 90, 179.999, -180, 12.345, -77]
   const letters = 'abcdefghij'
-  const ring = (prefix: string, lat: number, tags: string[] = []) => lngs.map((lng, i) => site(`${prefix}-${letters[i]}`, 4, lat, lng, tags))
-  writeDataset(datasetPath(d, 'sandbox'), [...ring('n', 90, ['~pole']), ...ring('s', -90), ...ring('r', 89.5, ['~pole']), ...ring('q', -89.5)],
+  const ring = (prefix: string, lat: number, tags: string[] = []) =>
+    lngs.map((lng, i) => site(`${prefix}-${letters[i]}`, 4, lat, lng, tags))
+  writeDataset(datasetPath(d, 'sandbox'),
+    [...ring('n', 90, ['~pole']), ...ring('s', -90), ...ring('r', 89.5, ['~pole']), ...ring('q', -89.5)],
     { source: 'test', precision: 3 })
   const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
   const ids = (lat: number, lng: number, limit: number, tag?: string) =>
-    findNearby(small, { lat, lng, radiusKm: 500, limit, categories: [4], tag }).hits.map((h) => small.ids.at(h.position))
+    findNearby(small, { lat, lng, radiusKm: 500, limit, categories: [4], tag }).hits
+      .map((h) => small.ids.at(h.position))
   const byId = (prefix: string) => [...letters].map((l) => `${prefix}-${l}`)
   for (const limit of [1, 4, 10, 20]) {
     t.same(ids(90, 33, limit), [...byId('n'), ...byId('r')].slice(0, limit), `from the north pole, limit ${limit}`)
     t.same(ids(-90, -100, limit), [...byId('s'), ...byId('q')].slice(0, limit), `from the south pole, limit ${limit}`)
-    t.same(ids(90, 0, limit, '~pole'), [...byId('n'), ...byId('r')].slice(0, limit), `from the north pole, a tag's scan, limit ${limit}`)
+    t.same(ids(90, 0, limit, '~pole'), [...byId('n'), ...byId('r')].slice(0, limit),
+      `from the north pole, a tag's scan, limit ${limit}`)
   }
   // from elsewhere the pole's sites still tie with one another
   const fromAfar = ids(88, -60, 20)
   t.same(fromAfar.filter((id) => id.startsWith('n-')), byId('n'), 'the pole\'s sites in id order from 88°N')
   const before = fromAfar.indexOf('n-a')
-  t.same(ids(88, -60, before + 3).slice(before), ['n-a', 'n-b', 'n-c'], 'a limit that cuts through them keeps the lowest ids')
-  t.same(ids(-88, 10, 20).filter((id) => id.startsWith('s-')), byId('s'), 'the south pole\'s sites in id order from 88°S')
+  t.same(ids(88, -60, before + 3).slice(before), ['n-a', 'n-b', 'n-c'],
+    'a limit that cuts through them keeps the lowest ids')
+  t.same(ids(-88, 10, 20).filter((id) => id.startsWith('s-')), byId('s'),
+    'the south pole\'s sites in id order from 88°S')
 })
 
 t.test('around the poles, with sites at exactly ±90°, agree with brute force', async (t) => {
@@ -126,7 +135,9 @@ t.test('around the poles, with sites at exactly ±90°, agree with brute force',
     const north = random() < 0.5
     const lat = random() < 0.3 ? 90 : [89.999, 89.9, 89.5, 88][Math.floor(random() * 4)]
     const lng = Math.round((random() * 360 - 180) * 1000) / 1000
-    polar.push(site(`p${Math.floor(random() * 1e9).toString(36)}-${i}`, 2 + Math.floor(random() * 3), north ? lat : -lat, lng, random() < 0.3 ? ['~fuel'] : []))
+    const id = `p${Math.floor(random() * 1e9).toString(36)}-${i}`
+    const category = 2 + Math.floor(random() * 3)
+    polar.push(site(id, category, north ? lat : -lat, lng, random() < 0.3 ? ['~fuel'] : []))
   }
   const d = tmpDataDir(t)
   writeDataset(datasetPath(d, 'sandbox'), polar, { source: 'test', precision: 3 })

@@ -11,7 +11,8 @@ import { tmpDataDir } from '../helper.ts'
 
 const T0 = Date.UTC(2026, 10, 23, 10)
 const event = (n: number, status = 200): TelemetryEvent => ({
-  timestamp: T0 + n * 1000, endpoint: n % 2 ? 'sites' : 'nearest', status, rows: n, durationMs: n + 0.25, dataset: n % 3 ? 'sandbox' : null, cache: 'miss'
+  timestamp: T0 + n * 1000, endpoint: n % 2 ? 'sites' : 'nearest', status, rows: n, durationMs: n + 0.25,
+  dataset: n % 3 ? 'sandbox' : null, cache: 'miss'
 })
 
 t.test('saved, restored and read back as recorded', async (t) => {
@@ -26,10 +27,12 @@ t.test('saved, restored and read back as recorded', async (t) => {
   for (let n = 4; n <= 12; n++) feed.record('p', event(n, n === 12 ? 404 : 200))
   feed.record('q', event(1))
   const changes = () => db.prepare('SELECT total_changes()').pluck().get() as number
+  const seqsOfP = () => db.prepare("SELECT seq FROM telemetry_events WHERE partner_id = 'p' ORDER BY seq").pluck().all()
   let before = changes()
   save()
-  t.equal(changes() - before, 5 + 1 + 3, 'written: the 5 events of p still in the feed, the one of q; the 3 saved before removed')
-  t.same(db.prepare("SELECT seq FROM telemetry_events WHERE partner_id = 'p' ORDER BY seq").pluck().all(), [8, 9, 10, 11, 12], 'the last 5 of 12 kept')
+  t.equal(changes() - before, 5 + 1 + 3,
+    'written: the 5 events of p still in the feed, the one of q; the 3 saved before removed')
+  t.same(seqsOfP(), [8, 9, 10, 11, 12], 'the last 5 of 12 kept')
   before = changes()
   save()
   t.equal(changes() - before, 0, 'nothing new: nothing written')
@@ -46,7 +49,7 @@ t.test('saved, restored and read back as recorded', async (t) => {
   const saveRestored = telemetrySaver(db, restored)
   restored.record('p', event(13))
   saveRestored()
-  t.same(db.prepare("SELECT seq FROM telemetry_events WHERE partner_id = 'p' ORDER BY seq").pluck().all(), [9, 10, 11, 12, 13])
+  t.same(seqsOfP(), [9, 10, 11, 12, 13])
   t.same(readSavedEvents(db, 'p', 5)[0], event(13))
 
   const day = history.take().get('p')!.values().next().value!
