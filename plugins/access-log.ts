@@ -1,6 +1,5 @@
-// One access line per answered request (src/http/access-log.ts). Registered inside the context
-// of the routes it logs (src/app.ts): the operators' probes are declared outside it, so no hook
-// tests a request for being a probe. Unless the logger writes info lines, nothing is hooked.
+// One access line per answered request (src/http/access-log.ts), registered in the context of the routes it logs
+// (src/app.ts): the probes are outside it, so no hook tests for them. Nothing is hooked below the info level.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { accessWriter } from '../src/http/access-log.ts'
@@ -25,8 +24,11 @@ async function accessLog (app: FastifyInstance, options: AccessLogOptions) {
   // `ms` runs until the answer was handed to the socket (Fastify stops the clock before any
   // onResponse hook): the root's hooks (the metrics) and the partner context's are not in it.
   app.addHook('onResponse', (request, reply, done) => {
-    access(request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode, Math.round(reply.elapsedTime * 100) / 100,
-      request.partner?.slug, request.cacheStatus === 'none' ? undefined : request.cacheStatus)
+    access(
+      request.id, request.method, redactUrl(request.url), request.ip, reply.statusCode,
+      Math.round(reply.elapsedTime * 100) / 100, request.partner?.slug,
+      request.cacheStatus === 'none' ? undefined : request.cacheStatus
+    )
     done()
   })
 }

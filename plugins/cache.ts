@@ -10,7 +10,9 @@ declare module 'fastify' {
   }
 }
 
-async function cache (app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }) {
+async function cache (
+  app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }
+) {
   const { datasets } = app
   const responseCache = new ResponseCache({
     ...options,

@@ -11,10 +11,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     metrics: Metrics
     /**
-     * Serves GET /metrics on METRICS_PORT and logs where; resolves to its URL. src/server.ts calls it
-     * before the partner port listens, so that a port in use fails the start (an onListen hook
-     * would run after the partner port is open, and its errors are only logged). Inject-only
-     * tests never call it, and bind nothing.
+     * Serves GET /metrics on METRICS_PORT and logs where; resolves to its URL. Called before the partner port listens
+     * (src/server.ts), so that a port in use fails the start; inject-only tests never call it and bind nothing.
      */
     listenMetrics (): Promise<string>
   }
@@ -58,9 +56,8 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     app.log.info({ url: server.url }, `metrics listening at ${server.url}`)
     return server.url
   })
-  // As soon as a close starts (preClose: before the partner server stops and waits for the
-  // requests in flight): Prometheus sees the instance gone at once, and a scrape connection kept
-  // alive cannot hold the close.
+  // As soon as a close starts (before the partner server waits for the requests in flight): Prometheus sees the
+  // instance gone at once, and a scrape connection kept alive cannot hold the close.
   app.addHook('preClose', async () => {
     closing = true
     await server?.close()

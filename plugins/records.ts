@@ -20,7 +20,9 @@ export interface RecordsOptions {
 }
 
 async function records (app: FastifyInstance, options: RecordsOptions) {
-  if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) throw new Error('the records plugin needs pilotAppUrl and maxMb')
+  if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) {
+    throw new Error('the records plugin needs pilotAppUrl and maxMb')
+  }
   const memory = new FragmentMemory(options.maxMb * 1024 * 1024)
   app.decorate('records', new RecordJson(options.pilotAppUrl, memory, app.answerPool))
 }

@@ -68,10 +68,8 @@ export function loggerOptions (config: Config) {
 }
 
 /**
- * Fastify's own response serialisers (fast-json-stringify), each compiled on its first use instead
- * of at boot: the routes declare a schema for every status they answer (the OpenAPI document's
- * source), but send most answers as bytes (records, errors), so most are never used; compiling them
- * all took about 0.15 s of every boot.
+ * Fastify's own response serialisers, each compiled on first use instead of at boot: every status a route answers has
+ * a schema (the OpenAPI document's source), but most answers are sent as bytes, so most serialisers are never used.
  */
 function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelector>>) {
   const compile = SerializerSelector()(...args)
@@ -87,7 +85,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ? options.destination ?? logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
     : undefined
   const app = Fastify({
-    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),
+    ...(options.loggerInstance
+      ? { loggerInstance: options.loggerInstance }
+      : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
     // A caller's id is logged and echoed: one that holds a token (ours by its prefix, or any
     // partner's, whatever its shape) is replaced, so that no token reaches a log line.
@@ -98,14 +98,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
         ? given
         : randomUUID()
     },
-    // Slow or idle connections must not hold their slots (src/http/connections.ts caps them). Node checks
-    // the headers and request timeouts every connectionsCheckingInterval: every 30 s by default,
-    // which would let a connection overstay them by as much.
+    // Slow or idle connections must not hold their slots (src/http/connections.ts caps them). Node checks these
+    // timeouts every connectionsCheckingInterval, whose default would let a connection overstay them long.
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
-    // A connection on which nothing moves while a request is under way (a client that stopped
-    // reading its answer) is closed: none of the timeouts above covers the answer's way out. 2 s
-    // more than the request's, so that one that sends nothing at all still gets its 408 first.
+    // A connection on which nothing moves (a client that stopped reading its answer) is closed: no timeout above covers
+    // the answer's way out. Longer than the request's, so that one that sends nothing still gets its 408 first.
     connectionTimeout: config.requestTimeoutMs + 2000,
     http: {
       headersTimeout: config.headersTimeoutMs,
@@ -115,9 +113,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     },
     // Requests Node's HTTP parser refuses get the API's error body and a request id too.
     clientErrorHandler,
-    // No length bound on a path parameter of the router's own (100 by default, past which the URL is
-    // refused before any hook): a site id is checked by its route, after the token (the request
-    // head's size bounds it).
+    // The router's own bound on a path parameter's length is lifted (past it a URL is refused before any hook): a site
+    // id is checked by its route, after the token (the request head's size bounds it).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // one access line per request (plugins/access-log.ts) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
@@ -125,15 +122,15 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A URL the router cannot decode: Fastify's own answer would quote the URL, token and all.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ code: error.code }, 'request refused by the framework')
-      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).header('cache-control', 'no-store').code(400).send(new ApiError('rest_bad_request').toBody())
+      ;(reply as unknown as FastifyReply).header('x-request-id', request.id).header('cache-control', 'no-store')
+        .code(400).send(new ApiError('rest_bad_request').toBody())
     },
-    // Closing (SIGTERM): idle keep-alive connections are closed at once; a request already on a
-    // connection is answered in full (with Connection: close) rather than refused with Fastify's
-    // own 503 body, which is not the API's error shape. SHUTDOWN_TIMEOUT_MS bounds the wait.
+    // Closing: idle keep-alive connections are closed at once; a request already on a connection is answered in full
+    // (Connection: close), not refused with Fastify's 503 body, which is not the API's error shape.
     forceCloseConnections: 'idle',
     return503OnClosing: false,
-    // A dataset file without a current index snapshot is verified and indexed at boot, in a
-    // worker: about 9 s for a million sites here, close to Fastify's default of 10 s per plugin.
+    // A dataset file without a current index snapshot is verified and indexed at boot, in a worker, which can take
+    // longer than Fastify's default time per plugin.
     pluginTimeout: 300_000,
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } }
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -142,7 +139,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   destination?.reportDropsTo(app.log)
   // MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP, on the server itself: whatever listens on this app
   // (src/server.ts, tests) refuses the connections past them (inject() opens none).
-  capConnections(app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }, app.log)
+  capConnections(
+    app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }, app.log
+  )
   // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
   // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
   app.server.on('checkExpectation', (req, res) => {
@@ -172,10 +171,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
-  await app.register(cache, { ttlSeconds: config.cacheTtlSeconds, maxEntries: config.cacheMaxEntries, maxMb: config.cacheMaxMb, pilotAppUrl: config.pilotAppUrl })
+  await app.register(cache, {
+    ttlSeconds: config.cacheTtlSeconds,
+    maxEntries: config.cacheMaxEntries,
+    maxMb: config.cacheMaxMb,
+    pilotAppUrl: config.pilotAppUrl
+  })
   await app.register(metrics, { log: destination, port: config.metricsPort })
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(usage, { clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
+  await app.register(usage, {
+    clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays
+  })
   await app.register(openapi)
   // the operators' probes, outside the access log's context
   await app.register(healthRoutes)

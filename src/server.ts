@@ -49,7 +49,8 @@ async function main () {
   try {
     demoToken = createDemoPartner(app.partners.store, config)
   } catch (err) {
-    app.log.error({ error: (err as Error).message }, 'the demo partner could not be created now; the next start creates it')
+    app.log.error({ error: (err as Error).message },
+      'the demo partner could not be created now; the next start creates it')
   }
   if (demoToken) {
     // served from the first request, not from the directory's next look at control.db

@@ -1,15 +1,6 @@
-// The memory all record fragments may take (FRAGMENTS_MAX_MB). Fragment stores take their chunks
-// here; when the chunks reach the limit, a chunk of some store is forgotten before the next answer
-// is assembled (its sites' fragments are made again when next asked for) and its memory is used
-// for the next chunk. Forgetting waits for an answer's start because an answer under way reads
-// the spans of the fragments it has just made.
-//
-// Which chunk: the oldest not used since it last came up, a second chance (CLOCK) in place of
-// least recently used. Reads go through spans, so the one place to note a use cheaply is the
-// chunk: a mark per chunk, set when an answer copies out of it (unless that answer wrote to it). A chunk marked
-// when it comes up has its mark cleared and goes behind the others. Records partners keep asking
-// for are then not made again each time their chunk is the oldest, and chunks nobody used after
-// they were made go first.
+// The memory all record fragments may take (FRAGMENTS_MAX_MB). At the limit a chunk is forgotten before the next
+// answer, not within one (it reads the spans it has just made); its sites' fragments are made again when asked for.
+// The chunk is the oldest not copied from since it last came up (a second chance), so records in demand stay.
 
 /** What holds chunks, by number: it drops every reference to a chunk it forgets and gives its bytes back. */
 export interface ChunkHolder {
@@ -37,7 +28,10 @@ export class FragmentMemory {
   static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS // 8 MB
   /** bytes of the chunks held and of the spare one */
   private allocated = 0
-  /** chunks held, oldest first (a chunk given a second chance goes last); weak, so that a dataset dropped by a reload is not kept for its fragments */
+  /**
+   * chunks held, oldest first (a chunk given a second chance goes last); weak, so that a dataset dropped by a
+   * reload is not kept for its fragments
+   */
   private held: Held[] = []
   private spare: Buffer | undefined
   private forgottenChunks = 0
@@ -86,10 +80,8 @@ export class FragmentMemory {
   }
 
   /**
-   * Forgets chunks until the chunks are within the limit with room for one more (the spare):
-   * called at an answer's start while `pressing`. Each time the oldest chunk not used since it last
-   * came up; a chunk still being written to goes last: forgetting it would make its store take a
-   * chunk again at once.
+   * Forgets chunks until they are within the limit with room for one more (the spare), at an answer's start while
+   * `pressing`. A chunk still being written to goes last: forgetting it would make its store take one again at once.
    */
   settle (): void {
     while (this.pressing) {
@@ -111,10 +103,9 @@ export class FragmentMemory {
   }
 
   /**
-   * Takes the chunk to forget out of `held`: the oldest full one not used since it last came up
-   * (or of a collected store). The full chunks passed over on the way had their marks cleared by
-   * asking; they go behind the others, in their order. If every full chunk was marked, the oldest
-   * of them goes (its mark is clear now); if none is full, the oldest chunk.
+   * Takes the chunk to forget out of `held`: the oldest full one not used since it last came up (or of a collected
+   * store). Full chunks passed over had their marks cleared by asking and go behind the others, in their order; if
+   * every full chunk was marked, the oldest of them goes; if none is full, the oldest chunk.
    */
   private takeNextToForget (): Held {
     const passed: Held[] = []

@@ -1,12 +1,10 @@
-// Answer buffers used again instead of allocated per request (docs/performance.md). Each app has one
-// (plugins/answers.ts). Reference-counted: the request that sends a buffer holds one until its
-// response is done (an aborted response leaves its buffer to the garbage collector), the response
-// cache one per entry. A buffer is used again at zero; a Buffer not made by take() passes through.
+// Answer buffers used again instead of allocated per request (see docs/performance.md); one pool per app. The
+// sending request and the response cache hold references; at zero a buffer is used again.
 
 const PAGE = 4096
-/** Smaller answers come from Node's own shared pool (Buffer.allocUnsafe), as before. */
+/** Smaller answers come from Node's own shared pool (Buffer.allocUnsafe), already cheap. */
 export const MIN_POOLED_BYTES = 2048
-/** Larger answers (a few tag pages) are allocated as before. */
+/** Larger answers (a few tag pages) are rare: allocated each time. */
 export const MAX_POOLED_BYTES = 256 * 1024
 /** Free buffers kept per size class at most; more are left to the garbage collector. */
 const MAX_FREE_BYTES_PER_CLASS = 4 * 1024 * 1024

@@ -1,7 +1,5 @@
-// Site records of the three forms, built from a dataset's parallel arrays, and their JSON.
-// A site's JSON is made once (the same bytes as JSON.stringify of its record, which the tests
-// compare) and kept as bytes: an answer copies the fragments of its sites instead of
-// serialising objects on every request.
+// Site records of the three forms and their JSON. A site's JSON (JSON.stringify's bytes) is made once and kept, so
+// that an answer copies its sites' fragments instead of serialising objects on every request.
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/records.ts'
 import type { Dataset, Nearby } from '../sites/dataset.ts'
 import { kmFromHaverSin } from '../sites/spatial.ts'
@@ -52,22 +50,26 @@ export function nearestRecord (ds: Dataset, position: number, h: number, links: 
 
 export function mapMinimalRecord (ds: Dataset, position: number, links: string): MapMinimalRecord {
   const id = ds.ids.at(position)
-  return { id, category: String(ds.categories[position]), latitude: ds.lats[position], longitude: ds.lngs[position], helipaddy_link: links + id }
+  return {
+    id,
+    category: String(ds.categories[position]),
+    latitude: ds.lats[position],
+    longitude: ds.lngs[position],
+    helipaddy_link: links + id
+  }
 }
 
 /**
- * An answer's sites as their places in an order of the dataset's sites instead of their
- * positions: the slots of the one sub-index they were all found in (its tree order), or a tag's
- * list (id order). Their spans are then read by place (see FragmentStore.array).
+ * An answer's sites as places in an order of the dataset's sites (a sub-index's tree order, a tag's id order)
+ * instead of positions, so that their spans are read where they lie together (see FragmentStore.array).
  */
 export interface Placed {
   /** the position of the site at each place */
   order: Uint32Array
   places: ArrayLike<number>
   /**
-   * Whether answers are fixed slices of the order (a tag's pages), so that a site's fragment is
-   * worth writing again on its first use there, beside those used with it: a page is then one
-   * run (two across a chunk's end), whichever route made its sites' fragments first.
+   * Whether answers are fixed slices of the order (a tag's pages): a site's fragment is then worth copying beside
+   * those used with it, so that a page is one run whichever route made its fragments first.
    */
   laidOut: boolean
 }
@@ -75,7 +77,7 @@ export interface Placed {
 /** An answer's sites: positions in the dataset, or a search's result. */
 export type AnswerSites = ArrayLike<number> | Nearby
 
-/** A search's hits by slot when they all came from one sub-index (their spans lie together), else by position. */
+/** A search's hits by slot when all came from one sub-index (their spans lie together), else by position. */
 function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
   if (!('hits' in sites)) return sites
   const { hits, index } = sites
@@ -90,29 +92,22 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
 }
 
 /**
- * The JSON of one record form for every site of a dataset, made on first use and kept as
- * bytes in large chunks (no object or string per site), so that an answer is assembled by
- * copying bytes: no serialising, no string joining, no encoding on the hot path.
- *
- * Each fragment is followed in its chunk by a comma, so fragments made one after another (an
- * answer's new sites, a tag page's) are copied into a later answer listing them in that order as
- * one run: a copy costs about 700 instructions whatever its length, 360,000 of a 500-record
- * page's when each fragment was copied alone.
+ * The JSON of one record form for every site of a dataset, made on first use and kept as bytes in large chunks, so
+ * that an answer is assembled by copying bytes. A comma follows each fragment, so that fragments made one after
+ * another are copied into a later answer as one run: a copy costs the same whatever its length.
  */
 export class FragmentStore implements ChunkHolder {
   static readonly CHUNK_BITS = FragmentMemory.CHUNK_BITS
   static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES
   /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
   static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
-  /** the chunks by number, as plain Uint8Arrays (a view's `subarray` is the cheapest source for `set`); empty once forgotten */
+  /** the chunks by number, as plain Uint8Arrays (the cheapest source for `set`); empty once forgotten */
   private readonly views: Uint8Array[] = []
   /** numbers of forgotten chunks, used again first */
   private readonly freeNumbers: number[] = []
   /**
-   * Per chunk number, 1 once an answer has copied out of the chunk since FragmentMemory last asked
-   * (wasRead), unless that answer wrote to it: a chunk partners keep asking for gets a second
-   * chance before it is forgotten, and one only read by the answers that made its fragments does
-   * not. Set once a run copied, not once a site (a mark a site cost by-tag pages 5% in an A/B).
+   * Per chunk number, 1 once an answer that did not write to it has copied out of it since FragmentMemory last asked
+   * (wasRead): a chunk partners keep asking for gets a second chance. Set per run copied: a mark per site slows pages.
    */
   private readonly read = new Uint8Array(FragmentStore.MAX_CHUNKS)
   /** per chunk number, the answer (by `answers`) that last wrote to it */
@@ -129,12 +124,8 @@ export class FragmentStore implements ChunkHolder {
    */
   private readonly span: Uint32Array
   /**
-   * The same spans by place in an order (see Placed), for answers whose sites lie together
-   * there: a sub-index's sites found by one search lie in a few leaves, so their spans lie in a
-   * few cache lines, where by position they are at random places of an 8 MB table (a cache miss
-   * per site; about a third of the time an answer of 100 records takes to assemble when caches
-   * are cold). Filled on a site's first use in that order; the table's pages are touched only
-   * as it fills.
+   * The same spans by place in an order (see Placed): sites found together then have their spans in a few cache
+   * lines, not at random places of the table by position. Filled on a site's first use in that order.
    */
   private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
   /** the same tables, weakly, for forgetting a chunk (an order dropped from its list takes its table with it) */
@@ -193,10 +184,12 @@ export class FragmentStore implements ChunkHolder {
     if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
       let number = this.freeNumbers.pop()
       if (number === undefined) {
-        if (this.views.length === FragmentStore.MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+        if (this.views.length === FragmentStore.MAX_CHUNKS) {
+          throw new Error('record fragments exceed 4 GB for one record form')
+        }
         number = this.views.length
       }
-      // a fragment starts below 8 MB into its chunk; one larger than a chunk gets a chunk of its own
+      // a fragment starts within CHUNK_BYTES of its chunk's start; one larger than a chunk gets a chunk of its own
       this.filling = this.memory.take(this, this.account, number, bytes + 1)
       this.filled = number
       this.views[number] = new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length)
@@ -210,7 +203,7 @@ export class FragmentStore implements ChunkHolder {
     return where
   }
 
-  /** Whether an answer that did not write to chunk `number` has copied out of it since last asked; the mark is cleared. */
+  /** Whether an answer that did not write to chunk `number` has copied out of it since last asked; clears the mark. */
   wasRead (number: number): boolean {
     const read = this.read[number] === 1
     this.read[number] = 0
@@ -268,7 +261,7 @@ export class FragmentStore implements ChunkHolder {
     return bytes
   }
 
-  /** `[` fragments of the sites (positions, or places in an order) joined by `,` `]`, with `head` before and `tail` after. */
+  /** `[` the sites' fragments (by position, or by place in an order) joined by `,` `]`, `head` before, `tail` after. */
   array (sites: ArrayLike<number> | Placed, head = '', tail = ''): Buffer {
     this.settle()
     let span = this.span
@@ -297,8 +290,11 @@ export class FragmentStore implements ChunkHolder {
     for (let i = 0; i < keys.length; i++) {
       const where = span[2 * keys[i]]
       const bytes = span[2 * keys[i] + 1]
-      // the next fragment of the run's chunk (a run ending at the chunk's end is not followed by the next chunk's first)
-      if (runBytes >= 0 && where === runWhere + runBytes + 1 && (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)) {
+      // the next fragment in the run's chunk (a run at its chunk's end is not followed by the next chunk's first)
+      if (
+        runBytes >= 0 && where === runWhere + runBytes + 1 &&
+        (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)
+      ) {
         runBytes += 1 + bytes
         continue
       }
@@ -430,7 +426,8 @@ export class RecordJson {
   /** JSON of a nearest record (the same text as JSON.stringify of nearestRecord). */
   nearest (ds: Dataset, position: number, h: number): Buffer {
     const f = this.fragmentsOf(ds)
-    return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`)
+    const distance = `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`
+    return f.nearest.spliced(position, f.nearestTail + ds.ids.byteLength(position), distance)
   }
 
   /** JSON array of full records. */
@@ -471,17 +468,16 @@ export class RecordJson {
 }
 
 function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool?: AnswerPool): Fragments {
-  // The same text JSON.stringify gives for siteRecord / mapMinimalRecord (tests compare them
-  // byte for byte), written out by hand: ids, regions, countries and categories need no
-  // escaping by their formats, a finite number's JSON is its String, and only the name and
-  // the link prefix are escaped (the prefix once).
+  // JSON.stringify's text for siteRecord / mapMinimalRecord, written by hand: only names and the link prefix need
+  // escaping (ids, regions, countries and categories cannot by their formats; a number's JSON is its String).
   const escapedLinks = JSON.stringify(links).slice(1, -1)
   const { ids, names, regions, countries, categories, lats, lngs } = ds
-  // The three forms share their first and last fields: `{"id":…,"category":…,` what the form
-  // adds, then `"latitude":…,"longitude":…,"helipaddy_link":…}`.
+  // The three forms share their first and last fields: `{"id":…,"category":…,` what the form adds, then
+  // `"latitude":…,"longitude":…,"helipaddy_link":…}`.
   const record = (middle: (p: number) => string) => (p: number) => {
     const id = ids.at(p)
-    return `{"id":"${id}","category":"${categories[p]}",${middle(p)}"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
+    return `{"id":"${id}","category":"${categories[p]}",${middle(p)}` +
+      `"latitude":${lats[p]},"longitude":${lngs[p]},"helipaddy_link":"${escapedLinks}${id}"}`
   }
   const named = (p: number) => `"name":${JSON.stringify(names.at(p))},`
   const full = record((p) => `${named(p)}"region":"${regions.at(p)}","country":"${countries.at(p)}",`)
@@ -490,7 +486,8 @@ function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool
   const minimal = record(() => '')
   // JSON.stringify of {type, id, geometry: {type, coordinates: [lng, lat]}, properties}
   const feature = (record: (p: number) => string) => (p: number) =>
-    `{"type":"Feature","id":"${ids.at(p)}","geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
+    `{"type":"Feature","id":"${ids.at(p)}",` +
+    `"geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
   const stores: FragmentStore[] = []
   const store = (make: (position: number) => string) => {
     const made = new FragmentStore(ds.count, make, memory, pool === undefined ? undefined : (size) => pool.take(size))

@@ -1,8 +1,5 @@
-// The access line: one per request, the same JSON line pino's logger.info(fields, 'request') would
-// write, made by hand and written to the logger's own stream. pino's general serialisation (a
-// pass over the object, a type test and an escape per field) cost about half of the line in a
-// micro-benchmark (3.9 µs → 1.8 µs with the write). Used only on a logger built from
-// loggerOptions (src/app.ts), whose format is known; any other logger gets logger.info.
+// The access line: the JSON line pino's logger.info(fields, 'request') would write, made by hand, cheaper than pino's
+// general serialisation, for a logger built from loggerOptions (src/app.ts); any other logger gets logger.info.
 import pino from 'pino'
 import type { FastifyBaseLogger } from 'fastify'
 import { jsonString } from './json-text.ts'
@@ -12,7 +9,10 @@ const { streamSym, chindingsSym, timeSym, messageKeySym, needsMetadataGsym, mixi
 const INFO = 30
 
 /** Writes one request's line. */
-type WriteLine = (reqId: string, method: string, url: string, ip: string, status: number, ms: number, partner: string | undefined, cache: string | undefined) => void
+type WriteLine = (
+  reqId: string, method: string, url: string, ip: string, status: number, ms: number,
+  partner: string | undefined, cache: string | undefined
+) => void
 
 export type AccessWriter = WriteLine & {
   /** writes the lines still held (the service calls it when it closes and when the process exits) */
@@ -35,21 +35,21 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
   const stream = logger[streamSym] as { write?: (line: string) => unknown } | undefined
   const time = logger[timeSym]
   const bindings = logger[chindingsSym]
-  const plain = knownFormat && typeof stream?.write === 'function' && typeof time === 'function' && typeof bindings === 'string' &&
-    logger[messageKeySym] === 'msg' && !(stream as unknown as Record<symbol, unknown>)[needsMetadataGsym] && !logger[mixinSym]
+  const plain = knownFormat && typeof stream?.write === 'function' && typeof time === 'function' &&
+    typeof bindings === 'string' && logger[messageKeySym] === 'msg' &&
+    !(stream as unknown as Record<symbol, unknown>)[needsMetadataGsym] && !logger[mixinSym]
   if (!plain) return viaLogger(log)
   const timeOf = time as () => string
-  // Lines wait for the end of the event loop's turn (setImmediate) and go to the stream in one
-  // write: under load a turn answers tens of requests. The service's stream (sonic-boom, not
-  // synchronous: src/http/log-destination.ts) hands a write to the libuv thread pool (fs.write)
-  // and gathers what comes while one is under way: one write a turn is one hand-off a turn, and
-  // one string made. What a turn held is lost only if the process is killed (SIGKILL) within that
-  // turn: the service flushes when it closes and when the process exits.
+  // The lines of an event loop's turn go to the stream in one write (setImmediate): one hand-off, one string a turn.
+  // Only a SIGKILL within the turn loses them: the service flushes when it closes and when the process exits.
   let pending = ''
   let scheduled = false
   // A destination that fails (a full disk, a closed file) must not take the service down from
   // a timer callback: the lines are dropped, and a warning (on stderr) says so once per outage.
-  const report = outageReporter((err) => process.emitWarning(`access log lines dropped: ${(err as Error).message}`, 'AccessLogWarning'), () => {})
+  const report = outageReporter(
+    (err) => process.emitWarning(`access log lines dropped: ${(err as Error).message}`, 'AccessLogWarning'),
+    () => {}
+  )
   const flush = () => {
     scheduled = false
     if (pending === '') return
@@ -66,7 +66,8 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
     if (logger.levelVal > INFO) return
     pending += `{"level":30${timeOf()}${bindings},"reqId":${jsonString(reqId)},"method":${jsonString(method)},` +
       `"url":${jsonString(url)},"ip":${jsonString(ip)},"status":${status},"ms":${ms}` +
-      `${partner === undefined ? '' : `,"partner":${jsonString(partner)}`}${cache === undefined ? '' : `,"cache":${jsonString(cache)}`},"msg":"request"}\n`
+      `${partner === undefined ? '' : `,"partner":${jsonString(partner)}`}` +
+      `${cache === undefined ? '' : `,"cache":${jsonString(cache)}`},"msg":"request"}\n`
     if (pending.length >= MAX_PENDING) flush()
     else if (!scheduled) {
       scheduled = true

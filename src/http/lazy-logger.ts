@@ -1,7 +1,5 @@
-// A request's logger, made when it first logs. Fastify gives every request a pino child (a
-// bindings object, its JSON text, a new logger object with three symbol-keyed fields): about
-// 4,000 instructions a request, for a logger most requests never use (their access line is
-// written apart, src/http/access-log.ts). Installed as Fastify's childLoggerFactory (src/app.ts).
+// A request's logger, made when it first logs: Fastify's default makes a pino child for every request, which most
+// never use (their access line is written apart, src/http/access-log.ts). Fastify's childLoggerFactory (src/app.ts).
 import type { FastifyBaseLogger } from 'fastify'
 import type { Bindings, ChildLoggerOptions } from 'pino'
 
@@ -11,7 +9,11 @@ type Loose = (...args: unknown[]) => void
 export class LazyChildLogger implements FastifyBaseLogger {
   private made: FastifyBaseLogger | undefined = undefined
 
-  constructor (private readonly parent: FastifyBaseLogger, private readonly bindings: Bindings, private readonly options: ChildLoggerOptions) {}
+  constructor (
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions
+  ) {}
 
   /** The child pino would have made at the request's start: same parent, bindings and options. */
   get logger (): FastifyBaseLogger {
@@ -36,6 +38,8 @@ export class LazyChildLogger implements FastifyBaseLogger {
 }
 
 /** Fastify's childLoggerFactory: the default one's result, made on first use. */
-export function lazyChildLogger (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+export function lazyChildLogger (
+  logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions
+): FastifyBaseLogger {
   return new LazyChildLogger(logger, bindings, options)
 }

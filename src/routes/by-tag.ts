@@ -41,9 +41,11 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
     request.rows = sites.places.length
     // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
     // (the tag is ASCII by its pattern, so the head is too)
-    const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
+    const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},` +
+      `"total_pages":${Math.ceil(total / perPage)}`
     if (request.query.format === 'geojson') {
-      return reply.sendAnswer(records.minimalPageGeo(ds, sites, `{"type":"FeatureCollection",${paging},"features":`, '}'), GEOJSON_TYPE)
+      const head = `{"type":"FeatureCollection",${paging},"features":`
+      return reply.sendAnswer(records.minimalPageGeo(ds, sites, head, '}'), GEOJSON_TYPE)
     }
     return reply.sendAnswer(records.minimalPage(ds, sites, `{${paging},"sites":`, '}'))
   })

@@ -15,10 +15,16 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['discovery'],
       summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
-      response: { 200: okResponse('The categories', { 'application/json': { schema: CategoryList, examples: EXAMPLES.categories } }), ...documentedErrors(['rest_invalid_param']) }
+      response: {
+        200: okResponse('The categories', {
+          'application/json': { schema: CategoryList, examples: EXAMPLES.categories }
+        }),
+        ...documentedErrors(['rest_invalid_param'])
+      }
     }
   }, (request, reply) => {
-    reply.sendAnswer(Buffer.from(JSON.stringify({ categories: categoryList(request.dataset!, request.partner.allowedCategories) })))
+    const categories = categoryList(request.dataset!, request.partner.allowedCategories)
+    reply.sendAnswer(Buffer.from(JSON.stringify({ categories })))
   })
 
   app.get('/tags', {
@@ -28,10 +34,14 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['discovery'],
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
-      response: { 200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }), ...documentedErrors(['rest_invalid_param']) }
+      response: {
+        200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }),
+        ...documentedErrors(['rest_invalid_param'])
+      }
     }
   }, (request, reply) => {
-    reply.sendAnswer(Buffer.from(JSON.stringify({ tags: tagCounts(request.dataset!, request.partner.allowedCategories) })))
+    const tags = tagCounts(request.dataset!, request.partner.allowedCategories)
+    reply.sendAnswer(Buffer.from(JSON.stringify({ tags })))
   })
 }
 

@@ -9,7 +9,9 @@ import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
 import { positionOf } from '../sites/dataset.ts'
 
-export const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited']
+export const SITE_ERRORS: ErrorCode[] = [
+  'rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited'
+]
 
 const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
@@ -22,14 +24,18 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: SiteParams,
       querystring: DemoQuery,
       response: {
-        200: okResponse('The full record, or null', { 'application/json': { schema: Type.Union([SiteRecord, Type.Null()]), examples: EXAMPLES.site } }),
+        200: okResponse('The full record, or null', {
+          'application/json': { schema: Type.Union([SiteRecord, Type.Null()]), examples: EXAMPLES.site }
+        }),
         ...documentedErrors(SITE_ERRORS)
       }
     }
   }, (request, reply) => {
     const ds = request.dataset!
     const position = positionOf(ds, request.params.id)
-    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) return reply.sendAnswer(NULL_JSON)
+    if (position < 0 || !request.partner.allowedCategories.includes(ds.categories[position])) {
+      return reply.sendAnswer(NULL_JSON)
+    }
     request.rows = 1
     return reply.sendAnswer(records.site(ds, position))
   })

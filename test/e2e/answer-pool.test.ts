@@ -9,8 +9,10 @@ import t from 'tap'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 // 3,000 sites in a 30 km square, all tagged ~fuel; the names make answers long (pooled sizes).
-const sites = Array.from({ length: 3000 }, (_, i) => site(`p-${String(i).padStart(5, '0')}`, 4 + (i % 2) * 3, 50 + (i % 55) * 0.005, 8 + Math.floor(i / 55) * 0.005,
-  ['~fuel'], { name: `Pooled answer site number ${i} ${'·'.repeat(i % 40)}` }))
+const sites = Array.from({ length: 3000 }, (_, i) => site(
+  `p-${String(i).padStart(5, '0')}`, 4 + (i % 2) * 3, 50 + (i % 55) * 0.005, 8 + Math.floor(i / 55) * 0.005,
+  ['~fuel'], { name: `Pooled answer site number ${i} ${'·'.repeat(i % 40)}` }
+))
 const { app, tokens } = await buildTestApp(t, {
   sandbox: sites,
   partners: [{ name: 'Pool', slug: 'pool', tier: 'scale', maxResults: 300, limitOverrides: UNLIMITED }]
@@ -21,8 +23,12 @@ const { port } = new URL(address)
 const key = tokens.pool
 
 const tagPage = (page: number, perPage = 500) => `/v1/sites/by-tag?tag=~fuel&per_page=${perPage}&page=${page}`
-const nearby = (i: number) => `/v1/sites?lat=${(50 + (i % 17) * 0.01).toFixed(3)}&lng=${(8 + (i % 13) * 0.01).toFixed(3)}&radius=${5 + (i % 7)}`
-const paths = [...Array.from({ length: 6 }, (_, i) => tagPage(i + 1)), ...Array.from({ length: 60 }, (_, i) => nearby(i))]
+const nearby = (i: number) =>
+  `/v1/sites?lat=${(50 + (i % 17) * 0.01).toFixed(3)}&lng=${(8 + (i % 13) * 0.01).toFixed(3)}&radius=${5 + (i % 7)}`
+const paths = [
+  ...Array.from({ length: 6 }, (_, i) => tagPage(i + 1)),
+  ...Array.from({ length: 60 }, (_, i) => nearby(i))
+]
 // the slow client's: 120 different first pages of 380 to 499 sites (cache misses, each its own buffer)
 const slowPaths = Array.from({ length: 120 }, (_, i) => tagPage(1, 380 + i))
 
@@ -40,7 +46,8 @@ t.test('answers are big enough to be pooled', async (t) => {
 
 /** Polls `condition` until it holds (true) or 10 s have gone by (false). */
 async function eventually (condition: () => boolean): Promise<boolean> {
-  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 20))
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await pause()) {
     if (condition()) return true
   }
   return condition()
@@ -60,7 +67,9 @@ function slowClient (requests: string[], resume: Promise<void>): Promise<Buffer>
     socket.on('data', (d) => chunks.push(d))
     socket.on('error', reject)
     socket.on('end', () => resolve(Buffer.concat(chunks)))
-    socket.write(requests.map((p, i) => `GET ${p} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n${i === requests.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join(''))
+    const request = (p: string, last: boolean) =>
+      `GET ${p} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
+    socket.write(requests.map((p, i) => request(p, i === requests.length - 1)).join(''))
     resume.then(() => socket.resume(), reject)
   })
 }
@@ -88,7 +97,8 @@ t.test('a buffer still queued for a slow client is never used for another answer
   let release!: () => void
   const slow = slowClient(slowPaths, new Promise<void>((resolve) => { release = resolve }))
   // the server has answered all 120; the answers it could not hand to the socket yet hold buffers
-  t.ok(await eventually(() => answers.stats().taken - before.taken >= slowPaths.length), 'the server made every slow answer')
+  t.ok(await eventually(() => answers.stats().taken - before.taken >= slowPaths.length),
+    'the server made every slow answer')
   const pending = answers.stats().out - before.out
   t.ok(pending > 8, `answers waiting for the slow client hold buffers (${pending} out, the cache holds at most 8)`)
   // meanwhile: 4 clients, 150 requests each; clients 0 and 1 go round all answers, 2 and 3 ask
@@ -114,14 +124,19 @@ t.test('a buffer still queued for a slow client is never used for another answer
   release()
   const responses = bodiesOf(await slow)
   t.equal(responses.length, slowPaths.length, 'the slow client got every answer')
-  const wrong = responses.map((r, i) => (r.status === 200 && r.body === expected.get(slowPaths[i])) ? -1 : i).filter((i) => i >= 0)
+  const wrong = responses
+    .map((r, i) => (r.status === 200 && r.body === expected.get(slowPaths[i])) ? -1 : i)
+    .filter((i) => i >= 0)
   t.same(wrong, [], 'every answer the slow client read is byte for byte its own')
   t.ok(during.taken - before.taken >= 250, 'the answers made meanwhile came from the pool')
-  t.ok(during.made - before.made < (during.taken - before.taken) / 4, `buffers were used again (${during.made - before.made} made for ${during.taken - before.taken} answers)`)
+  const made = during.made - before.made
+  const taken = during.taken - before.taken
+  t.ok(made < taken / 4, `buffers were used again (${made} made for ${taken} answers)`)
   // each cached answer keeps its buffer out of the pool for as long as it is cached
   const cached = [...app.responseCache.values()]
   t.equal(cached.length, 8)
   t.same(cached.filter((entry) => !answers.holds(entry.body)).length, 0, 'every cached answer holds its buffer')
   // everything given back but what the cache holds (eight entries), once the last onResponse ran
-  t.ok(await eventually(() => answers.stats().out - before.out <= 8), `buffers still out after the traffic: ${answers.stats().out - before.out}`)
+  t.ok(await eventually(() => answers.stats().out - before.out <= 8),
+    `buffers still out after the traffic: ${answers.stats().out - before.out}`)
 })

@@ -14,10 +14,12 @@ t.test('answers stay byte for byte while chunks are forgotten and their fragment
   const count = 12_000
   const random = seededRandom('fragment memory')
   // about 2 kB a fragment: some 4,000 to a chunk, three chunks for every site of one store
-  const text = (form: string) => (p: number) => JSON.stringify({ form, p, pad: String.fromCharCode(97 + (p % 26)).repeat(1000 + ((p * 7919) % 2000)) })
+  const text = (form: string) => (p: number) =>
+    JSON.stringify({ form, p, pad: String.fromCharCode(97 + (p % 26)).repeat(1000 + ((p * 7919) % 2000)) })
   const memory = new FragmentMemory(3 * CHUNK)
   const made = [0, 0]
-  const stores = ['a', 'b'].map((form, i) => new FragmentStore(count, (p) => { made[i]++; return text(form)(p) }, memory))
+  const stores = ['a', 'b'].map((form, i) =>
+    new FragmentStore(count, (p) => { made[i]++; return text(form)(p) }, memory))
   const shuffled = () => {
     const order = Uint32Array.from({ length: count }, (_, i) => i)
     for (let i = count - 1; i > 0; i--) {
@@ -73,7 +75,10 @@ t.test('answers stay byte for byte while chunks are forgotten and their fragment
     largest = Math.max(largest, memory.bytes)
     // every chunk counted once: the stores' and, at most, the spare
     const unheld = memory.bytes - stores[0].chunkBytes - stores[1].chunkBytes
-    if (unheld !== 0 && unheld !== CHUNK) { t.fail(`answer ${i}: ${unheld} bytes counted beside the stores' chunks`); return }
+    if (unheld !== 0 && unheld !== CHUNK) {
+      t.fail(`answer ${i}: ${unheld} bytes counted beside the stores' chunks`)
+      return
+    }
   }
   t.equal(compared, 3000)
   t.ok(memory.forgotten >= 10, `chunks forgotten: ${memory.forgotten}`)
@@ -88,29 +93,39 @@ t.test('the oldest full chunk goes first, whichever store holds it, and its memo
   const madeA: number[] = []
   const a = new FragmentStore(12, (p) => { madeA.push(p); return quarter(p) }, memory)
   const b = new FragmentStore(12, quarter, memory)
-  const state = () => ({ a: a.chunkBytes / CHUNK, b: b.chunkBytes / CHUNK, all: memory.bytes / CHUNK, forgotten: memory.forgotten, pressing: memory.pressing })
+  const state = () => ({
+    a: a.chunkBytes / CHUNK,
+    b: b.chunkBytes / CHUNK,
+    all: memory.bytes / CHUNK,
+    forgotten: memory.forgotten,
+    pressing: memory.pressing
+  })
   t.equal(a.array([0, 1, 2, 3]).toString(), `[${[0, 1, 2, 3].map(quarter).join(',')}]`)
   a.one(4) // a's second chunk
   b.one(0)
   t.same(state(), { a: 2, b: 1, all: 3, forgotten: 0, pressing: true }, 'at the limit, no room for another chunk')
   t.equal(b.one(1).toString(), quarter(1))
-  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 1, pressing: false }, 'the next answer first forgot a\'s first chunk, kept as the spare')
+  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 1, pressing: false },
+    'the next answer first forgot a\'s first chunk, kept as the spare')
   t.equal(a.array([4, 0]).toString(), `[${quarter(4)},${quarter(0)}]`)
   t.same(madeA, [0, 1, 2, 3, 4, 0], 'site 0 made again; 4 where it was')
   t.equal(a.array([5, 6, 7]).toString(), `[${quarter(5)},${quarter(6)},${quarter(7)}]`)
-  t.same(state(), { a: 2, b: 1, all: 3, forgotten: 1, pressing: true }, 'the spare used for a\'s third chunk, nothing allocated')
+  t.same(state(), { a: 2, b: 1, all: 3, forgotten: 1, pressing: true },
+    'the spare used for a\'s third chunk, nothing allocated')
   t.equal(b.one(2).toString(), quarter(2))
   t.same(state(), { a: 1, b: 1, all: 3, forgotten: 2, pressing: false }, 'then a\'s second chunk, the oldest')
   t.equal(a.array([8, 9, 10, 11]).toString(), `[${[8, 9, 10, 11].map(quarter).join(',')}]`)
   t.same(state(), { a: 2, b: 1, all: 3, forgotten: 2, pressing: true })
   t.equal(a.one(4).toString(), quarter(4))
-  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 3, pressing: false }, 'then a\'s full third chunk, not b\'s older one that is still being written')
+  t.same(state(), { a: 1, b: 1, all: 3, forgotten: 3, pressing: false },
+    'then a\'s full third chunk, not b\'s older one that is still being written')
   t.equal(a.array([7, 11, 4]).toString(), `[${quarter(7)},${quarter(11)},${quarter(4)}]`)
   t.same(madeA, [0, 1, 2, 3, 4, 0, 5, 6, 7, 8, 9, 10, 11, 4, 7], 'sites 4 and 7 made again')
   t.equal(b.array([0, 1, 2]).toString(), `[${quarter(0)},${quarter(1)},${quarter(2)}]`)
 })
 
-t.test('a chunk answers keep reading is passed over: the oldest unread one goes, and a read chunk goes behind the rest', async (t) => {
+t.test('a chunk answers keep reading is passed over: the oldest unread one goes, ' +
+  'and a read chunk goes behind the rest', async (t) => {
   for (const by of ['positions', 'places in an order'] as const) {
     await t.test(by, async (t) => {
       // four fragments and their commas fill a chunk exactly
@@ -120,7 +135,9 @@ t.test('a chunk answers keep reading is passed over: the oldest unread one goes,
       const a = new FragmentStore(200, (p) => { made.set(p, (made.get(p) ?? 0) + 1); return quarter(p) }, memory)
       // sites 0 and 1 are hot: asked for before every cold site; the cold ones are each asked for once
       const order = Uint32Array.from({ length: 200 }, (_, i) => i)
-      const hot = (first: number, second: number) => a.array(by === 'positions' ? [first, second] : { order, places: [first, second], laidOut: false }).toString()
+      const hot = (first: number, second: number) => a.array(
+        by === 'positions' ? [first, second] : { order, places: [first, second], laidOut: false }
+      ).toString()
       t.equal(hot(0, 1), `[${quarter(0)},${quarter(1)}]`)
       let compared = 0
       for (let cold = 2; cold < 150; cold++) {
@@ -129,7 +146,8 @@ t.test('a chunk answers keep reading is passed over: the oldest unread one goes,
         compared++
       }
       t.equal(compared, 148)
-      t.equal(memory.forgotten, 35, 'chunk after chunk of cold sites forgotten: 38 made, the hot one and the last two held')
+      t.equal(memory.forgotten, 35,
+        'chunk after chunk of cold sites forgotten: 38 made, the hot one and the last two held')
       t.same([made.get(0), made.get(1)], [1, 1], 'the hot sites\' chunk kept all along: made once')
       t.ok([...made.entries()].every(([p, n]) => n === 1), 'no cold site made twice either')
       t.ok(memory.bytes <= 4 * CHUNK)
@@ -137,7 +155,8 @@ t.test('a chunk answers keep reading is passed over: the oldest unread one goes,
   }
 })
 
-t.test('a chunk used since it last came up goes behind the others, its mark cleared; one only made in goes first', async (t) => {
+t.test('a chunk used since it last came up goes behind the others, its mark cleared; ' +
+  'one only made in goes first', async (t) => {
   const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
   const memory = new FragmentMemory(3 * CHUNK)
   const madeA: number[] = []
@@ -150,7 +169,8 @@ t.test('a chunk used since it last came up goes behind the others, its mark clea
   a.one(9) // this answer's start: chunk 0 passed over (its mark cleared, behind chunk 2), chunk 1 forgotten
   t.same([memory.forgotten, memory.pressing], [1, false])
   t.equal(a.array([0, 4]).toString(), `[${quarter(0)},${quarter(4)}]`)
-  t.same(madeA, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 4], 'site 4 made again; site 0 not (chunk 0, the oldest, kept), and chunk 0 marked again')
+  t.same(madeA, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 4],
+    'site 4 made again; site 0 not (chunk 0, the oldest, kept), and chunk 0 marked again')
   a.array([10]) // chunk 2 full (8, 9, 4, 10)
   a.one(11) // opens the next chunk from the spare
   t.equal(memory.pressing, true)
@@ -160,18 +180,21 @@ t.test('a chunk used since it last came up goes behind the others, its mark clea
   t.equal(memory.forgotten, 2)
 })
 
-t.test('no mark for the answer that wrote to a chunk, nor for a page\'s copy laid out from it; a mark serves once', async (t) => {
+t.test('no mark for the answer that wrote to a chunk, nor for a page\'s copy laid out from it; ' +
+  'a mark serves once', async (t) => {
   const quarter = (p: number) => JSON.stringify(String.fromCharCode(97 + p).repeat(CHUNK / 4 - 3))
   const memory = new FragmentMemory(3 * CHUNK)
   const madeA: number[] = []
   const a = new FragmentStore(24, (p) => { madeA.push(p); return quarter(p) }, memory)
   const last = () => madeA[madeA.length - 1]
   a.array([0, 1, 2, 3, 4]) // chunk 0 filled and chunk 1 opened by one answer, which copies out of both
-  for (const p of [5, 6, 7, 8]) a.one(p) // chunk 1 filled by answers of one site each (no mark), chunk 2 opened: at the limit
+  // chunk 1 filled by answers of one site each (no mark), chunk 2 opened: at the limit
+  for (const p of [5, 6, 7, 8]) a.one(p)
   t.equal(memory.pressing, true)
   a.one(9) // chunk 0 unmarked: forgotten
   t.equal(a.array([0, 4]).toString(), `[${quarter(0)},${quarter(4)}]`)
-  t.same(madeA.slice(-2), [9, 0], 'site 0 made again, site 4 not: chunk 0 went first, chunk 1 (now read by another answer) kept')
+  t.same(madeA.slice(-2), [9, 0],
+    'site 0 made again, site 4 not: chunk 0 went first, chunk 1 (now read by another answer) kept')
   a.array([10, 11]) // chunk 2 full (8, 9, 0, 10); 11 opens the next from the spare
   a.one(12) // chunk 1 marked: passed over, its mark cleared; chunk 2 forgotten
   t.same(madeA.slice(-3), [10, 11, 12])
@@ -189,7 +212,8 @@ t.test('no mark for the answer that wrote to a chunk, nor for a page\'s copy lai
   const b = new FragmentStore(8, (p) => { madeA.push(100 + p); return quarter(p) }, new FragmentMemory(3 * CHUNK))
   const order = Uint32Array.from({ length: 8 }, (_, i) => i)
   b.array([0, 1, 2, 3]) // chunk 0
-  t.equal(b.array({ order, places: [0, 1], laidOut: true }).toString(), `[${quarter(0)},${quarter(1)}]`, 'sites 0 and 1 copied into chunk 1')
+  t.equal(b.array({ order, places: [0, 1], laidOut: true }).toString(), `[${quarter(0)},${quarter(1)}]`,
+    'sites 0 and 1 copied into chunk 1')
   for (const p of [4, 5, 6]) b.one(p) // chunk 1 full (copies of 0 and 1, then 4, 5); 6 opens chunk 2: at the limit
   b.one(7) // chunk 0, only copied from: forgotten
   t.equal(b.one(2).toString(), quarter(2))
@@ -205,7 +229,8 @@ t.test('a chunk still being written to is forgotten after the full ones, however
   b.array([0, 1, 2, 3, 4]) // b's first chunk full, its second begun
   t.same([a.chunkBytes, b.chunkBytes, memory.pressing], [CHUNK, 2 * CHUNK, true])
   t.equal(a.array([1, 0]).toString(), `[${quarter(1)},${quarter(0)}]`)
-  t.same([a.chunkBytes, b.chunkBytes, memory.forgotten], [CHUNK, CHUNK, 1], 'b\'s full chunk forgotten, not a\'s older one')
+  t.same([a.chunkBytes, b.chunkBytes, memory.forgotten], [CHUNK, CHUNK, 1],
+    'b\'s full chunk forgotten, not a\'s older one')
 })
 
 t.test('a fragment larger than a chunk: past the limit until the next answer, then given back', async (t) => {
@@ -216,7 +241,8 @@ t.test('a fragment larger than a chunk: past the limit until the next answer, th
   t.equal(store.one(0).toString(), text(0))
   t.equal(memory.bytes, 2 * CHUNK + 13, 'its own chunk, past the limit')
   t.equal(store.one(2).toString(), text(2))
-  t.same([memory.bytes, memory.forgotten], [CHUNK, 2], 'both forgotten: the large one freed, the first kept as the spare and used for site 2')
+  t.same([memory.bytes, memory.forgotten], [CHUNK, 2],
+    'both forgotten: the large one freed, the first kept as the spare and used for site 2')
   t.equal(store.array([0, 1, 2]).toString(), `[${text(0)},${text(1)},${text(2)}]`)
 })
 
@@ -253,7 +279,8 @@ t.test('a store collected before its finalizer has run: its chunks leave the cou
   // collected, and met by the next answer's start in the same job, before any finalizer runs
   gc()
   t.equal(kept.one(1).toString(), '1')
-  t.same([memory.bytes, memory.forgotten, memory.pressing], [CHUNK, 0, false], 'its two chunks out of the count, none forgotten')
+  t.same([memory.bytes, memory.forgotten, memory.pressing], [CHUNK, 0, false],
+    'its two chunks out of the count, none forgotten')
   for (let i = 0; i < 5; i++) {
     gc()
     await new Promise((resolve) => setTimeout(resolve, 10))

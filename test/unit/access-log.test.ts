@@ -16,8 +16,14 @@ test('byte for byte what logger.info writes, whatever the fields hold', async (t
   const write = accessWriter(handLog, true)
   const reference = viaLogger(ownLog)
   const cases: Parameters<typeof write>[] = [
-    ['9d23b602-0224-4e5b-b27e-51a947d52347', 'GET', '/v1/sites?lat=48.1&lng=11.5', '127.0.0.1', 200, 1.25, 'wide', 'miss'],
-    ['partner-abc.123', 'GET', '/v1/sites/nearest?lat=1&lng=2&api_key=[REDACTED]', '::1', 429, 0.07, 'limited', undefined],
+    [
+      '9d23b602-0224-4e5b-b27e-51a947d52347', 'GET', '/v1/sites?lat=48.1&lng=11.5', '127.0.0.1', 200, 1.25,
+      'wide', 'miss'
+    ],
+    [
+      'partner-abc.123', 'GET', '/v1/sites/nearest?lat=1&lng=2&api_key=[REDACTED]', '::1', 429, 0.07,
+      'limited', undefined
+    ],
     ['r', 'POST', '/v1/"quoted"\\back\u2028line\u0001ctl/é✈', '10.0.0.1', 404, 12, undefined, undefined],
     ['r2', 'GET', '/', '192.0.2.1', 304, 0, 'a', 'hit']
   ]
@@ -42,7 +48,9 @@ test('below info nothing is written; an unknown logger gets logger.info', async 
   const calls: unknown[] = []
   const fake = { info: (...args: unknown[]) => calls.push(args) } as unknown as Parameters<typeof accessWriter>[0]
   accessWriter(fake, false)('r', 'GET', '/', '::1', 200, 1, 'p', undefined)
-  t.same(calls, [[{ reqId: 'r', method: 'GET', url: '/', ip: '::1', status: 200, ms: 1, partner: 'p', cache: undefined }, 'request']])
+  t.same(calls, [
+    [{ reqId: 'r', method: 'GET', url: '/', ip: '::1', status: 200, ms: 1, partner: 'p', cache: undefined }, 'request']
+  ])
 })
 
 test('a turn\'s lines in one write, a full batch at once, and nothing held after close', async (t) => {
@@ -57,7 +65,8 @@ test('a turn\'s lines in one write, a full batch at once, and nothing held after
   t.ok(first >= 50 && first < 60, `${first} lines in the first write`)
   await nextTurn()
   t.equal(out.writes.length, 2)
-  t.same(out.lines.map((l) => JSON.parse(l).reqId), Array.from({ length: 60 }, (_, i) => `r${i}`), 'every line once, in order')
+  t.same(out.lines.map((l) => JSON.parse(l).reqId), Array.from({ length: 60 }, (_, i) => `r${i}`),
+    'every line once, in order')
   write('late', 'GET', '/', '::1', 200, 1, undefined, undefined)
   write.flush()
   t.equal(out.lines.at(-1)!.includes('"reqId":"late"'), true, 'flush writes at once')
@@ -69,8 +78,11 @@ test('a turn\'s lines in one write, a full batch at once, and nothing held after
   const tokens = writeFixture(dir, { partners: [{ name: 'A', slug: 'a' }] })
   const logged = capture()
   const exitListeners = process.listenerCount('exit')
-  const app = await buildApp(testConfig(dir, { LOG_LEVEL: 'info' }), { logger: { ...loggerOptions(config), stream: logged.stream } })
-  t.equal(process.listenerCount('exit'), exitListeners + 1, 'while the service runs, its held lines are written at exit')
+  const app = await buildApp(testConfig(dir, { LOG_LEVEL: 'info' }), {
+    logger: { ...loggerOptions(config), stream: logged.stream }
+  })
+  t.equal(process.listenerCount('exit'), exitListeners + 1,
+    'while the service runs, its held lines are written at exit')
   const res = await app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens.a}` } })
   t.equal(res.statusCode, 200)
   await app.close()

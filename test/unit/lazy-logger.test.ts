@@ -16,7 +16,12 @@ async function appWith (lazy: boolean) {
   const child = logger.child.bind(logger)
   logger.child = ((bindings, options) => { made.children++; return child(bindings, options) }) as typeof logger.child
   let n = 0
-  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), genReqId: () => `req-${++n}`, ...(lazy ? { childLoggerFactory: lazyChildLogger } : {}) })
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => `req-${++n}`,
+    ...(lazy ? { childLoggerFactory: lazyChildLogger } : {})
+  })
   app.get('/quiet', async () => 'quiet')
   app.get('/talks', async (request) => {
     request.log.info({ n: 1 }, 'first')

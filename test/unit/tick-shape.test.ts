@@ -9,13 +9,16 @@ import { holdTickShape } from '../../src/http/tick-shape.ts'
 
 const fixture = fileURLToPath(new URL('../fixtures/tick-shape.ts', import.meta.url))
 
-/** What V8 prints in the fixture's process: nextTick's literal sites, the held object's map, protectors switched off. */
+/**
+ * What V8 prints in the fixture's process: nextTick's literal sites, the held object's map, protectors switched off.
+ */
 function run (dir: string, mode: 'hold' | 'none') {
   // V8 prints through C stdio, whose writes to a pipe left non-blocking by the parent are cut short: a file
   const out = join(dir, `${mode}.txt`)
   const fd = openSync(out, 'w')
   try {
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--allow-natives-syntax', '--expose-gc', '--trace-protector-invalidation', fixture, mode], {
+    const flags = ['--import', 'tsx', '--allow-natives-syntax', '--expose-gc', '--trace-protector-invalidation']
+    const child = spawnSync(process.execPath, [...flags, fixture, mode], {
       stdio: ['ignore', fd, 'pipe'],
       encoding: 'utf8',
       env: { ...process.env, NODE_OPTIONS: '' } // tap's own preloads are not part of the service
