@@ -15,7 +15,8 @@ const NAMESPACE = ['unshare', '--mount', '--propagation', 'private']
 
 /** Whether this machine lets the test make a private tmpfs, and make an open file immutable. */
 function canFillDisk () {
-  const r = spawnSync(NAMESPACE[0], [...NAMESPACE.slice(1), 'sh', '-c', 'd=$(mktemp -d) && mount -t tmpfs -o size=1m tmpfs "$d"'], { encoding: 'utf8' })
+  const mount = 'd=$(mktemp -d) && mount -t tmpfs -o size=1m tmpfs "$d"'
+  const r = spawnSync(NAMESPACE[0], [...NAMESPACE.slice(1), 'sh', '-c', mount], { encoding: 'utf8' })
   return r.status === 0 ? true : `a private mount namespace with a tmpfs (root with CAP_SYS_ADMIN): ${r.stderr.trim()}`
 }
 function canMakeImmutable (dir: string) {
@@ -51,13 +52,16 @@ interface Harness {
 }
 
 async function harness (t: Test, dataDir: string, inNamespace: boolean): Promise<Harness> {
-  const wrap = inNamespace ? [...NAMESPACE, 'sh', '-c', 'mount -t tmpfs -o size=24m tmpfs "$DATA_DIR" && exec "$@"', 'sh'] : []
+  const wrap = inNamespace
+    ? [...NAMESPACE, 'sh', '-c', 'mount -t tmpfs -o size=24m tmpfs "$DATA_DIR" && exec "$@"', 'sh']
+    : []
   const server = await startServer({ DATA_DIR: dataDir, ...ENV }, 60_000, { wrap })
   t.teardown(() => server.stop('SIGKILL'))
   const enter = inNamespace ? ['nsenter', '-t', String(server.child.pid), '-m'] : []
   const run = (command: string[]) => {
     const full = [...enter, ...command]
-    const r = spawnSync(full[0], full.slice(1), { encoding: 'utf8', cwd: REPO_ROOT, env: { ...process.env, D: dataDir } })
+    const r = spawnSync(full[0], full.slice(1),
+      { encoding: 'utf8', cwd: REPO_ROOT, env: { ...process.env, D: dataDir } })
     return { status: r.status, out: r.stdout + r.stderr }
   }
   const token = /Its token is shown this once; keep it:\n {2}(\S+)/.exec(server.output())![1]
@@ -66,7 +70,8 @@ async function harness (t: Test, dataDir: string, inNamespace: boolean): Promise
     token,
     shell: (script) => run(['sh', '-c', script]),
     async sites () {
-      const res = await fetch(`${server.url}/v1/sites?lat=51.507&lng=-0.128&radius=75`, { headers: { authorization: `Bearer ${token}` } })
+      const res = await fetch(`${server.url}/v1/sites?lat=51.507&lng=-0.128&radius=75`,
+        { headers: { authorization: `Bearer ${token}` } })
       await res.arrayBuffer()
       return res.status
     },
@@ -78,8 +83,11 @@ async function harness (t: Test, dataDir: string, inNamespace: boolean): Promise
       return (await (await fetch(`${server.url}/v1/usage?api_key=${token}`)).json()).windows.minute.used
     },
     savedRequests () {
-      const r = run([process.execPath, '-e', `const D = require(${JSON.stringify(join(REPO_ROOT, 'node_modules/better-sqlite3'))}); const db = new D(process.argv[1], { readonly: true, fileMustExist: true });
-        process.stdout.write(String(db.prepare('SELECT coalesce(sum(requests), 0) FROM rate_buckets').pluck().get()))`, join(dataDir, 'control.db')])
+      const betterSqlite = JSON.stringify(join(REPO_ROOT, 'node_modules/better-sqlite3'))
+      const script = `const D = require(${betterSqlite})
+        const db = new D(process.argv[1], { readonly: true, fileMustExist: true })
+        process.stdout.write(String(db.prepare('SELECT coalesce(sum(requests), 0) FROM rate_buckets').pluck().get()))`
+      const r = run([process.execPath, '-e', script, join(dataDir, 'control.db')])
       if (r.status !== 0) throw new Error(r.out)
       return Number(r.out)
     },
@@ -106,21 +114,26 @@ async function breakAndMend (t: Test, h: Harness, breakIt: () => void, mendIt: (
   await h.until('the first counters saved', () => h.savedRequests() === 3 ? true : undefined)
   breakIt()
   await serve(t, h, 4)
-  const down = await h.until('readyz to say not ready', async () => { const r = await h.readyz(); return r.status === 503 ? r : undefined })
+  const down = await h.until('readyz to say not ready', async () => {
+    const r = await h.readyz()
+    return r.status === 503 ? r : undefined
+  })
   t.equal(down.body.status, 'not_ready')
   t.equal(down.body.control_db.writable, false)
   t.match(down.body.control_db.failures.map((f: { error: string }) => f.error).join(' | '), reason)
   // logged before /readyz changes, but read here through a pipe: wait for it rather than race it
-  await h.until('the failure to be logged', () => /"msg":"control\.db: (heartbeat|counters) failed; serving on/.test(h.server.output()) ? true : undefined)
-  t.match(h.server.output(), /"msg":"control\.db: (heartbeat|counters) failed; serving on/, 'logged')
+  const failed = /"msg":"control\.db: (heartbeat|counters) failed; serving on/
+  await h.until('the failure to be logged', () => failed.test(h.server.output()) ? true : undefined)
+  t.match(h.server.output(), failed, 'logged')
   await serve(t, h, 3)
   t.equal(await h.usedMinute(), 10, '/usage counts every request while control.db refuses writes')
   t.equal(h.savedRequests(), 3, 'nothing new reached control.db meanwhile')
 
   mendIt()
   await h.until('readyz to say ready again', async () => (await h.readyz()).status === 200 ? true : undefined)
-  await h.until('the recovery to be logged', () => /"msg":"control\.db: (heartbeat|counters) works again"/.test(h.server.output()) ? true : undefined)
-  t.match(h.server.output(), /"msg":"control\.db: (heartbeat|counters) works again"/, 'logged')
+  const works = /"msg":"control\.db: (heartbeat|counters) works again"/
+  await h.until('the recovery to be logged', () => works.test(h.server.output()) ? true : undefined)
+  t.match(h.server.output(), works, 'logged')
   await h.until('the counters kept in memory to be saved', () => h.savedRequests() === 10 ? true : undefined)
   t.pass('all 10 requests saved once control.db took writes again')
   t.equal(await h.server.stop('SIGTERM'), 0, 'a clean stop after all that')

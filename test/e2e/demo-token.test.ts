@@ -21,12 +21,13 @@ t.test('a first start that fails shows no token; the next start that listens sho
   const env = { DATA_DIR: dir, NODE_ENV: 'development', SANDBOX_SITE_COUNT: '2000', PARTNER_REFRESH_MS: '5000' }
   const taken = await takenPort(t)
 
-  const metricsTaken = await startServer({ ...env, METRICS_PORT: String(taken) }).then(() => 'started', (err: Error) => err.message)
+  const started = (env: Record<string, string>) => startServer(env).then(() => 'started', (err: Error) => err.message)
+  const metricsTaken = await started({ ...env, METRICS_PORT: String(taken) })
   t.match(metricsTaken, /^server exited with 1:\n/, 'METRICS_PORT in use: exit 1')
   t.match(metricsTaken, /start-up failed: METRICS_PORT \d+ is in use/)
   t.notMatch(metricsTaken, /lsp_/, 'and no token shown')
 
-  const portTaken = await startServer({ ...env, PORT: String(taken) }).then(() => 'started', (err: Error) => err.message)
+  const portTaken = await started({ ...env, PORT: String(taken) })
   t.match(portTaken, /^server exited with 1:\n/, 'PORT in use: exit 1')
   t.notMatch(portTaken, /lsp_/, 'and no token shown')
 
@@ -35,8 +36,9 @@ t.test('a first start that fails shows no token; the next start that listens sho
   t.teardown(() => server.stop('SIGKILL'))
   // printed just after the listening line, maybe in the next chunk of output
   let token: string | undefined
-  for (const deadline = Date.now() + 5000; !token && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
+  for (const deadline = Date.now() + 5000; !token && Date.now() < deadline;) {
     token = TOKEN.exec(server.output())?.[1]
+    if (!token) await new Promise((resolve) => setTimeout(resolve, 20))
   }
   t.ok(token, 'the first start that listens shows the demo token')
   const answer = await fetch(`${server.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${token}`)
@@ -45,7 +47,8 @@ t.test('a first start that fails shows no token; the next start that listens sho
 
   const again = await startServer(env)
   t.teardown(() => again.stop('SIGKILL'))
-  t.equal((await fetch(`${again.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${token}`)).status, 200, 'the token keeps working')
+  t.equal((await fetch(`${again.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${token}`)).status, 200,
+    'the token keeps working')
   t.notMatch(again.output(), /lsp_/, 'and a later start shows none (it would have before answering)')
   t.equal(await again.stop('SIGTERM'), 0)
 })

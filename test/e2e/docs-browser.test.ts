@@ -13,7 +13,11 @@ import WebSocket from 'ws'
 import { tmpDataDir } from '../helper.ts'
 import { admin, startServer } from '../run.ts'
 
-const browser = [process.env.CHROMIUM, 'chromium', 'chromium-browser'].find((b) => b && spawnSync(b, ['--version']).status === 0)
+const browser = [process.env.CHROMIUM, 'chromium', 'chromium-browser']
+  .find((b) => b && spawnSync(b, ['--version']).status === 0)
+const noBrowser = browser ? false : 'NO BROWSER: install Debian\'s chromium (.ci/run does) to run this test'
+/** The operation tried out: GET /v1/sites/nearest. */
+const NEAREST = '#operations-sites-nearestSite'
 
 /** A DevTools protocol session on one page: commands, and the events seen so far. */
 async function devtools (url: string) {
@@ -31,14 +35,16 @@ async function devtools (url: string) {
       else waiting?.resolve(message.result)
     } else events.push(message)
   })
-  const send = (method: string, params: object = {}, sessionId?: string) => new Promise<Record<string, unknown>>((resolve, reject) => {
-    pending.set(++id, { resolve: resolve as (v: unknown) => void, reject })
-    socket.send(JSON.stringify({ id, method, params, sessionId }))
-  })
+  const send = (method: string, params: object = {}, sessionId?: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      pending.set(++id, { resolve: resolve as (v: unknown) => void, reject })
+      socket.send(JSON.stringify({ id, method, params, sessionId }))
+    })
   return { send, events, close: () => socket.close() }
 }
 
-t.test('/docs offline: the partner operations, no console error; Authorize, Try it out, Execute → 200', { skip: browser ? false : 'NO BROWSER: install Debian\'s chromium (.ci/run does) to run this test' }, async (t) => {
+t.test('/docs offline: the partner operations, no console error; ' +
+  'Authorize, Try it out, Execute → 200', { skip: noBrowser }, async (t) => {
   const dir = tmpDataDir(t)
   const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', NODE_ENV: 'production' }
   const created = admin(['partners', 'create', '--name', 'Docs Reader', '--tier', 'growth', '--json'], env)
@@ -51,9 +57,10 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
   const profile = mkdtempSync(join(tmpdir(), 'lsp-chromium-'))
   t.teardown(() => rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }))
   const chromium = spawn(browser!, [
-    '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`,
-    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1', '--remote-debugging-port=0', '--window-size=1280,1400', 'about:blank'
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`,
+    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1', '--remote-debugging-port=0', '--window-size=1280,1400',
+    'about:blank'
   ], { stdio: ['ignore', 'ignore', 'pipe'] })
   let cdp: Awaited<ReturnType<typeof devtools>> | undefined
   t.teardown(async () => {
@@ -85,7 +92,8 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
   await page('Log.enable')
   await page('Page.enable')
   const evaluate = async (expression: string) => {
-    const { result, exceptionDetails } = await page('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true }) as { result: { value: unknown }, exceptionDetails?: unknown }
+    const evaluated = await page('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true })
+    const { result, exceptionDetails } = evaluated as { result: { value: unknown }, exceptionDetails?: unknown }
     if (exceptionDetails) throw new Error(`in the page: ${JSON.stringify(exceptionDetails)}`)
     return result.value
   }
@@ -101,11 +109,16 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
 
   await page('Page.navigate', { url: `${server.url}/docs` })
   await until('the operations', 'document.querySelectorAll(".opblock").length >= 7')
-  t.same(await evaluate('[...document.querySelectorAll(".opblock-summary-path")].map((e) => e.getAttribute("data-path"))'),
-    ['/v1/sites', '/v1/sites/nearest', '/v1/sites/by-tag', '/v1/sites/{id}', '/v1/usage', '/v1/categories', '/v1/tags', '/v1'], 'the partner operations and the index; no probes')
+  const paths = '[...document.querySelectorAll(".opblock-summary-path")].map((e) => e.getAttribute("data-path"))'
+  t.same(await evaluate(paths), [
+    '/v1/sites', '/v1/sites/nearest', '/v1/sites/by-tag', '/v1/sites/{id}', '/v1/usage', '/v1/categories', '/v1/tags',
+    '/v1'
+  ], 'the partner operations and the index; no probes')
   t.equal(await evaluate('document.querySelector(".topbar") === null'), true, 'no top bar offering another document')
-  t.equal(await evaluate('document.querySelector(".info .title").textContent'), 'Landing-Site Partner API 1.2.6 OAS 3.1', 'the title and the version')
-  t.equal(await evaluate('document.querySelector(".servers select option")?.value'), '/', 'the one server: this service')
+  t.equal(await evaluate('document.querySelector(".info .title").textContent'),
+    'Landing-Site Partner API 1.2.6 OAS 3.1', 'the title and the version')
+  t.equal(await evaluate('document.querySelector(".servers select option")?.value'), '/',
+    'the one server: this service')
 
   const { data } = await page('Page.captureScreenshot', { format: 'png' }) as { data: string }
   const png = Buffer.from(data, 'base64')
@@ -124,14 +137,15 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
     input.dispatchEvent(new Event('input', { bubbles: true }))
     input.closest('form').querySelector('button[type=submit]').click()
   })()`)
-  await until('authorized', 'document.querySelector(\'.modal-ux .btn-done\') !== null && document.querySelector(\'.modal-ux button[aria-label="Remove authorization"]\') !== null')
+  await until('authorized', 'document.querySelector(\'.modal-ux .btn-done\') !== null && ' +
+    'document.querySelector(\'.modal-ux button[aria-label="Remove authorization"]\') !== null')
   await evaluate('document.querySelector(".modal-ux .btn-done").click()')
 
   // GET /v1/sites/nearest: Try it out, fill lat and lng, Execute
-  await evaluate('document.querySelector("#operations-sites-nearestSite .opblock-summary-control").click()')
-  await until('the operation opened', 'document.querySelector("#operations-sites-nearestSite .try-out__btn") !== null')
-  await evaluate('document.querySelector("#operations-sites-nearestSite .try-out__btn").click()')
-  await until('the parameters editable', 'document.querySelector("#operations-sites-nearestSite tr[data-param-name=lat] input") !== null')
+  await evaluate(`document.querySelector("${NEAREST} .opblock-summary-control").click()`)
+  await until('the operation opened', `document.querySelector("${NEAREST} .try-out__btn") !== null`)
+  await evaluate(`document.querySelector("${NEAREST} .try-out__btn").click()`)
+  await until('the parameters editable', `document.querySelector("${NEAREST} tr[data-param-name=lat] input") !== null`)
   await evaluate(`(() => {
     const set = (name, value) => {
       const input = document.querySelector('#operations-sites-nearestSite tr[data-param-name=' + name + '] input')
@@ -144,20 +158,27 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
     set('radius', '500')
   })()`)
   // the page takes typed values after a short debounce: wait until lat no longer shows as missing
-  await until('the values taken', 'document.querySelector("#operations-sites-nearestSite tr[data-param-name=lat] input").className === ""', 5_000).catch(() => {})
+  await until('the values taken',
+    `document.querySelector("${NEAREST} tr[data-param-name=lat] input").className === ""`, 5_000).catch(() => {})
   await new Promise((resolve) => setTimeout(resolve, 1000))
-  await evaluate('document.querySelector("#operations-sites-nearestSite .execute").click()')
-  const status = await until('the live response', 'document.querySelector("#operations-sites-nearestSite .live-responses-table tbody .response-col_status")?.textContent.trim()')
+  await evaluate(`document.querySelector("${NEAREST} .execute").click()`)
+  const responses = `${NEAREST} .live-responses-table`
+  const status = await until('the live response',
+    `document.querySelector("${responses} tbody .response-col_status")?.textContent.trim()`)
   t.equal(status, '200', 'Try it out answered 200')
-  const body = await evaluate('document.querySelector("#operations-sites-nearestSite .live-responses-table .response-col_description pre")?.textContent') as string
+  const body = await evaluate(
+    `document.querySelector("${responses} .response-col_description pre")?.textContent`) as string
   t.match(body, /"helipaddy_link"/, 'with a site')
   // (the page shows a header's values joined by commas without their spaces)
-  const shown = (await evaluate('document.querySelector("#operations-sites-nearestSite .live-responses-table tbody .response-col_description").textContent') as string).replace(/\s+/g, '')
-  t.match(shown, 'ratelimit-policy:"minute";q=90;w=60,"hour";q=1200;w=3600,"day";q=12000;w=86400', 'the rate-limit headers of the growth tier, as the document says')
+  const described = await evaluate(`document.querySelector("${responses} tbody .response-col_description").textContent`)
+  const shown = (described as string).replace(/\s+/g, '')
+  t.match(shown, 'ratelimit-policy:"minute";q=90;w=60,"hour";q=1200;w=3600,"day";q=12000;w=86400',
+    'the rate-limit headers of the growth tier, as the document says')
   t.match(shown, 'cache-control:private,max-age=60')
 
   const errors = cdp.events
-    .filter((e) => (e.method === 'Runtime.consoleAPICalled' && e.params.type === 'error') || e.method === 'Runtime.exceptionThrown' ||
+    .filter((e) => (e.method === 'Runtime.consoleAPICalled' && e.params.type === 'error') ||
+      e.method === 'Runtime.exceptionThrown' ||
       (e.method === 'Log.entryAdded' && (e.params.entry as { level: string }).level === 'error'))
     .map((e) => JSON.stringify(e.params).slice(0, 300))
   t.same(errors, [], 'nothing in the console at the error level')

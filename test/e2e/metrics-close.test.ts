@@ -34,7 +34,8 @@ t.test('app.close() closes the metrics server, a kept-alive scrape connection in
   const url = await app.listenMetrics()
   const port = Number(new URL(url).port)
   const logged = log.lines.map((l) => JSON.parse(l)).filter((l) => l.msg.startsWith('metrics listening'))
-  t.match(logged, [{ level: 30, url, msg: `metrics listening at ${url}` }], 'its address logged, as the tools that read the log expect')
+  t.match(logged, [{ level: 30, url, msg: `metrics listening at ${url}` }],
+    'its address logged, as the tools that read the log expect')
   t.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/)
   const scrape = await keptAliveScrape(port)
   t.match(scrape.received, /^HTTP\/1\.1 200 OK\r\n/)

@@ -25,12 +25,14 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   t.equal(before.get('lsp_partners'), 1)
   t.equal(before.get('lsp_control_db_writable'), 1)
   t.ok((before.get('lsp_process_resident_memory_bytes') ?? 0) > 0, 'process metrics')
-  t.equal(before.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0, 'no record\'s JSON made before a request needs it')
+  t.equal(before.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0,
+    'no record\'s JSON made before a request needs it')
 
   const url = `${server.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${created.token}`
   for (let i = 0; i < 5; i++) t.equal((await fetch(url)).status, 200) // 1 miss, 4 hits
   const answered = await scrape()
-  t.equal(answered.get('lsp_record_fragment_bytes{dataset="sandbox"}'), FragmentStore.CHUNK_BYTES, 'the full form\'s first chunk')
+  t.equal(answered.get('lsp_record_fragment_bytes{dataset="sandbox"}'), FragmentStore.CHUNK_BYTES,
+    'the full form\'s first chunk')
   t.equal(answered.get('lsp_record_fragment_bytes{dataset="production"}'), 0)
   t.equal((await fetch(`${server.url}/v1/sites?lat=91&lng=0&api_key=${created.token}`)).status, 400)
   t.equal((await fetch(`${server.url}/v1/nowhere/${created.token}`)).status, 404)
@@ -45,14 +47,16 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   t.equal(moved('lsp_http_requests_total{route="/v1/sites",method="GET",status="200"}'), 5 + 24)
   t.equal(moved('lsp_http_requests_total{route="/v1/sites",method="GET",status="400"}'), 1)
   t.equal(moved('lsp_http_requests_total{route="/v1/sites",method="GET",status="429"}'), refused)
-  t.equal(moved('lsp_http_requests_total{route="unmatched",method="GET",status="404"}'), 1, 'unknown paths share one series')
+  t.equal(moved('lsp_http_requests_total{route="unmatched",method="GET",status="404"}'), 1,
+    'unknown paths share one series')
   t.equal(moved('lsp_http_request_duration_seconds_count{route="/v1/sites",status="200"}'), 29)
   t.equal(moved('lsp_http_request_duration_seconds_bucket{le="+Inf",route="/v1/sites",status="200"}'), 29)
   t.equal(moved('lsp_cache_lookups_total{result="miss"}'), 1)
   t.equal(moved('lsp_cache_lookups_total{result="hit"}'), 28)
   t.equal(moved('lsp_rate_limit_refusals_total{tier="demo"}'), refused)
   t.equal(moved('lsp_dataset_reloads_total{result="ok"}'), 1)
-  t.equal(after.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0, 'the reloaded dataset\'s records have made no JSON yet')
+  t.equal(after.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0,
+    'the reloaded dataset\'s records have made no JSON yet')
   t.equal(moved('lsp_dataset_reloads_total{result="refused"}'), 0)
   t.notOk([...after.keys()].some((k) => k.includes(created.token)), 'no token in a label')
   t.equal((await fetch(metricsUrl.replace('/metrics', '/other'))).status, 404)

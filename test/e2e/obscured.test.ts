@@ -19,7 +19,8 @@ const env = { DATA_DIR: dir, NODE_ENV: 'production', SANDBOX_SITE_COUNT: '0' }
 const A = { id: 'true-a', lat: 51.50739, lng: -0.12776 }
 const B = { id: 'true-b', lat: 51.50712, lng: -0.12821 }
 const STORED = { lat: 51.507, lng: -0.128 }
-const csv = (s: typeof A) => `id,category,name,region,country,latitude,longitude,tags\n${s.id},4,Obscured,EUR,GB,${s.lat},${s.lng},\n` +
+const csv = (s: typeof A) => 'id,category,name,region,country,latitude,longitude,tags\n' +
+  `${s.id},4,Obscured,EUR,GB,${s.lat},${s.lng},\n` +
   'far-1,4,Far away,EUR,FR,48.857,2.352,\n'
 writeFileSync(join(dir, 'a.csv'), csv(A))
 writeFileSync(join(dir, 'b.csv'), csv(B))
@@ -27,26 +28,30 @@ writeFileSync(join(dir, 'b.csv'), csv(B))
 const created = admin(['partners', 'create', '--name', 'Sand', '--tier', 'growth', '--json'], env)
 if (created.status !== 0) throw new Error(created.stderr)
 const sandToken = JSON.parse(created.stdout).token as string
-const live = JSON.parse(admin(['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json'], env).stdout)
+const createLive = ['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json']
+const live = JSON.parse(admin(createLive, env).stdout)
 for (const s of ['sandbox', 'production']) {
   const r = admin(['datasets', 'import', '--dataset', s, '--file', join(dir, s === 'sandbox' ? 'a.csv' : 'b.csv')], env)
   if (r.status !== 0) throw new Error(r.stderr)
 }
-for (const slug of [JSON.parse(created.stdout).slug, live.slug]) admin(['partners', 'update', slug, '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
+const UNLIMITED = ['--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited']
+for (const slug of [JSON.parse(created.stdout).slug, live.slug]) admin(['partners', 'update', slug, ...UNLIMITED], env)
 
 // no assertion at the top level before this await: tap would end the file's test meanwhile, and
 // refuse the subtests below (setup failures throw instead)
 const app = await buildApp(testConfig(dir))
 t.teardown(() => app.close())
+const ask = (token: string, url: string) => app.inject({ url, headers: { authorization: `Bearer ${token}` } })
 const nearest = async (token: string, lat: number, lng: number) =>
-  (await app.inject({ url: `/v1/sites/nearest?lat=${lat}&lng=${lng}&radius=75`, headers: { authorization: `Bearer ${token}` } })).json()
+  (await ask(token, `/v1/sites/nearest?lat=${lat}&lng=${lng}&radius=75`)).json()
 const found = async (token: string, lat: number, lng: number, radius: number) =>
-  (await app.inject({ url: `/v1/sites?lat=${lat}&lng=${lng}&radius=${radius}`, headers: { authorization: `Bearer ${token}` } })).json().length > 0
+  (await ask(token, `/v1/sites?lat=${lat}&lng=${lng}&radius=${radius}`)).json().length > 0
 
 t.test('the dataset files hold only the rounded positions', async (t) => {
   for (const [file, id] of [['sandbox.db', A.id], ['production.db', B.id]]) {
     const db = new Database(join(dir, file), { readonly: true })
-    t.same(db.prepare('SELECT latitude, longitude FROM sites WHERE id = ?').get(id), { latitude: STORED.lat, longitude: STORED.lng }, file)
+    t.same(db.prepare('SELECT latitude, longitude FROM sites WHERE id = ?').get(id),
+      { latitude: STORED.lat, longitude: STORED.lng }, file)
     t.equal(db.prepare("SELECT value FROM meta WHERE key = 'precision'").pluck().get(), '3')
     db.close()
   }
@@ -64,8 +69,14 @@ t.test('two true positions, one stored point: identical answers from every query
     const b = await nearest(live.token, lat, lng)
     if (a.id !== A.id || b.id !== B.id) { t.fail(`nearest from ${lat},${lng}: ${a.id}, ${b.id}`); return }
     const expected = Math.round(haversineKm(lat, lng, STORED.lat, STORED.lng) / 1.852 * 1000) / 1000
-    if (a.distance_nm !== expected || b.distance_nm !== expected) { t.fail(`from ${lat},${lng}: ${a.distance_nm} and ${b.distance_nm}, stored point ${expected}`); return }
-    if (JSON.stringify([a.latitude, a.longitude]) !== JSON.stringify([b.latitude, b.longitude])) { t.fail('positions differ'); return }
+    if (a.distance_nm !== expected || b.distance_nm !== expected) {
+      t.fail(`from ${lat},${lng}: ${a.distance_nm} and ${b.distance_nm}, stored point ${expected}`)
+      return
+    }
+    if (JSON.stringify([a.latitude, a.longitude]) !== JSON.stringify([b.latitude, b.longitude])) {
+      t.fail('positions differ')
+      return
+    }
     if (Math.round(haversineKm(lat, lng, A.lat, A.lng) / 1.852 * 1000) / 1000 !== expected) differFromTrue++
   }
   t.pass('400 query points: both sites at the same distance, the stored point\'s')
@@ -87,6 +98,7 @@ t.test('the radius at which a site appears is the distance to its stored point',
     }
     const stored = haversineKm(lat, lng, STORED.lat, STORED.lng)
     const truth = haversineKm(lat, lng, A.lat, A.lng)
-    t.ok(Math.abs(hi - stored) < 1e-6, `from ${lat},${lng}: appears at ${hi.toFixed(7)} km; stored point ${stored.toFixed(7)} km, true position ${truth.toFixed(7)} km`)
+    t.ok(Math.abs(hi - stored) < 1e-6, `from ${lat},${lng}: appears at ${hi.toFixed(7)} km; ` +
+      `stored point ${stored.toFixed(7)} km, true position ${truth.toFixed(7)} km`)
   }
 })

@@ -9,7 +9,11 @@ const { lines, stream } = logCapture()
 const dir = tmpDataDir(t)
 const tokens = writeFixture(dir, {
   production: [site('prd-hotel', 4, 51.5, -0.12)],
-  partners: [{ name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED }]
+  partners: [
+    {
+      name: 'Live', slug: 'live', tier: 'growth', environment: 'production', categories: [4], limitOverrides: UNLIMITED
+    }
+  ]
 })
 const config = testConfig(dir, { LOG_LEVEL: 'info', HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000' })
 const app = await buildApp(config, { logger: { ...loggerOptions(config), stream } })
@@ -31,7 +35,10 @@ function send (bytes: string): Promise<Answer> {
       const end = text.indexOf('\r\n\r\n')
       const [statusLine, ...fields] = text.slice(0, end).split('\r\n')
       const headers: Record<string, string> = {}
-      for (const field of fields) headers[field.slice(0, field.indexOf(':')).toLowerCase()] = field.slice(field.indexOf(':') + 1).trim()
+      for (const field of fields) {
+        const colon = field.indexOf(':')
+        headers[field.slice(0, colon).toLowerCase()] = field.slice(colon + 1).trim()
+      }
       resolve({ statusLine, headers, body: text.slice(end + 4) })
     })
     socket.write(bytes, 'latin1')
@@ -39,7 +46,11 @@ function send (bytes: string): Promise<Answer> {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const body = (status: number) => JSON.stringify({ code: 'rest_bad_request', message: 'The request is malformed.', data: { status } })
+/** The access lines of a request, as `METHOD url status`. */
+const accessLines = (id: string) => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.reqId === id)
+  .map((l) => `${l.method} ${l.url} ${l.status}`)
+const body = (status: number) =>
+  JSON.stringify({ code: 'rest_bad_request', message: 'The request is malformed.', data: { status } })
 const STATUS_LINE: Record<number, string> = {
   400: 'HTTP/1.1 400 Bad Request',
   408: 'HTTP/1.1 408 Request Timeout',
@@ -53,10 +64,15 @@ t.test('each request the parser refuses: status, body, request id, closed', asyn
     ['a raw space in the URL', `GET /v1/sites?api_key=${token}&lat=51 5 HTTP/1.1\r\nHost: x\r\n\r\n`, 400],
     ['a NUL in the URL', `GET /v1/sites?api_key=${token}\0 HTTP/1.1\r\nHost: x\r\n\r\n`, 400],
     ['a lowercase method', `get /v1/sites?api_key=${token} HTTP/1.1\r\nHost: x\r\n\r\n`, 400],
-    ['conflicting Content-Length', 'POST /v1/sites HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400],
-    ['a folded header', `GET /v1/sites HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n  two\r\nAuthorization: Bearer ${token}\r\n\r\n`, 400],
-    ['headers over 16 kB', `GET /v1/sites?api_key=${token} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`, 431],
-    ['chunk extensions over 16 kB', `POST /v1/sites HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n1;${'e'.repeat(17_000)}\r\na\r\n0\r\n\r\n`, 413],
+    ['conflicting Content-Length',
+      'POST /v1/sites HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400],
+    ['a folded header',
+      `GET /v1/sites HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n  two\r\nAuthorization: Bearer ${token}\r\n\r\n`, 400],
+    ['headers over 16 kB',
+      `GET /v1/sites?api_key=${token} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`, 431],
+    ['chunk extensions over 16 kB',
+      'POST /v1/sites HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n' +
+      `1;${'e'.repeat(17_000)}\r\na\r\n0\r\n\r\n`, 413],
     ['headers not complete in HEADERS_TIMEOUT_MS', `GET /v1/sites?api_key=${token} HTTP/1.1\r\nHost: x\r\n`, 408]
   ]
   const ids = new Set<string>()
@@ -64,7 +80,8 @@ t.test('each request the parser refuses: status, body, request id, closed', asyn
     const answer = await send(bytes)
     t.equal(answer.statusLine, STATUS_LINE[status], what)
     t.equal(answer.body, body(status), what)
-    t.same(Object.keys(answer.headers), ['content-type', 'content-length', 'cache-control', 'x-request-id', 'connection'], what)
+    t.same(Object.keys(answer.headers),
+      ['content-type', 'content-length', 'cache-control', 'x-request-id', 'connection'], what)
     t.equal(answer.headers['cache-control'], 'no-store', what)
     t.equal(answer.headers['content-type'], 'application/json; charset=utf-8', what)
     t.equal(answer.headers['content-length'], String(Buffer.byteLength(body(status))), what)
@@ -75,11 +92,14 @@ t.test('each request the parser refuses: status, body, request id, closed', asyn
   t.equal(ids.size, cases.length, 'a fresh request id each')
   const refusals = lines.filter((l) => l.includes('"msg":"request refused by the HTTP parser"'))
   t.equal(refusals.length, cases.length - 1, 'one line per refused request (a timeout is logged at debug)')
-  for (const id of [...ids].slice(0, -1)) t.equal(refusals.filter((l) => l.includes(`"reqId":"${id}"`)).length, 1, `logged with its request id ${id}`)
+  for (const id of [...ids].slice(0, -1)) {
+    t.equal(refusals.filter((l) => l.includes(`"reqId":"${id}"`)).length, 1, `logged with its request id ${id}`)
+  }
   t.notOk(lines.some((l) => l.includes(token)), 'the token is in no log line')
 })
 
-t.test('HTTP/1.1 without Host: 400 in the same body, and the connection closed; HTTP/1.0 may leave it out', async (t) => {
+t.test('HTTP/1.1 without Host: 400 in the same body, and the connection closed; ' +
+  'HTTP/1.0 may leave it out', async (t) => {
   // no Connection: close asked for: the server closes (send() waits for the close, 10 s at most)
   const answer = await send('GET /healthz HTTP/1.1\r\n\r\n')
   t.equal(answer.statusLine, STATUS_LINE[400])
@@ -94,8 +114,6 @@ t.test('HTTP/1.1 without Host: 400 in the same body, and the connection closed; 
 })
 
 t.test('without Host, an unknown path and a partner route are refused the same way, with an access line', async (t) => {
-  const accessLines = (id: string) => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.reqId === id)
-    .map((l) => `${l.method} ${l.url} ${l.status}`)
   for (const path of ['/nope', '/v1/sites/nearest?lat=51.5&lng=-0.12', '/healthz']) {
     const answer = await send(`GET ${path} HTTP/1.1\r\n\r\n`)
     t.equal(answer.statusLine, STATUS_LINE[400], path)
@@ -103,16 +121,17 @@ t.test('without Host, an unknown path and a partner route are refused the same w
     t.equal(answer.body, body(400), path)
     t.match(answer.headers['x-request-id'], UUID, path)
     await nextTurn()
-    t.same(accessLines(answer.headers['x-request-id']), path === '/healthz' ? [] : [`GET ${path} 400`], `${path}: its access line (a probe has none)`)
+    t.same(accessLines(answer.headers['x-request-id']), path === '/healthz' ? [] : [`GET ${path} 400`],
+      `${path}: its access line (a probe has none)`)
   }
 })
 
-t.test('an Expect other than 100-continue: 417 in the same body, with a request id and an access line, closed', async (t) => {
+t.test('an Expect other than 100-continue: 417 in the same body, with a request id and an access line, ' +
+  'closed', async (t) => {
   // Node's own 417 (no listener for checkExpectation) has an empty body and no request id
-  const accessLines = (id: string) => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.reqId === id)
-    .map((l) => `${l.method} ${l.url} ${l.status}`)
   for (const path of ['/nope', '/v1/sites/nearest?lat=51.5&lng=-0.12']) {
-    const answer = await send(`GET ${path} HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nAuthorization: Bearer ${tokens.live}\r\n\r\n`)
+    const answer = await send(`GET ${path} HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n` +
+      `Authorization: Bearer ${tokens.live}\r\n\r\n`)
     t.equal(answer.statusLine, 'HTTP/1.1 417 Expectation Failed', path)
     t.equal(answer.body, body(417), path)
     t.equal(answer.headers['content-type'], 'application/json; charset=utf-8', path)
@@ -124,7 +143,8 @@ t.test('an Expect other than 100-continue: 417 in the same body, with a request 
     t.same(accessLines(answer.headers['x-request-id']), [`GET ${path} 417`], `${path}: its access line`)
   }
   // 100-continue is still met (Node writes the interim answer), and HTTP/1.0 ignores Expect
-  const continued = await send(`GET /v1/sites/nearest?lat=51.5&lng=-0.12 HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nAuthorization: Bearer ${tokens.live}\r\nConnection: close\r\n\r\n`)
+  const continued = await send('GET /v1/sites/nearest?lat=51.5&lng=-0.12 HTTP/1.1\r\nHost: x\r\n' +
+    `Expect: 100-continue\r\nAuthorization: Bearer ${tokens.live}\r\nConnection: close\r\n\r\n`)
   t.equal(continued.statusLine, 'HTTP/1.1 100 Continue')
   t.match(continued.body, /^HTTP\/1\.1 200 OK\r\n/)
   const old = await send('GET /healthz HTTP/1.0\r\nExpect: something-else\r\n\r\n')
@@ -132,7 +152,8 @@ t.test('an Expect other than 100-continue: 417 in the same body, with a request 
 })
 
 t.test('a well-formed request on the same server is answered as ever', async (t) => {
-  const answer = await send(`GET /v1/sites/nearest?lat=51.5&lng=-0.12 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tokens.live}\r\nConnection: close\r\n\r\n`)
+  const answer = await send('GET /v1/sites/nearest?lat=51.5&lng=-0.12 HTTP/1.1\r\nHost: x\r\n' +
+    `Authorization: Bearer ${tokens.live}\r\nConnection: close\r\n\r\n`)
   t.equal(answer.statusLine, 'HTTP/1.1 200 OK')
   t.equal(JSON.parse(answer.body).id, 'prd-hotel')
 })

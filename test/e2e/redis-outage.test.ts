@@ -18,7 +18,8 @@ if (!skippedWithoutRedis(t)) {
   const client = new Redis(redis.url)
   const partners = new RedisPartnerStore(client)
   const tokens: Record<string, string> = {}
-  const partner = async (slug: string, limitOverrides: { minute: number | 'unlimited', hour: number | 'unlimited', day: number | 'unlimited' }) => {
+  type Limit = number | 'unlimited'
+  const partner = async (slug: string, limitOverrides: { minute: Limit, hour: Limit, day: Limit }) => {
     tokens[slug] = (await partners.create({ name: slug, slug, tier: 'demo' })).token
     await partners.update(slug, { limitOverrides })
   }
@@ -41,13 +42,16 @@ if (!skippedWithoutRedis(t)) {
   const b = await instance()
   const both = [a, b]
 
-  const get = (app: FastifyInstance, slug: string) =>
-    app.inject({ method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${tokens[slug]}` } })
+  const ask = (app: FastifyInstance, slug: string, url: string) =>
+    app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${tokens[slug]}` } })
+  const get = (app: FastifyInstance, slug: string) => ask(app, slug, '/v1/sites?lat=51.5&lng=-0.12')
   const statuses = async (app: FastifyInstance, slug: string, n: number) => {
     const out: number[] = []
     for (let i = 0; i < n; i++) out.push((await get(app, slug)).statusCode)
     return out
   }
+  /** n requests on a, then n on b */
+  const onBoth = async (slug: string, n: number) => [...await statuses(a, slug, n), ...await statuses(b, slug, n)]
   const tally = (list: number[]) => [list.filter((s) => s === 200).length, list.filter((s) => s === 429).length]
   /** n requests taking turns over both instances, a first */
   const burst = async (slug: string, n: number) => {
@@ -56,7 +60,7 @@ if (!skippedWithoutRedis(t)) {
     return out
   }
   const window = async (app: FastifyInstance, slug: string, name: 'minute' | 'day') => {
-    const w = JSON.parse((await app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens[slug]}` } })).body).windows[name]
+    const w = JSON.parse((await ask(app, slug, '/v1/usage')).body).windows[name]
     return { limit: w.limit, used: w.used, remaining: w.remaining }
   }
   const status = async (app: FastifyInstance) => JSON.parse((await app.inject('/readyz')).body).status
@@ -67,7 +71,8 @@ if (!skippedWithoutRedis(t)) {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
-  const allStatus = (wanted: string) => until(`both instances ${wanted}`, async () => (await Promise.all(both.map(status))).every((s) => s === wanted))
+  const allStatus = (wanted: string) =>
+    until(`both instances ${wanted}`, async () => (await Promise.all(both.map(status))).every((s) => s === wanted))
   // and each has seen the other back, so no room is kept for it any more
   const allBack = async () => {
     await allStatus('ready')
@@ -77,19 +82,23 @@ if (!skippedWithoutRedis(t)) {
   await until('both instances to count two', async () =>
     both.every((app) => app.sharedState!.status().instances === 2))
 
-  t.test('Redis hangs after a burst that used the limit: nothing more in the window, while it hangs and after', async (t) => {
+  t.test('Redis hangs after a burst that used the limit: nothing more in the window, ' +
+    'while it hangs and after', async (t) => {
     const start = now
     t.same(tally(await burst('hung', 60)), [60, 0])
     now += 20_000
     redis.pause()
-    t.same(tally([...await statuses(a, 'hung', 10), ...await statuses(b, 'hung', 10)]), [0, 20], 'nothing admitted while Redis hangs')
+    t.same(tally(await onBoth('hung', 10)), [0, 20], 'nothing admitted while Redis hangs')
     const refused = await get(a, 'hung')
     t.equal(refused.headers['retry-after'], '40', 'until the burst leaves the window')
-    for (const app of both) t.same(await window(app, 'hung', 'minute'), { limit: 30, used: 30, remaining: 0 }, 'each instance\'s share, all used')
+    for (const app of both) {
+      t.same(await window(app, 'hung', 'minute'), { limit: 30, used: 30, remaining: 0 },
+        'each instance\'s share, all used')
+    }
     redis.resume()
     await allBack()
     now += 5_000
-    t.same(tally([...await statuses(a, 'hung', 5), ...await statuses(b, 'hung', 5)]), [0, 10], 'nothing admitted after it went on')
+    t.same(tally(await onBoth('hung', 5)), [0, 10], 'nothing admitted after it went on')
     for (const app of both) t.same(await window(app, 'hung', 'minute'), { limit: 60, used: 60, remaining: 0 })
     now = start + 60_001
     t.equal((await get(b, 'hung')).statusCode, 200, 'served once the burst left the window')
@@ -102,13 +111,16 @@ if (!skippedWithoutRedis(t)) {
     now += 10_000
     await redis.kill()
     await allStatus('degraded')
-    t.same(tally([...await statuses(a, 'restarted', 5), ...await statuses(b, 'restarted', 5)]), [0, 10], 'nothing admitted while Redis is down')
+    t.same(tally(await onBoth('restarted', 5)), [0, 10], 'nothing admitted while Redis is down')
     t.equal((await get(b, 'restarted')).headers['retry-after'], '50')
     await redis.start()
     await allBack()
     now += 5_000
-    for (const app of both) t.same(await window(app, 'restarted', 'minute'), { limit: 60, used: 60, remaining: 0 }, 'the burst was put back into the empty Redis')
-    t.same(tally([...await statuses(a, 'restarted', 5), ...await statuses(b, 'restarted', 5)]), [0, 10], 'no fresh window')
+    for (const app of both) {
+      t.same(await window(app, 'restarted', 'minute'), { limit: 60, used: 60, remaining: 0 },
+        'the burst was put back into the empty Redis')
+    }
+    t.same(tally(await onBoth('restarted', 5)), [0, 10], 'no fresh window')
     now = start + 60_001
     t.equal((await get(a, 'restarted')).statusCode, 200, 'served once the burst left the window')
   })
@@ -131,7 +143,8 @@ if (!skippedWithoutRedis(t)) {
     redis.resume()
     await allBack()
     for (const app of both) {
-      t.same(await window(app, 'partial', 'minute'), { limit: 60, used: 60, remaining: 0 }, 'the 40 accepted alone added, and nothing else')
+      t.same(await window(app, 'partial', 'minute'), { limit: 60, used: 60, remaining: 0 },
+        'the 40 accepted alone added, and nothing else')
       t.same(await window(app, 'pinned', 'minute'), { limit: 60, used: 40, remaining: 20 })
     }
     t.equal((await get(b, 'partial')).statusCode, 429)
@@ -144,13 +157,13 @@ if (!skippedWithoutRedis(t)) {
     now += 2 * 3_600_000
     await redis.kill()
     await allStatus('degraded')
-    t.same(tally([...await statuses(a, 'daily', 20), ...await statuses(b, 'daily', 20)]), [0, 40], 'nothing admitted while Redis is down')
+    t.same(tally(await onBoth('daily', 20)), [0, 40], 'nothing admitted while Redis is down')
     t.equal((await get(a, 'daily')).headers['retry-after'], String(22 * 3600))
     for (const app of both) t.same(await window(app, 'daily', 'day'), { limit: 20, used: 20, remaining: 0 })
     await redis.start()
     await allBack()
     for (const app of both) t.same(await window(app, 'daily', 'day'), { limit: 40, used: 40, remaining: 0 })
-    t.same(tally([...await statuses(a, 'daily', 5), ...await statuses(b, 'daily', 5)]), [0, 10])
+    t.same(tally(await onBoth('daily', 5)), [0, 10])
     now = start + 86_400_001
     t.equal((await get(b, 'daily')).statusCode, 200, 'served once the day moved on')
   })

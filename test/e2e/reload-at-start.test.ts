@@ -15,7 +15,8 @@ const environment = (env: Record<string, string>) => {
 
 /** The CLI, loaded and waiting for a line on stdin to run. */
 function loadedCli (args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'test/fixtures/admin-on-input.mjs'), ...args], { cwd: REPO_ROOT, env: environment(env) })
+  const script = join(REPO_ROOT, 'test/fixtures/admin-on-input.mjs')
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env: environment(env) })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })

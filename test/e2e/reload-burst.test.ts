@@ -3,9 +3,12 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
-import { startServer } from '../run.ts'
+import { startServer, type Server } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** The server's "datasets reloaded" log lines so far. */
+const reloadsOf = (server: Server) =>
+  server.output().split('\n').filter((l) => l.includes('"msg":"datasets reloaded"')).map((l) => JSON.parse(l))
 
 t.test('ten SIGHUPs while a reload runs: two reloads', async (t) => {
   const dir = tmpDataDir(t)
@@ -13,7 +16,7 @@ t.test('ten SIGHUPs while a reload runs: two reloads', async (t) => {
   // than the burst of signals below
   const server = await startServer({ DATA_DIR: dir, SANDBOX_SITE_COUNT: '100000', INDEX_WORKER_MIN_MB: '0' })
   t.teardown(() => server.stop('SIGKILL'))
-  const reloads = () => server.output().split('\n').filter((l) => l.includes('"msg":"datasets reloaded"')).map((l) => JSON.parse(l))
+  const reloads = () => reloadsOf(server)
   server.child.kill('SIGHUP')
   await sleep(50) // the first signal is handled on its own and starts the reload
   for (let i = 0; i < 9; i++) {
@@ -25,7 +28,8 @@ t.test('ten SIGHUPs while a reload runs: two reloads', async (t) => {
   const done = reloads()
   t.same(done.map((r) => [r.reason, r.datasets[0].site_count]), [['SIGHUP', 100000], ['SIGHUP', 100000]], 'two reloads')
   t.equal(done[0].requests, 1)
-  t.ok(done[1].requests >= 1 && done[1].requests <= 9, `the second reload answered ${done[1].requests} signals (the kernel may merge signals sent close together)`)
+  t.ok(done[1].requests >= 1 && done[1].requests <= 9,
+    `the second reload answered ${done[1].requests} signals (the kernel may merge signals sent close together)`)
   t.equal(await server.stop('SIGTERM'), 0)
 })
 
@@ -46,7 +50,7 @@ t.test('a SIGHUP while the server boots: it lives on, and reloads once ready', a
   })
   t.teardown(() => server.stop('SIGKILL'))
   t.same(sent, ['SIGHUP'], 'the signal went while the sandbox was being generated')
-  const reloads = () => server.output().split('\n').filter((l) => l.includes('"msg":"datasets reloaded"')).map((l) => JSON.parse(l))
+  const reloads = () => reloadsOf(server)
   for (let i = 0; i < 600 && reloads().length < 1; i++) await sleep(50)
   t.same(reloads().map((r) => [r.reason, r.datasets[0].site_count]), [['SIGHUP', 100000]], 'one reload, once ready')
   t.equal(await server.stop('SIGTERM'), 0)

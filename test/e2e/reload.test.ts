@@ -10,14 +10,17 @@ import { admin, adminAsync, startServer } from '../run.ts'
 const dir = tmpDataDir(t)
 // INDEX_WORKER_MIN_MB=0: every file goes through the worker and its index snapshot, as 1M-site files do
 const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', PARTNER_REFRESH_MS: '200', INDEX_WORKER_MIN_MB: '0' }
-const created = admin(['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json'], env)
+const created = admin(
+  ['partners', 'create', '--name', 'Live', '--tier', 'growth', '--environment', 'production', '--json'], env)
 let token = JSON.parse(created.stdout).token as string
-admin(['partners', 'update', 'live', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
+admin(['partners', 'update', 'live', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited',
+  '--limit-day', 'unlimited'], env)
 const server = await startServer(env)
 t.teardown(() => server.stop('SIGKILL'))
 
 const nearLondon = (prefix: string, n: number) =>
-  Array.from({ length: n }, (_, i) => site(`${prefix}-${String(i).padStart(4, '0')}`, i % 2 === 0 ? 4 : 7, 51.5 + i / 2000, -0.12 + i / 3000))
+  Array.from({ length: n }, (_, i) =>
+    site(`${prefix}-${String(i).padStart(4, '0')}`, i % 2 === 0 ? 4 : 7, 51.5 + i / 2000, -0.12 + i / 3000))
 const ids = async (tok = token) => {
   const res = await fetch(`${server.url}/v1/sites?lat=51.5&lng=-0.12&radius=50&api_key=${tok}`)
   return { status: res.status, ids: res.status === 200 ? (await res.json() as { id: string }[]).map((s) => s.id) : [] }
@@ -34,7 +37,8 @@ const client = async () => {
     try {
       const used = token
       const sentAt = Date.now()
-      const res = await fetch(`${server.url}/v1/sites?lat=51.5&lng=-0.12&radius=50`, { headers: { authorization: `Bearer ${used}` } })
+      const res = await fetch(`${server.url}/v1/sites?lat=51.5&lng=-0.12&radius=50`,
+        { headers: { authorization: `Bearer ${used}` } })
       await res.arrayBuffer()
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
       if (res.status === 401) refused.push({ token: used, sentAt })
@@ -77,9 +81,11 @@ t.test('a missing file: reload refused, old data still served', async (t) => {
   const report = JSON.parse(r.stdout)
   t.equal(report.ok, false)
   t.match(report.instances[0].error, /production\.db: cannot open/)
-  t.same(report.instances[0].datasets.map((d: { site_count: number }) => d.site_count), [2000, 300], 'what is still served')
+  t.same(report.instances[0].datasets.map((d: { site_count: number }) => d.site_count), [2000, 300],
+    'what is still served')
   t.equal((await ids()).ids[0], 'first-0000')
-  const missingInput = await adminAsync(['datasets', 'import', '--dataset', 'production', '--file', join(dir, 'nowhere.csv')], env)
+  const nowhere = join(dir, 'nowhere.csv')
+  const missingInput = await adminAsync(['datasets', 'import', '--dataset', 'production', '--file', nowhere], env)
   t.equal(missingInput.status, 1)
   t.equal(missingInput.stderr, `error: no file at ${join(dir, 'nowhere.csv')}\n`)
 })
@@ -127,6 +133,7 @@ t.test('under all of it, no request failed', async (t) => {
   const unexpected = [...statuses.keys()].filter((s) => s !== 200 && s !== 401)
   t.same(unexpected, [], `statuses seen: ${JSON.stringify(Object.fromEntries(statuses))}`)
   const unexplained = refused.filter((r) => r.token !== rotation.old || r.sentAt < rotation.startedAt)
-  t.same(unexplained, [], `only requests sent with the old token after its rotation began were refused (${refused.length} were)`)
+  t.same(unexplained, [],
+    `only requests sent with the old token after its rotation began were refused (${refused.length} were)`)
   t.equal(await server.stop('SIGTERM'), 0)
 })

@@ -20,7 +20,8 @@ function setup (t: Test, extra: Record<string, string> = {}) {
   const dir = tmpDataDir(t)
   const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '5000', NODE_ENV: 'production', ...extra }
   const created = JSON.parse(admin(['partners', 'create', '--name', 'Load', '--tier', 'scale', '--json'], env).stdout)
-  const r = admin(['partners', 'update', created.slug, '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
+  const unlimited = ['--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited']
+  const r = admin(['partners', 'update', created.slug, ...unlimited], env)
   if (r.status !== 0) throw new Error(r.stderr)
   return { dir, env, token: created.token as string }
 }
@@ -39,7 +40,10 @@ t.test('SIGTERM under load: requests in flight answered in full, counters saved 
     for (let i = 0; ; i++) {
       let res: Response
       try {
-        res = await fetch(`${server.url}/v1/sites?lat=${(45 + ((n * 97 + i) % 200) / 20).toFixed(3)}&lng=${(2 + (i % 50) / 10).toFixed(3)}&radius=75`, { headers: { authorization: `Bearer ${token}` } })
+        const lat = (45 + ((n * 97 + i) % 200) / 20).toFixed(3)
+        const lng = (2 + (i % 50) / 10).toFixed(3)
+        res = await fetch(`${server.url}/v1/sites?lat=${lat}&lng=${lng}&radius=75`,
+          { headers: { authorization: `Bearer ${token}` } })
       } catch (err) {
         // the server stopped taking connections: the end, once the signal was sent
         if (!signalled) bad.push(`before the signal: ${(err as Error).message}`)
@@ -75,7 +79,9 @@ t.test('a request that never finishes cannot hold the close past SHUTDOWN_TIMEOU
   const { env, token } = setup(t, { SHUTDOWN_TIMEOUT_MS: '1000', COUNTER_SAVE_MS: '5000' })
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
-  for (let i = 0; i < 9; i++) await (await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${token}`)).arrayBuffer()
+  for (let i = 0; i < 9; i++) {
+    await (await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${token}`)).arrayBuffer()
+  }
   const { port } = new URL(server.url)
   const socket = connect(Number(port), '127.0.0.1')
   await new Promise((resolve) => socket.once('connect', resolve))
@@ -98,7 +104,9 @@ t.test('SIGKILL loses at most the last 5 s of counts and restarts cleanly', asyn
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   const hit = async (n: number) => {
-    for (let i = 0; i < n; i++) t.equal((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${token}`)).status, 200)
+    for (let i = 0; i < n; i++) {
+      t.equal((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${token}`)).status, 200)
+    }
   }
   await hit(20)
   await sleep(5_500)
@@ -119,7 +127,11 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   const { dir, env } = setup(t)
   const production = join(dir, 'production.db')
   const lines = ['id,category,name,region,country,latitude,longitude,tags']
-  for (let i = 0; i < 300_000; i++) lines.push(`s${i},4,Site ${i},EUR,GB,${(50 + (i % 1000) / 1000).toFixed(3)},${(-1 + (i % 997) / 1000).toFixed(3)},~fuel`)
+  for (let i = 0; i < 300_000; i++) {
+    const lat = (50 + (i % 1000) / 1000).toFixed(3)
+    const lng = (-1 + (i % 997) / 1000).toFixed(3)
+    lines.push(`s${i},4,Site ${i},EUR,GB,${lat},${lng},~fuel`)
+  }
   const csv = join(dir, 'big.csv')
   writeFileSync(csv, lines.join('\n') + '\n')
   t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', csv], env).status, 0)
@@ -132,14 +144,16 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   t.equal(r.status, 1)
   t.match(r.stderr, /^line 1002: /m, 'names the cut line')
   const geo = join(dir, 'cut.geojson')
-  writeFileSync(geo, '{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"a","categ')
+  writeFileSync(geo, '{"type":"FeatureCollection","features":[{"type":"Feature",' +
+    '"geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"a","categ')
   const g = admin(['datasets', 'import', '--dataset', 'production', '--file', geo], env)
   t.equal(g.status, 1)
   t.match(g.stderr, /feature 1: .*cut short/)
   t.equal(digest(production), before, 'the old file is untouched')
 
   // killed while writing its new file
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), 'datasets', 'import', '--dataset', 'production', '--file', csv], {
+  const importing = ['datasets', 'import', '--dataset', 'production', '--file', csv]
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...importing], {
     cwd: REPO_ROOT, env: { ...process.env, ...env }
   })
   // its temporary file, and the rollback journal beside it while a transaction is open
@@ -151,18 +165,20 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   await new Promise((resolve) => child.on('exit', resolve))
   t.equal(digest(production), before, 'the old file is untouched')
   t.equal(tmp().length, 1, 'the dead import left its temporary file')
-  t.same(leftovers().filter((f) => !/^\.production\.db\.\d+\.\d+\.tmp(-journal)?$/.test(f)), [], 'and perhaps its journal, nothing else')
+  t.same(leftovers().filter((f) => !/^\.production\.db\.\d+\.\d+\.tmp(-journal)?$/.test(f)), [],
+    'and perhaps its journal, nothing else')
 
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   const ready = await (await fetch(`${server.url}/readyz`)).json()
   t.equal(ready.datasets.production.site_count, 300_000, 'the old file serves')
   t.equal(await server.stop('SIGTERM'), 0)
-  t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', cut.replace('cut.csv', 'big.csv')], env).status, 0)
+  t.equal(admin(importing, env).status, 0)
   t.same(leftovers(), [], 'the next import removed what the dead one left, journal included')
 })
 
-t.test('a dataset file lost after the first boot: the service refuses to start and says which and what to do', async (t) => {
+t.test('a dataset file lost after the first boot: the service refuses to start ' +
+  'and says which and what to do', async (t) => {
   const { dir, env } = setup(t) // partners made with the CLI first: the server's first boot is still to come
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
@@ -170,7 +186,13 @@ t.test('a dataset file lost after the first boot: the service refuses to start a
   t.equal(await server.stop('SIGTERM'), 0)
   const firstBootAt = () => { // undefined without the record
     const db = new Database(join(dir, 'control.db'), { readonly: true })
-    try { return db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get() } catch { return undefined } finally { db.close() }
+    try {
+      return db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get()
+    } catch {
+      return undefined
+    } finally {
+      db.close()
+    }
   }
   const since = firstBootAt()
 
@@ -179,7 +201,10 @@ t.test('a dataset file lost after the first boot: the service refuses to start a
     cwd: REPO_ROOT, env: { ...process.env, ...env, PORT: '0', METRICS_PORT: '0' }, encoding: 'utf8', timeout: 30_000
   })
   const refused = start()
-  t.same([refused.status, refused.stdout, refused.stderr], [1, '', `start-up failed: ${join(dir, 'production.db')} is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: import it (\`npm run admin -- datasets import --dataset production --file FILE\`) or restore it from a backup, then start again\n`])
+  t.same([refused.status, refused.stdout, refused.stderr], [1, '', `start-up failed: ${join(dir, 'production.db')} ` +
+    `is missing, and this is not the first boot of this DATA_DIR (that was at ${since}), so no empty or generated ` +
+    'dataset replaces it: import it (`npm run admin -- datasets import --dataset production --file FILE`) ' +
+    'or restore it from a backup, then start again\n'])
   t.notOk(existsSync(join(dir, 'production.db')), 'no empty dataset made')
 
   const csv = join(dir, 'sites.csv')
@@ -199,11 +224,16 @@ t.test('a control.db that is not a database: the service and the CLI name it, an
   writeFileSync(control, 'the partners were here\n'.repeat(100))
   const before = readFileSync(control)
   const refused = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
-    cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir, SANDBOX_SITE_COUNT: '100', PORT: '0', METRICS_PORT: '0' }, encoding: 'utf8', timeout: 30_000
+    cwd: REPO_ROOT,
+    env: { ...process.env, DATA_DIR: dir, SANDBOX_SITE_COUNT: '100', PORT: '0', METRICS_PORT: '0' },
+    encoding: 'utf8',
+    timeout: 30_000
   })
-  t.same([refused.status, refused.stdout, refused.stderr], [1, '', `start-up failed: ${control} cannot be used: file is not a database\n`])
+  t.same([refused.status, refused.stdout, refused.stderr],
+    [1, '', `start-up failed: ${control} cannot be used: file is not a database\n`])
   const listed = admin(['partners', 'list'], { DATA_DIR: dir })
-  t.same([listed.status, listed.stdout, listed.stderr], [1, '', `error: ${control} cannot be used: file is not a database\n`])
+  t.same([listed.status, listed.stdout, listed.stderr],
+    [1, '', `error: ${control} cannot be used: file is not a database\n`])
   t.same(readFileSync(control), before, 'the file is untouched')
   t.same(readdirSync(dir).sort(), ['control.db'], 'and nothing was made beside it')
 })

@@ -33,19 +33,26 @@ t.test('fresh data directory: first boot, CLI partner, HTTP queries, graceful st
   let status = 0
   const deadline = Date.now() + 5000
   while (Date.now() < deadline) {
-    status = (await fetch(`${server.url}/v1/sites/nearest?lat=48.857&lng=2.352`, { headers: { authorization: `Bearer ${token}` } })).status
+    const res = await fetch(`${server.url}/v1/sites/nearest?lat=48.857&lng=2.352`,
+      { headers: { authorization: `Bearer ${token}` } })
+    status = res.status
     if (status === 200) break
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   t.equal(status, 200, 'a partner created with the CLI is served within 5 s')
 
-  const nearest = await (await fetch(`${server.url}/v1/sites/nearest?lat=48.857&lng=2.352&api_key=${token}`)).json() as Record<string, unknown>
+  const nearest = await (await fetch(`${server.url}/v1/sites/nearest?lat=48.857&lng=2.352&api_key=${token}`)).json() as
+    Record<string, unknown>
   t.same(Object.keys(nearest), ['id', 'category', 'name', 'latitude', 'longitude', 'distance_nm', 'helipaddy_link'])
   t.equal(nearest.helipaddy_link, `https://helipaddy.com/pad/${nearest.id}`)
 
   const refused = await fetch(`${server.url}/v1/sites?lat=0&lng=0&api_key=${token}`)
   t.equal(refused.status, 400)
-  t.same(await refused.json(), { code: 'svc_partner_api_ambiguous_coordinates', message: 'Coordinates 0,0 are ambiguous. Use a real-world location.', data: { status: 400 } })
+  t.same(await refused.json(), {
+    code: 'svc_partner_api_ambiguous_coordinates',
+    message: 'Coordinates 0,0 are ambiguous. Use a real-world location.',
+    data: { status: 400 }
+  })
 
   const suspended = admin(['partners', 'update', 'medevac-one', '--status', 'suspended'], env)
   t.equal(suspended.status, 0)
@@ -60,7 +67,8 @@ t.test('fresh data directory: first boot, CLI partner, HTTP queries, graceful st
   t.equal(await server.stop('SIGTERM'), 0, 'SIGTERM closes cleanly')
   const log = server.output()
   t.notOk(log.includes(token), 'the CLI partner token never appears in the server output')
-  t.equal(log.split(demoToken!).length - 1, 2, 'the demo token appears only in the first-boot banner (token line and curl line)')
+  t.equal(log.split(demoToken!).length - 1, 2,
+    'the demo token appears only in the first-boot banner (token line and curl line)')
 
   // A second boot on the same directory creates nothing and prints no token.
   const again = await startServer(env)
@@ -71,27 +79,35 @@ t.test('fresh data directory: first boot, CLI partner, HTTP queries, graceful st
   // A HEAD of the OpenAPI document describes the encoding a GET gets, and sends no body: the next
   // answer on the same connection is read whole.
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const ask = (method: string, encoding: string) => new Promise<{ status?: number, headers: Record<string, unknown>, body: Buffer }>((resolve, reject) => {
+  interface Answer { status?: number, headers: Record<string, unknown>, body: Buffer }
+  const ask = (method: string, encoding: string) => new Promise<Answer>((resolve, reject) => {
     request(`${again.url}/v1/openapi.json`, { method, agent, headers: { 'accept-encoding': encoding } }, (res) => {
       const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) })).on('error', reject)
+      res.on('data', (c: Buffer) => chunks.push(c))
+        .on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }))
+        .on('error', reject)
     }).on('error', reject).end()
   })
   const plain = await ask('GET', 'identity')
   for (const encoding of ['br', 'gzip']) {
     const head = await ask('HEAD', encoding)
     const get = await ask('GET', encoding)
-    t.same([head.status, head.headers['content-encoding'], head.headers.vary, head.body.length], [200, encoding, 'accept-encoding', 0], `HEAD, ${encoding}`)
-    t.same([get.status, get.headers['content-encoding']], [200, encoding], `GET after it on the same connection, ${encoding}`)
-    t.same(encoding === 'br' ? brotliDecompressSync(get.body) : gunzipSync(get.body), plain.body, `${encoding}: the document`)
+    t.same([head.status, head.headers['content-encoding'], head.headers.vary, head.body.length],
+      [200, encoding, 'accept-encoding', 0], `HEAD, ${encoding}`)
+    t.same([get.status, get.headers['content-encoding']], [200, encoding],
+      `GET after it on the same connection, ${encoding}`)
+    t.same(encoding === 'br' ? brotliDecompressSync(get.body) : gunzipSync(get.body), plain.body,
+      `${encoding}: the document`)
   }
   const plainHead = await ask('HEAD', 'identity')
-  t.same([plainHead.headers['content-encoding'], plainHead.headers['content-length']], [undefined, String(plain.body.length)], 'HEAD, plain: the plain length')
+  t.same([plainHead.headers['content-encoding'], plainHead.headers['content-length']],
+    [undefined, String(plain.body.length)], 'HEAD, plain: the plain length')
   agent.destroy()
   t.equal(await again.stop('SIGTERM'), 0)
 })
 
 t.test('a bad configuration value stops start-up naming the variable', async (t) => {
   const dir = tmpDataDir(t)
-  await t.rejects(startServer({ DATA_DIR: dir, PORT: 'eighty' }, 30_000), /server exited with 1:\ninvalid configuration: PORT="eighty"/)
+  await t.rejects(startServer({ DATA_DIR: dir, PORT: 'eighty' }, 30_000),
+    /server exited with 1:\ninvalid configuration: PORT="eighty"/)
 })

@@ -20,7 +20,8 @@ if (!skippedWithoutRedis(t)) {
     return created.token as string
   }
   const crowd = partner('Crowd') // demo tier: 30 a minute
-  const steady = partner('Steady', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited')
+  const steady = partner('Steady', '--limit-minute', 'unlimited', '--limit-hour', 'unlimited',
+    '--limit-day', 'unlimited')
   const alone = partner('Alone', '--limit-hour', 'unlimited', '--limit-day', 'unlimited') // 30 a minute
   const servers: Server[] = []
   for (let i = 0; i < 3; i++) {
@@ -29,6 +30,9 @@ if (!skippedWithoutRedis(t)) {
     servers.push(s)
   }
   const readyz = async (s: Server) => (await fetch(`${s.url}/readyz`)).json()
+  /** whether every instance's /readyz passes `check` */
+  const everyReadyz = async (check: (r: { status: string, shared_state: { instances: number } }) => boolean) =>
+    (await Promise.all(servers.map(readyz))).every(check)
   const until = async (what: string, check: () => Promise<boolean>) => {
     const deadline = Date.now() + 20_000
     while (!(await check())) {
@@ -36,23 +40,29 @@ if (!skippedWithoutRedis(t)) {
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
-  const sites = (s: Server, token: string) => fetch(`${s.url}/v1/sites/nearest?lat=51.507&lng=-0.128`, { headers: { authorization: `Bearer ${token}` } })
-  const usage = async (s: Server, token: string) => (await fetch(`${s.url}/v1/usage?expand=telemetry&api_key=${token}`)).json()
+  const sites = (s: Server, token: string) =>
+    fetch(`${s.url}/v1/sites/nearest?lat=51.507&lng=-0.128`, { headers: { authorization: `Bearer ${token}` } })
+  const usage = async (s: Server, token: string) =>
+    (await fetch(`${s.url}/v1/usage?expand=telemetry&api_key=${token}`)).json()
+  /** the status each instance answers a request of `token` with */
+  const everywhere = (token: string) => Promise.all(servers.map(async (s) => (await sites(s, token)).status))
 
   t.test('three instances see each other', async (t) => {
-    await until('every instance to count three', async () => (await Promise.all(servers.map(readyz))).every((r) => r.shared_state.instances === 3))
+    await until('every instance to count three', () => everyReadyz((r) => r.shared_state.instances === 3))
     const r = await readyz(servers[0])
     t.equal(r.status, 'ready')
     t.same(r.shared_state, { backend: 'redis', connected: true, degraded_since: null, error: null, instances: 3 })
   })
 
   t.test('100 simultaneous requests over three instances at a limit of 30: exactly 30', async (t) => {
-    const statuses = await Promise.all(Array.from({ length: 100 }, async (_, i) => (await sites(servers[i % 3], crowd)).status))
+    const statuses = await Promise.all(Array.from({ length: 100 }, async (_, i) =>
+      (await sites(servers[i % 3], crowd)).status))
     t.equal(statuses.filter((s) => s === 200).length, 30)
     t.equal(statuses.filter((s) => s === 429).length, 70)
     const reports = await Promise.all(servers.map((s) => usage(s, crowd)))
     for (const r of reports) {
-      t.same([r.windows.minute.used, r.windows.minute.remaining, r.windows.day.used], [30, 0, 30], 'the same windows on every instance')
+      t.same([r.windows.minute.used, r.windows.minute.remaining, r.windows.day.used], [30, 0, 30],
+        'the same windows on every instance')
     }
     // rows and events are recorded before each answer is sent, so all are there once all came back
     // (the figures are in the messages: a failure's diff may be cut from a CI log)
@@ -81,7 +91,7 @@ if (!skippedWithoutRedis(t)) {
     for (const s of servers) t.equal((await usage(s, alone)).windows.minute.used, 0)
     await new Promise((resolve) => setTimeout(resolve, 500))
     await redis.kill()
-    await until('every instance to report degraded', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'degraded'))
+    await until('every instance to report degraded', () => everyReadyz((r) => r.status === 'degraded'))
     const degraded = await readyz(servers[1])
     t.equal(degraded.shared_state.connected, false)
     t.match(degraded.shared_state.degraded_since, /^\d{4}-/)
@@ -91,7 +101,8 @@ if (!skippedWithoutRedis(t)) {
     for (const s of servers) {
       const statuses: number[] = []
       for (let i = 0; i < 15; i++) statuses.push((await sites(s, alone)).status)
-      t.same([statuses.filter((x) => x === 200).length, statuses.filter((x) => x === 429).length], [10, 5], 'ten of fifteen admitted alone')
+      t.same([statuses.filter((x) => x === 200).length, statuses.filter((x) => x === 429).length], [10, 5],
+        'ten of fifteen admitted alone')
     }
     await new Promise((resolve) => setTimeout(resolve, 500))
     stop.abort()
@@ -102,12 +113,15 @@ if (!skippedWithoutRedis(t)) {
     }
 
     await redis.start()
-    await until('every instance to be ready again', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'ready'))
+    await until('every instance to be ready again', () => everyReadyz((r) => r.status === 'ready'))
     // the line is written before /readyz turns ready, but reaches this process through a pipe
-    await until('every instance to log the recovery', async () => servers.every((s) => /shared state \(Redis\) available again/.test(s.output())))
+    await until('every instance to log the recovery',
+      async () => servers.every((s) => /shared state \(Redis\) available again/.test(s.output())))
     for (const s of servers) t.match(s.output(), /shared state \(Redis\) available again/)
     const reports = await Promise.all(servers.map((s) => usage(s, alone)))
-    for (const r of reports) t.equal(r.windows.minute.used, 30, 'the 30 requests accepted alone are in the shared window')
+    for (const r of reports) {
+      t.equal(r.windows.minute.used, 30, 'the 30 requests accepted alone are in the shared window')
+    }
     t.equal((await sites(servers[0], alone)).status, 429, 'and the shared window is full')
   })
 
@@ -115,16 +129,18 @@ if (!skippedWithoutRedis(t)) {
     redis.pause()
     const statuses: number[] = []
     for (const s of servers) for (let i = 0; i < 3; i++) statuses.push((await sites(s, steady)).status)
-    t.same([...new Set(statuses)], [200], 'every request answered while Redis hangs (each waits at most the 500 ms command timeout)')
-    await until('every instance to report degraded', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'degraded'))
+    t.same([...new Set(statuses)], [200],
+      'every request answered while Redis hangs (each waits at most the 500 ms command timeout)')
+    await until('every instance to report degraded', () => everyReadyz((r) => r.status === 'degraded'))
     t.match((await readyz(servers[0])).shared_state.error, /timed? ?out/i)
     redis.resume()
-    await until('every instance to be ready again', async () => (await Promise.all(servers.map(readyz))).every((r) => r.status === 'ready'))
+    await until('every instance to be ready again', () => everyReadyz((r) => r.status === 'ready'))
     t.pass('ready again')
   })
 
   t.test('the partners after Redis came back empty: put back from the instances\' copies', async (t) => {
-    t.match(servers.map((s) => s.output()).join(''), /the shared state had lost the partners; put back from this instance's copy/)
+    t.match(servers.map((s) => s.output()).join(''),
+      /the shared state had lost the partners; put back from this instance's copy/)
     for (const s of servers) t.equal((await sites(s, steady)).status, 200, 'tokens still work everywhere')
   })
 
@@ -140,20 +156,23 @@ if (!skippedWithoutRedis(t)) {
   t.test('a suspension and a rotation made once reach every instance within 5 s', async (t) => {
     const suspended = admin(['partners', 'update', 'steady', '--status', 'suspended'], env)
     t.equal(suspended.status, 0, suspended.stderr)
-    const ms = await within5s('suspension everywhere', async () => (await Promise.all(servers.map(async (s) => (await sites(s, steady)).status))).every((x) => x === 403))
+    const ms = await within5s('suspension everywhere', async () => (await everywhere(steady)).every((x) => x === 403))
     t.pass(`suspended everywhere after ${ms} ms`)
     t.equal(admin(['partners', 'update', 'steady', '--status', 'active'], env).status, 0)
-    await within5s('reactivation everywhere', async () => (await Promise.all(servers.map(async (s) => (await sites(s, steady)).status))).every((x) => x === 200))
+    await within5s('reactivation everywhere', async () => (await everywhere(steady)).every((x) => x === 200))
     const rotated = admin(['partners', 'rotate', 'steady', '--json'], env)
     const fresh = JSON.parse(rotated.stdout).token as string
-    await within5s('the old token refused and the new one served everywhere', async () =>
-      (await Promise.all(servers.map(async (s) => [(await sites(s, steady)).status, (await sites(s, fresh)).status]))).every(([old, now]) => old === 401 && now === 200))
+    await within5s('the old token refused and the new one served everywhere', async () => {
+      const [old, now] = [await everywhere(steady), await everywhere(fresh)]
+      return old.every((x) => x === 401) && now.every((x) => x === 200)
+    })
     t.pass('rotated everywhere')
   })
 
   t.test('partners export from control.db, import into Redis: the token works on every instance', async (t) => {
     const local = { ...env, STATE_URL: '' }
-    const made = JSON.parse(admin(['partners', 'create', '--name', 'Moved', '--tier', 'growth', '--json'], local).stdout)
+    const made = JSON.parse(admin(['partners', 'create', '--name', 'Moved', '--tier', 'growth', '--json'], local)
+      .stdout)
     t.equal(admin(['partners', 'show', 'moved'], env).status, 1, 'not in Redis yet')
     const file = `${dir}/partners.json`
     const exported = admin(['partners', 'export', '--file', file], local)
@@ -162,7 +181,8 @@ if (!skippedWithoutRedis(t)) {
     const imported = admin(['partners', 'import', '--file', file, '--json'], env)
     t.equal(imported.status, 0, imported.stderr)
     t.same(JSON.parse(imported.stdout), { created: 1, replaced: 0 })
-    await within5s('the imported partner served everywhere', async () => (await Promise.all(servers.map(async (s) => (await sites(s, made.token)).status))).every((x) => x === 200))
+    await within5s('the imported partner served everywhere',
+      async () => (await everywhere(made.token)).every((x) => x === 200))
     const again = admin(['partners', 'import', '--file', file, '--json'], env)
     t.same(JSON.parse(again.stdout), { created: 0, replaced: 1 }, 'importing again replaces')
     const shown = JSON.parse(admin(['partners', 'show', 'moved', '--json'], env).stdout)
@@ -170,7 +190,9 @@ if (!skippedWithoutRedis(t)) {
   })
 
   t.test('datasets reload --all reaches every instance; each reloads its own files', async (t) => {
-    t.equal(admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '500', '--seed', 'other'], { ...env, DATA_DIR: dirs[2] }).status, 0)
+    const generated = admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '500', '--seed', 'other'],
+      { ...env, DATA_DIR: dirs[2] })
+    t.equal(generated.status, 0)
     const r = admin(['datasets', 'reload', '--all', '--json'], env)
     t.equal(r.status, 0, r.stderr)
     const report = JSON.parse(r.stdout)

@@ -14,11 +14,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** The real src/server.ts, with the test-only module that fails on a line of stdin. */
 async function start (t: Test, extra: Record<string, string>) {
   const dir = tmpDataDir(t)
-  const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_LEVEL: 'info', COUNTER_SAVE_MS: '5000', ...extra }
+  const env = {
+    DATA_DIR: dir, SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_LEVEL: 'info', COUNTER_SAVE_MS: '5000',
+    ...extra
+  }
   const created = admin(['partners', 'create', '--name', 'Bug', '--tier', 'scale', '--json'], env)
   if (created.status !== 0) throw new Error(created.stderr)
   const token = JSON.parse(created.stdout).token as string
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', join(REPO_ROOT, 'test/fixtures/fail-on-input.mjs'), join(REPO_ROOT, 'src/server.ts')], {
+  const failing = join(REPO_ROOT, 'test/fixtures/fail-on-input.mjs')
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', failing, join(REPO_ROOT, 'src/server.ts')], {
     cwd: REPO_ROOT, env: { ...process.env, ...env, PORT: '0', METRICS_PORT: '0' }
   })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
@@ -31,17 +35,24 @@ async function start (t: Test, extra: Record<string, string>) {
   if (!url) throw new Error(`server did not start:\n${out}`)
   const saved = () => {
     const db = new Database(join(dir, 'control.db'), { readonly: true })
-    try { return db.prepare('SELECT coalesce(sum(requests), 0) FROM rate_buckets').pluck().get() } finally { db.close() }
+    try {
+      return db.prepare('SELECT coalesce(sum(requests), 0) FROM rate_buckets').pluck().get()
+    } finally {
+      db.close()
+    }
   }
   return { child, url, token, exited, saved, output: () => out }
 }
 
-const lines = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number, msg: string, err?: { message: string }, signal?: string })
+interface LogLine { level: number, msg: string, err?: { message: string }, signal?: string }
+const lines = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine)
 
 /** `n` partner requests, one after another: their statuses. */
 const answered = async (server: { url: string, token: string }, n: number) => {
   const statuses: number[] = []
-  for (let i = 0; i < n; i++) statuses.push((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${server.token}`)).status)
+  for (let i = 0; i < n; i++) {
+    statuses.push((await fetch(`${server.url}/v1/sites/nearest?lat=51.5&lng=-0.1&api_key=${server.token}`)).status)
+  }
   return statuses
 }
 
@@ -61,11 +72,13 @@ t.test('an uncaught exception is logged, the service closes gracefully, exit 1',
   server.child.stdin.write('throw\n')
   t.equal(await server.exited, 1, 'exit 1')
   const fatal = lines(server.output()).filter((l) => l.level === 60)
-  t.same(fatal.map((l) => [l.msg, l.err?.message]), [['uncaught error; closing', 'boom: uncaught']], 'the error is logged once, at fatal')
+  t.same(fatal.map((l) => [l.msg, l.err?.message]), [['uncaught error; closing', 'boom: uncaught']],
+    'the error is logged once, at fatal')
   t.equal(server.saved(), 4, 'the close saved the counters of the requests answered')
 })
 
-t.test('an unhandled rejection closes too; a close held past SHUTDOWN_TIMEOUT_MS still saves the counters', async (t) => {
+t.test('an unhandled rejection closes too; ' +
+  'a close held past SHUTDOWN_TIMEOUT_MS still saves the counters', async (t) => {
   const server = await start(t, { SHUTDOWN_TIMEOUT_MS: '1000' })
   t.same(await answered(server, 3), Array(3).fill(200))
   const socket = await holdClose(server)
@@ -73,7 +86,8 @@ t.test('an unhandled rejection closes too; a close held past SHUTDOWN_TIMEOUT_MS
   t.equal(await server.exited, 1, 'exit 1')
   socket.destroy()
   const logged = lines(server.output()).filter((l) => l.level >= 50).map((l) => [l.level, l.msg, l.err?.message])
-  t.same(logged, [[60, 'uncaught error; closing', 'boom: unhandled'], [50, 'graceful close timed out; exiting', undefined]])
+  t.same(logged,
+    [[60, 'uncaught error; closing', 'boom: unhandled'], [50, 'graceful close timed out; exiting', undefined]])
   t.equal(server.saved(), 3, 'the counters were saved before the forced exit')
 })
 
@@ -86,7 +100,8 @@ t.test('a second SIGTERM while a close is held exits at once, the counters saved
   server.child.kill('SIGTERM')
   t.equal(await server.exited, 1, 'exit 1')
   socket.destroy()
-  t.same(lines(server.output()).filter((l) => l.msg.includes('clos') || l.level >= 50).map((l) => [l.level, l.msg, l.signal]),
+  const closing = lines(server.output()).filter((l) => l.msg.includes('clos') || l.level >= 50)
+  t.same(closing.map((l) => [l.level, l.msg, l.signal]),
     [[30, 'closing', 'SIGTERM'], [50, 'second signal while closing; exiting', 'SIGTERM']])
   t.equal(server.saved(), 2, 'the counters were saved before the exit')
 })

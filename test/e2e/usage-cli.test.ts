@@ -23,7 +23,8 @@ const get = async (server: Server, path: string, token?: string) => {
   return res.status
 }
 
-const usageOf = async (server: Server, token: string) => (await fetch(`${server.url}/v1/usage?expand=telemetry&api_key=${token}`)).json()
+const usageOf = async (server: Server, token: string) =>
+  (await fetch(`${server.url}/v1/usage?expand=telemetry&api_key=${token}`)).json()
 
 async function cli (args: string[], env: Record<string, string>) {
   const r = await adminAsync(args, env)
@@ -31,8 +32,15 @@ async function cli (args: string[], env: Record<string, string>) {
   return JSON.parse(r.stdout)
 }
 
-/** The report without what depends on the moment of asking; resets to the second (the counters are saved per second). */
-function comparable (report: { timestamp?: string, client?: unknown, history?: unknown, windows: Record<string, { resets_at: string | null, resets_in_seconds: number | null }> }) {
+interface Report {
+  timestamp?: string
+  client?: unknown
+  history?: unknown
+  windows: Record<string, { resets_at: string | null, resets_in_seconds: number | null }>
+}
+
+/** The report without what depends on the moment of asking; resets to the second (counters are saved per second). */
+function comparable (report: Report) {
   const { timestamp: _t, client: _c, history: _h, ...rest } = report
   const windows = Object.fromEntries(Object.entries(rest.windows).map(([name, w]) => {
     const { resets_at: at, resets_in_seconds: _s, ...kept } = w
@@ -44,7 +52,9 @@ function comparable (report: { timestamp?: string, client?: unknown, history?: u
 /** The requests of the test, by what they should count as: 5 accepted (one 400, one 403), 2 refused. */
 async function knownRequests (server: Server, token: string) {
   const statuses: number[] = []
-  for (let i = 0; i < 3; i++) statuses.push(await get(server, `/v1/sites/nearest?lat=51.5&lng=-0.1${i === 0 ? '' : `&limit=${i}`}`, token))
+  for (let i = 0; i < 3; i++) {
+    statuses.push(await get(server, `/v1/sites/nearest?lat=51.5&lng=-0.1${i === 0 ? '' : `&limit=${i}`}`, token))
+  }
   statuses.push(await get(server, '/v1/sites/nearest?lat=95&lng=0', token)) // 400
   statuses.push(await get(server, '/v1/sites?lat=51.5&lng=-0.1&category_id=3', token)) // 403: category not permitted
   statuses.push(await get(server, '/v1/sites/nearest?lat=51.5&lng=-0.1', token)) // 429: 5 a minute
@@ -70,7 +80,8 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
   await sleep(600) // a save or two
   const live = await usageOf(server, token)
   const shown = await cli(['partners', 'usage', 'acme', '--json'], env)
-  t.same(Object.keys(shown), ['timestamp', 'partner', 'windows', 'telemetry', 'history'], 'the report\'s keys (no client: the CLI has no caller) and the history')
+  t.same(Object.keys(shown), ['timestamp', 'partner', 'windows', 'telemetry', 'history'],
+    'the report\'s keys (no client: the CLI has no caller) and the history')
   t.same(comparable(shown), comparable(live), 'the windows, rows and telemetry of /usage?expand=telemetry')
   t.equal(live.telemetry.events, 7, 'seven events: the requests with the partner\'s token, but /usage')
   const rows = live.windows.day.rows as number
@@ -80,11 +91,14 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
   const day = shown.history[6]
   const minute = live.telemetry.recent_events[0].timestamp.slice(0, 16) + 'Z'
   const expected = {
-    date: today, requests: 7, accepted: 5, refused: 2, client_errors: { 400: 1, 403: 1 }, server_errors: {}, rows, busiest_minute: { minute, requests: 7 }
+    date: today, requests: 7, accepted: 5, refused: 2, client_errors: { 400: 1, 403: 1 }, server_errors: {}, rows,
+    busiest_minute: { minute, requests: 7 }
   }
   t.same(day, expected, 'today\'s counts, exact')
-  t.same(shown.history.slice(0, 6).map((d: { requests: number }) => d.requests), [0, 0, 0, 0, 0, 0], 'the days before: none')
-  t.same((await cli(['partners', 'usage', 'acme', '--json', '--days', '2'], env)).history.map((d: { date: string }) => d.date).at(-1), today, '--days 2: oldest first')
+  t.same(shown.history.slice(0, 6).map((d: { requests: number }) => d.requests), [0, 0, 0, 0, 0, 0],
+    'the days before: none')
+  const twoDays = await cli(['partners', 'usage', 'acme', '--json', '--days', '2'], env)
+  t.same(twoDays.history.map((d: { date: string }) => d.date).at(-1), today, '--days 2: oldest first')
 
   t.equal(await server.stop('SIGTERM'), 0)
   const again = await startServer(env)
@@ -94,8 +108,11 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
   t.equal(await get(again, '/v1/sites/nearest?lat=51.5&lng=-0.1', token), 429, 'the minute is still full')
   await sleep(600)
   const later = await cli(['partners', 'usage', 'acme', '--json'], env)
-  t.same(later.history[6], { ...expected, requests: 8, refused: 3, busiest_minute: later.history[6].busiest_minute }, 'the history survived, and goes on')
-  t.ok([7, 8].includes(later.history[6].busiest_minute.requests), 'the busiest minute: the 7 before, with the one after if it came in the same minute')
+  const busiest = later.history[6].busiest_minute
+  t.same(later.history[6], { ...expected, requests: 8, refused: 3, busiest_minute: busiest },
+    'the history survived, and goes on')
+  t.ok([7, 8].includes(busiest.requests),
+    'the busiest minute: the 7 before, with the one after if it came in the same minute')
   t.equal(later.telemetry.events, 8)
 
   const text = admin(['partners', 'usage', 'acme'], env)
@@ -103,22 +120,24 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
   t.match(text.stdout, /^minute +5 +5 +0 /m, 'text: the windows')
   t.match(text.stdout, new RegExp(`^${today} +8 +5 +3 400:1 403:1 +0 `, 'm'), 'text: the history table')
   const report = await cli(['partners', 'report', '--json'], env)
-  t.same(report.map((l: { slug: string, requests_per_day_max: number, go_live: { ready: boolean, failures: string[] } }) => [l.slug, l.requests_per_day_max, l.go_live]),
+  type ReportLine = { slug: string, requests_per_day_max: number, go_live: { ready: boolean, failures: string[] } }
+  t.same(report.map((l: ReportLine) => [l.slug, l.requests_per_day_max, l.go_live]),
     [['acme', 8, {
       ready: false,
       failures: [
         'traffic on 1 of 7 days (needs 5)',
         // 429s count: what the partner asked for (7 or 8: the restart may have crossed a minute)
-        `over the minute limit of 5 at ${later.history[6].busiest_minute.minute} (${later.history[6].busiest_minute.requests})`,
+        `over the minute limit of 5 at ${busiest.minute} (${busiest.requests})`,
         '37.50% refused with 429 (needs under 1.00%)',
         '25.00% errors (needs under 1.00%)'
       ]
     }]],
     'the go-live verdict says which conditions fail')
 
+  const daysRule = '--days must be a whole number from 1 to 90 (USAGE_HISTORY_DAYS: the days kept)'
   for (const [args, message] of [
-    [['partners', 'usage', 'acme', '--days', '0'], '--days must be a whole number from 1 to 90 (USAGE_HISTORY_DAYS: the days kept)'],
-    [['partners', 'report', '--days', '91'], '--days must be a whole number from 1 to 90 (USAGE_HISTORY_DAYS: the days kept)'],
+    [['partners', 'usage', 'acme', '--days', '0'], daysRule],
+    [['partners', 'report', '--days', '91'], daysRule],
     [['partners', 'usage', 'nobody'], "no partner with slug 'nobody'"]
   ] as const) {
     const r = admin([...args], env)
@@ -127,11 +146,13 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
   t.equal(await again.stop('SIGTERM'), 0)
 })
 
-t.test('with STATE_URL and two instances: the counts add up, nothing lost at a clean shutdown', { skip: redisMissing() }, async (t) => {
+t.test('with STATE_URL and two instances: the counts add up, ' +
+  'nothing lost at a clean shutdown', { skip: redisMissing() }, async (t) => {
   const redis = await startRedis(t)
   const dirs = [tmpDataDir(t), tmpDataDir(t)]
   const env = { DATA_DIR: dirs[0], SANDBOX_SITE_COUNT: '2000', NODE_ENV: 'production', STATE_URL: redis.url }
-  const token = JSON.parse(admin(['partners', 'create', '--name', 'Shared', '--tier', 'growth', '--json'], env).stdout).token as string
+  const created = admin(['partners', 'create', '--name', 'Shared', '--tier', 'growth', '--json'], env)
+  const token = JSON.parse(created.stdout).token as string
   t.equal(admin(['partners', 'update', 'shared', '--limit-minute', '5'], env).status, 0)
   const servers = [await startServer(env), await startServer({ ...env, DATA_DIR: dirs[1] })]
   for (const s of servers) t.teardown(() => s.stop('SIGKILL'))
