@@ -335,6 +335,7 @@ export function tagPage (
 ): TagPage {
   const order = tagSitesIn(ds, tag, categories)
   const from = Math.min((page - 1) * perPage, order.length)
-  const places = Uint32Array.from({ length: Math.min(from + perPage, order.length) - from }, (_, i) => from + i)
+  const places = new Uint32Array(Math.min(from + perPage, order.length) - from)
+  for (let i = 0; i < places.length; i++) places[i] = from + i
   return { total: order.length, order, places }
 }
