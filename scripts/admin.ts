@@ -75,11 +75,19 @@ function parseCategories (value: OptionValue): number[] | undefined {
   return [...new Set(list)].sort((a, b) => a - b)
 }
 
+/**
+ * A --file path from where the operator ran the command: npm runs a script in the package's folder
+ * and names the folder it was started from in INIT_CWD.
+ */
+export function operatorPath (file: string): string {
+  return resolve(process.env.INIT_CWD ?? process.cwd(), file)
+}
+
 /** --dataset, --file and --format (from the file's ending unless given) of import and export. */
 function fileOptions (options: Options) {
   const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
-  const file = options.file
-  if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+  if (typeof options.file !== 'string' || options.file === '') throw new UsageError('--file is required')
+  const file = operatorPath(options.file)
   const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
   if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
   return { dataset, file, format }
@@ -258,9 +266,9 @@ function refuseServiceFile (config: Config, file: string): void {
 async function partnersExport ({ config, options }: Context): Promise<Result> {
   const rows = await withStore(config, (store) => store.exportRows(), { readonly: true })
   const document = JSON.stringify(exportDocument(rows), null, 2) + '\n'
-  const file = options.file
-  if (file !== undefined) {
-    if (typeof file !== 'string' || file === '') throw new UsageError('--file must be a path')
+  if (options.file !== undefined) {
+    if (typeof options.file !== 'string' || options.file === '') throw new UsageError('--file must be a path')
+    const file = operatorPath(options.file)
     refuseServiceFile(config, file)
     await replaceFile(file, 0o600, async (out) => { out.write(document) })
     return { json: { exported: rows.length, file }, text: `exported ${rows.length} partners to ${file}` }
@@ -269,8 +277,8 @@ async function partnersExport ({ config, options }: Context): Promise<Result> {
 }
 
 async function partnersImport ({ config, options }: Context): Promise<Result> {
-  const file = options.file
-  if (typeof file !== 'string' || file === '') throw new UsageError('--file is required')
+  if (typeof options.file !== 'string' || options.file === '') throw new UsageError('--file is required')
+  const file = operatorPath(options.file)
   let text: string
   try {
     text = readFileSync(file, 'utf8')
