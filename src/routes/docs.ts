@@ -7,6 +7,11 @@ import type { FastifyInstance } from 'fastify'
 async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string }) {
   // Compressed when asked, in this context only (the page's script and the document are large): partner
   // answers have their own encoding, made once per cached answer.
+  // A HEAD route Fastify makes for a GET ends its onSend hooks with the one that drops the body, which
+  // would run before compress's: it goes (Node sends no body for a HEAD), so a HEAD states the GET's encoding.
+  app.addHook('onRoute', (route) => {
+    if (route.method === 'HEAD' && route.onSend !== undefined) route.onSend = [route.onSend].flat().slice(0, -1)
+  })
   await app.register(compress)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
