@@ -45,6 +45,8 @@ export interface ErrorData {
   params?: string[] | Record<string, string>
   window?: string
   retry_after?: number
+  /** why a key could not be read (svc_partner_api_invalid_key) */
+  reason?: string
 }
 
 export interface ErrorBody {

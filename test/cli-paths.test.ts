@@ -10,7 +10,7 @@ import { baseEnv } from './run.ts'
 const dir = tmpDataDir(t)
 const work = join(dir, 'work')
 mkdirSync(work)
-const env = baseEnv({ DATA_DIR: join(dir, 'data') })
+const env: Record<string, string> = baseEnv({ DATA_DIR: join(dir, 'data') })
 delete env.INIT_CWD // as in an operator's shell
 
 const npmAdmin = (...args: string[]) => spawnSync('npm', ['--prefix', REPO_ROOT, 'run', '-s', 'admin', '--', ...args],

@@ -54,30 +54,39 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
+/** Why a request's key cannot be used, whatever its value: the sentence partners read, by reason. */
+export const UNUSABLE_KEY = {
+  api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
+  not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
+  keys_differ: 'The API key could not be read: two different keys were sent. Send one.'
+} as const
+export type UnusableKey = keyof typeof UNUSABLE_KEY
+
 /**
  * The token of the Authorization headers, every one as sent (Node keeps only the first in
- * `headers`, so a second with another token would go unseen); false if one is not Bearer or two differ.
+ * `headers`, so a second with another token would go unseen), or why they cannot be used.
  */
-function headerToken (rawHeaders: string[]): string | undefined | false {
+function headerToken (rawHeaders: string[]): string | undefined | { unusable: UnusableKey } {
   let token: string | undefined
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]
     if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
     const match = BEARER.exec(rawHeaders[i + 1])
-    if (!match || (token !== undefined && match[1] !== token)) return false
+    if (!match) return { unusable: 'not_bearer' }
+    if (token !== undefined && match[1] !== token) return { unusable: 'keys_differ' }
     token = match[1]
   }
   return token
 }
 
-/** The token from api_key or Authorization: Bearer headers; null if none, false if unusable. */
-export function tokenOf (request: FastifyRequest): string | null | false {
+/** The token from api_key or Authorization: Bearer headers; null if none, or why it is unusable. */
+export function tokenOf (request: FastifyRequest): string | null | { unusable: UnusableKey } {
   const fromQuery = (request.query as Record<string, unknown>).api_key
   const fromHeader = request.headers.authorization === undefined ? undefined : headerToken(request.raw.rawHeaders)
-  if (fromHeader === false) return false
+  if (typeof fromHeader === 'object') return fromHeader
   if (fromQuery === undefined || fromQuery === '') return fromHeader ?? null
-  if (typeof fromQuery !== 'string') return false // given more than once
-  if (fromHeader !== undefined && fromHeader !== fromQuery) return false
+  if (typeof fromQuery !== 'string') return { unusable: 'api_key_repeated' }
+  if (fromHeader !== undefined && fromHeader !== fromQuery) return { unusable: 'keys_differ' }
   return fromQuery
 }
 
@@ -104,7 +113,11 @@ async function partnerApi (app: FastifyInstance) {
   const authenticate = (endpoint: Endpoint): onRequestHookHandler => (request, _reply, done) => {
     const token = tokenOf(request)
     if (token === null) return done(new ApiError('svc_partner_api_missing_key'))
-    const partner = token === false ? undefined : partners.byToken(token)
+    if (typeof token === 'object') {
+      const { unusable: reason } = token
+      return done(new ApiError('svc_partner_api_invalid_key', { reason }, UNUSABLE_KEY[reason]))
+    }
+    const partner = partners.byToken(token)
     if (!partner) return done(new ApiError('svc_partner_api_invalid_key'))
     if (partner.status !== 'active') return done(new ApiError('svc_partner_api_inactive_partner'))
     if (!endpointOpen(partner, endpoint)) return done(new ApiError('svc_partner_api_feature_disabled'))
@@ -268,7 +281,7 @@ async function partnerApi (app: FastifyInstance) {
   app.addHook('onRoute', (route) => {
     const { endpoint, cache: cached = false, compressed = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
-    if (route.method === 'GET' && route.onSend !== undefined) {
+    if (route.method !== 'HEAD' && route.onSend !== undefined) {
       throw new Error(`partner route ${route.url} has an onSend hook of its own`)
     }
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)

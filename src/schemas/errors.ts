@@ -11,7 +11,10 @@ export const ErrorBody = Type.Object({
       Type.Record(Type.String(), Type.String(), { description: 'Reason per malformed parameter (rest_invalid_param)' })
     ])),
     window: Type.Optional(Type.String({ description: 'Window that refused the request (429)' })),
-    retry_after: Type.Optional(Type.Integer({ description: 'Seconds until a request is accepted again (429)' }))
+    retry_after: Type.Optional(Type.Integer({ description: 'Seconds until a request is accepted again (429)' })),
+    reason: Type.Optional(Type.String({
+      description: 'Why the key could not be read (401): api_key_repeated, not_bearer or keys_differ'
+    }))
   })
 }, { description: 'WordPress REST style error' })
 

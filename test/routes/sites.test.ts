@@ -61,6 +61,13 @@ const error = (code: string, status: number, message: string, extra: object = {}
 const MISSING_KEY = error('svc_partner_api_missing_key', 401,
   'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.')
 const INVALID_KEY = error('svc_partner_api_invalid_key', 401, 'The API key is not recognised.')
+const KEY_REPEATED = error('svc_partner_api_invalid_key', 401,
+  'The API key could not be read: api_key was given more than once. Send it once.', { reason: 'api_key_repeated' })
+const NOT_BEARER = error('svc_partner_api_invalid_key', 401,
+  'The API key could not be read: an Authorization header must be Bearer followed by the key.',
+  { reason: 'not_bearer' })
+const KEYS_DIFFER = error('svc_partner_api_invalid_key', 401,
+  'The API key could not be read: two different keys were sent. Send one.', { reason: 'keys_differ' })
 const INACTIVE = error('svc_partner_api_inactive_partner', 403, 'The partner account is not active. Contact support.')
 const INVALID_COORDINATES = error('svc_partner_api_invalid_coordinates', 400,
   'Latitude must be a number from -90 to 90 and longitude a number from -180 to 180.')
@@ -79,7 +86,7 @@ t.test('every error code of both endpoints, with its exact body', async (t) => {
       [`${endpoint}?lat=51.5&lng=-0.12`, 401, MISSING_KEY],
       [`${endpoint}?lat=51.5&lng=-0.12&api_key=`, 401, MISSING_KEY],
       [`${endpoint}?lat=51.5&lng=-0.12&api_key=lsp_wrong`, 401, INVALID_KEY],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12')}&api_key=${tokens.live}`, 401, INVALID_KEY],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12')}&api_key=${tokens.live}`, 401, KEY_REPEATED],
       [`${endpoint}?${q('suspended', 'lat=51.5&lng=-0.12')}`, 403, INACTIVE],
       [`${endpoint}?${q('pending', 'lat=51.5&lng=-0.12')}`, 403, INACTIVE],
       [`${endpoint}?${q('live', 'lng=-0.12')}`, 400, missing('lat')],
@@ -148,11 +155,11 @@ t.test('the token may come in an Authorization: Bearer header', async (t) => {
   t.equal(ok.statusCode, 200)
   t.equal(JSON.parse(ok.body).id, 'prd-hotel')
   const bad = await get('/v1/sites/nearest?lat=51.5&lng=-0.12', { authorization: 'Basic abc' })
-  t.same(JSON.parse(bad.body), INVALID_KEY)
+  t.same(JSON.parse(bad.body), NOT_BEARER)
   const both = await get(`/v1/sites/nearest?lat=51.5&lng=-0.12&api_key=${tokens.sandboxed}`, {
     authorization: `Bearer ${tokens.live}`
   })
-  t.same(JSON.parse(both.body), INVALID_KEY, 'two different tokens are refused')
+  t.same(JSON.parse(both.body), KEYS_DIFFER, 'two different tokens are refused')
 })
 
 t.test('full records, field by field and byte for byte', async (t) => {
