@@ -45,7 +45,7 @@ export interface ErrorData {
   params?: string[] | Record<string, string>
   window?: string
   retry_after?: number
-  /** why a key could not be read (svc_partner_api_invalid_key) */
+  /** why a key could not be read (invalid_key), what would open an endpoint (feature_disabled) */
   reason?: string
 }
 

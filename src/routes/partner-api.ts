@@ -62,6 +62,12 @@ export const UNUSABLE_KEY = {
 } as const
 export type UnusableKey = keyof typeof UNUSABLE_KEY
 
+/** What opens an endpoint that is closed to a partner: a higher tier, or the operator's approval. */
+const CLOSED_ENDPOINT = {
+  tier: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
+  approval: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.'
+} as const
+
 /**
  * The token of the Authorization headers, every one as sent (Node keeps only the first in
  * `headers`, so a second with another token would go unseen), or why they cannot be used.
@@ -120,7 +126,10 @@ async function partnerApi (app: FastifyInstance) {
     const partner = partners.byToken(token)
     if (!partner) return done(new ApiError('svc_partner_api_invalid_key'))
     if (partner.status !== 'active') return done(new ApiError('svc_partner_api_inactive_partner'))
-    if (!endpointOpen(partner, endpoint)) return done(new ApiError('svc_partner_api_feature_disabled'))
+    if (!endpointOpen(partner, endpoint)) {
+      const reason = partner.tier === 'demo' ? 'tier' : 'approval'
+      return done(new ApiError('svc_partner_api_feature_disabled', { reason }, CLOSED_ENDPOINT[reason]))
+    }
     request.partner = partner
     done()
   }

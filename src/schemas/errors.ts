@@ -13,7 +13,8 @@ export const ErrorBody = Type.Object({
     window: Type.Optional(Type.String({ description: 'Window that refused the request (429)' })),
     retry_after: Type.Optional(Type.Integer({ description: 'Seconds until a request is accepted again (429)' })),
     reason: Type.Optional(Type.String({
-      description: 'Why the key could not be read (401): api_key_repeated, not_bearer or keys_differ'
+      description: 'Why the key could not be read (401: api_key_repeated, not_bearer or keys_differ), or what ' +
+        'would open the endpoint (403 feature_disabled: tier or approval)'
     }))
   })
 }, { description: 'WordPress REST style error' })

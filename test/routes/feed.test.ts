@@ -73,7 +73,8 @@ t.test('by-tag: errors', async (t) => {
       'demo', '/sites/by-tag?tag=~fuel', 403,
       {
         code: 'svc_partner_api_feature_disabled',
-        message: 'This endpoint is not enabled for the partner. Ask the operator for approval.', data: { status: 403 }
+        message: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
+        data: { status: 403, reason: 'tier' }
       }
     ],
     [
@@ -136,10 +137,16 @@ t.test('site by id: the record, null, feature switch, malformed ids', async (t) 
   t.equal((await get('byid', '/sites/nobody')).body, 'null')
   const disabled = {
     code: 'svc_partner_api_feature_disabled',
-    message: 'This endpoint is not enabled for the partner. Ask the operator for approval.', data: { status: 403 }
+    message: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.',
+    data: { status: 403, reason: 'approval' }
+  }
+  const demoTier = {
+    code: 'svc_partner_api_feature_disabled',
+    message: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
+    data: { status: 403, reason: 'tier' }
   }
   t.same(await body('growth', '/sites/p-1'), disabled, 'site_by_id off')
-  t.same(await body('demo', '/sites/p-1'), disabled, 'the demo tier never, even with site_by_id on')
+  t.same(await body('demo', '/sites/p-1'), demoTier, 'the demo tier never, even with site_by_id on')
   const malformed = (reason: string) => ({
     code: 'rest_invalid_param', message: 'Invalid parameter(s): id.', data: { status: 400, params: { id: reason } }
   })
