@@ -286,4 +286,4 @@ export async function modelCheck (options: {
 
 /** The reason given for a malformed tag, as a partner reads it. */
 export const TAG_ERROR = 'tag must be ~ then lowercase letters, digits and hyphens, at most 64 characters in all ' +
-  '(e.g. ~helipad); GET /tags lists them'
+  '(e.g. ~helipad); GET /v1/tags lists them'

@@ -137,7 +137,7 @@ export function compileQuery (schema: TObject): QueryValidator {
     const input = (query ?? {}) as Record<string, unknown>
     const value: Record<string | symbol, unknown> = {}
     const missing: string[] = []
-    let badCoordinate = false
+    let badCoordinates: Record<string, string> | undefined
     let malformed: Record<string, string> | undefined
     let canonical = '' // made in the same pass, in schema order
 
@@ -153,10 +153,9 @@ export function compileQuery (schema: TObject): QueryValidator {
       }
       const parsed = typeof raw === 'string' ? parseValue(rule, raw) : undefined
       if (parsed === undefined) {
-        if (rule.coordinate) badCoordinate = true
-        else {
-          (malformed ??= {})[rule.name] = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
-        }
+        const reason = Array.isArray(raw) ? `${rule.name} was given more than once` : describe(rule)
+        if (rule.coordinate) (badCoordinates ??= {})[rule.name] = reason
+        else (malformed ??= {})[rule.name] = reason
         continue
       }
       value[rule.name] = parsed
@@ -165,7 +164,9 @@ export function compileQuery (schema: TObject): QueryValidator {
     }
 
     if (missing.length > 0) return { error: missingParams(missing) }
-    if (badCoordinate) return { error: new ApiError('svc_partner_api_invalid_coordinates') }
+    if (badCoordinates) {
+      return { error: new ApiError('svc_partner_api_invalid_coordinates', { params: badCoordinates }) }
+    }
     if (coordinates.length > 0 && coordinates.every((r) => value[r.name] === 0)) {
       return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
     }

@@ -16,9 +16,9 @@ export const Tag = Type.String({
   pattern: TAG_PATTERN,
   maxLength: 64,
   'x-format': '~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); ' +
-    'GET /tags lists them',
+    'GET /v1/tags lists them',
   description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters), e.g. ~helipad; ' +
-    'GET /tags lists the tags'
+    'GET /v1/tags lists the tags'
 })
 
 /** `x-coordinate` marks a parameter whose bad value is svc_partner_api_invalid_coordinates. */

@@ -19,7 +19,8 @@ export function okResponse (
 const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiError>[1]>> = {
   rest_missing_callback_param: { params: ['lat'] },
   rest_invalid_param: { params: { radius: 'radius must be a number greater than 0' } },
-  svc_partner_api_rate_limited: { window: 'minute', retry_after: 17 }
+  svc_partner_api_rate_limited: { window: 'minute', retry_after: 17 },
+  svc_partner_api_invalid_coordinates: { params: { lat: 'lat must be a number from -90 to 90' } }
 }
 
 /** The body a partner receives for a code, as the service makes it. */

@@ -98,7 +98,7 @@ t.test('a token is needed; a malformed tag says what a tag looks like', async (t
       status: 400,
       params: {
         tag: 'tag must be ~ then lowercase letters, digits and hyphens, at most 64 characters in all ' +
-          '(e.g. ~helipad); GET /tags lists them'
+          '(e.g. ~helipad); GET /v1/tags lists them'
       }
     }
   })

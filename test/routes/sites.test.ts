@@ -69,8 +69,11 @@ const NOT_BEARER = error('svc_partner_api_invalid_key', 401,
 const KEYS_DIFFER = error('svc_partner_api_invalid_key', 401,
   'The API key could not be read: two different keys were sent. Send one.', { reason: 'keys_differ' })
 const INACTIVE = error('svc_partner_api_inactive_partner', 403, 'The partner account is not active. Contact support.')
-const INVALID_COORDINATES = error('svc_partner_api_invalid_coordinates', 400,
-  'Latitude must be a number from -90 to 90 and longitude a number from -180 to 180.')
+/** The coordinates refused, each with its reason in data.params. */
+const invalidCoordinates = (params: Record<string, string>) => error('svc_partner_api_invalid_coordinates', 400,
+  'Latitude must be a number from -90 to 90 and longitude a number from -180 to 180.', { params })
+const BAD_LAT = invalidCoordinates({ lat: 'lat must be a number from -90 to 90' })
+const BAD_LNG = invalidCoordinates({ lng: 'lng must be a number from -180 to 180' })
 const AMBIGUOUS = error('svc_partner_api_ambiguous_coordinates', 400,
   'Coordinates 0,0 are ambiguous. Use a real-world location.')
 const NOT_PERMITTED = error('svc_partner_api_category_not_permitted', 403,
@@ -91,14 +94,15 @@ t.test('every error code of both endpoints, with its exact body', async (t) => {
       [`${endpoint}?${q('pending', 'lat=51.5&lng=-0.12')}`, 403, INACTIVE],
       [`${endpoint}?${q('live', 'lng=-0.12')}`, 400, missing('lat')],
       [`${endpoint}?${q('live', 'radius=5')}`, 400, missing('lat', 'lng')],
-      [`${endpoint}?${q('live', 'lat=91&lng=-0.12')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=-90.0001&lng=-0.12')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=51.5&lng=180.5')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=NaN&lng=-0.12')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=1e309&lng=-0.12')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=0x10&lng=-0.12')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=&lng=-0.12')}`, 400, INVALID_COORDINATES],
-      [`${endpoint}?${q('live', 'lat=51.5&lat=51.6&lng=-0.12')}`, 400, INVALID_COORDINATES],
+      [`${endpoint}?${q('live', 'lat=91&lng=-0.12')}`, 400, BAD_LAT],
+      [`${endpoint}?${q('live', 'lat=-90.0001&lng=-0.12')}`, 400, BAD_LAT],
+      [`${endpoint}?${q('live', 'lat=51.5&lng=180.5')}`, 400, BAD_LNG],
+      [`${endpoint}?${q('live', 'lat=NaN&lng=-0.12')}`, 400, BAD_LAT],
+      [`${endpoint}?${q('live', 'lat=1e309&lng=-0.12')}`, 400, BAD_LAT],
+      [`${endpoint}?${q('live', 'lat=0x10&lng=-0.12')}`, 400, BAD_LAT],
+      [`${endpoint}?${q('live', 'lat=&lng=-0.12')}`, 400, BAD_LAT],
+      [`${endpoint}?${q('live', 'lat=51.5&lat=51.6&lng=-0.12')}`, 400,
+        invalidCoordinates({ lat: 'lat was given more than once' })],
       [`${endpoint}?${q('live', 'lat=0&lng=0')}`, 400, AMBIGUOUS],
       [`${endpoint}?${q('live', 'lat=-0.0&lng=0e5')}`, 400, AMBIGUOUS],
       [`${endpoint}?${q('live', 'lat=51.5&lng=-0.12&radius=0')}`, 400,
@@ -137,7 +141,7 @@ t.test('checks run in the contract order', async (t) => {
     ['/v1/sites?radius=-1', MISSING_KEY], // auth before parameters
     [`/v1/sites?${q('suspended', 'radius=-1')}`, INACTIVE],
     [`/v1/sites?${q('live', 'lat=99&radius=-1')}`, missing('lng')], // missing before invalid
-    [`/v1/sites?${q('live', 'lat=0&lng=abc&radius=-1')}`, INVALID_COORDINATES], // coordinates before ambiguity
+    [`/v1/sites?${q('live', 'lat=0&lng=abc&radius=-1')}`, BAD_LNG], // coordinates before ambiguity
     [`/v1/sites?${q('live', 'lat=0&lng=0&radius=-1')}`, AMBIGUOUS], // ambiguity before other malformed values
     [`/v1/sites?${q('live', 'lat=51.5&lng=-0.12&radius=-1&category_id=5')}`,
       invalid({ radius: 'radius must be a number greater than 0' })],
