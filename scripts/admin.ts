@@ -17,6 +17,7 @@ import { loadConfig, type Config } from '../src/config.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { partnerUsage, partnersReport } from './admin-usage.ts'
+import { unnamedCategories } from '../src/sites/categories.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, MAX_PRECISION, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
@@ -183,7 +184,18 @@ async function partnersShow ({ config, args }: Context): Promise<Result> {
   return { json: view, text: partnerText(view) }
 }
 
-async function partnersUpdate ({ config, options, args }: Context): Promise<Result> {
+/** Warnings for categories a partner's list holds but that are not served to it. */
+function unservedCategories (view: { categories: number[], other_categories: boolean }): string[] {
+  const warnings: string[] = []
+  const others = view.categories.filter((c) => c >= 8)
+  if (others.length > 0 && !view.other_categories) {
+    warnings.push(`warning: categor${others.length === 1 ? 'y' : 'ies'} ${others.join(', ')} not served while ` +
+      'other categories are off (--other-categories on serves them)')
+  }
+  return warnings
+}
+
+async function partnersUpdate ({ config, options, args, stderr }: Context): Promise<Result> {
   const radius = options['radius-cap']
   const radiusOk = typeof radius === 'string' && /^\d+(\.\d+)?$/.test(radius) &&
     Number(radius) > 0 && Number(radius) <= 20038
@@ -214,6 +226,9 @@ async function partnersUpdate ({ config, options, args }: Context): Promise<Resu
     throw new UsageError('nothing to change: give at least one option')
   }
   const view = await withStore(config, async (store) => partnerView(await store.update(args[0], changes)))
+  if (changes.categories !== undefined || changes.otherCategories !== undefined) {
+    for (const warning of unservedCategories(view)) stderr.write(`${warning}\n`)
+  }
   return { json: view, text: partnerText(view) }
 }
 
@@ -349,6 +364,12 @@ async function datasetsImport ({ config, options, stderr }: Context): Promise<Re
   const summary = {
     ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds
   }
+  const unnamed = withDatasetFile(target, unnamedCategories)
+  if (unnamed.length > 0) {
+    stderr.write(`warning: categor${unnamed.length === 1 ? 'y' : 'ies'} ${unnamed.join(', ')} without a name: ` +
+      `partners see 'Category ${unnamed[0]}'; name ${unnamed.length === 1 ? 'it' : 'them'} with ` +
+      `--category-name ${unnamed[0]}=NAME\n`)
+  }
   const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s ` +
     `(coordinates rounded to ${precision} decimals)`
   if (!options.reload) return { json: summary, text: `${text}\nrun 'datasets reload' to serve them` }
@@ -453,6 +474,16 @@ function progressBar (stderr: Output, label: string) {
     done () {
       stderr.write('\n')
     }
+  }
+}
+
+/** `fn` on a dataset file opened read-only. */
+function withDatasetFile<T> (path: string, fn: (db: Database.Database) => T): T {
+  const db = new Database(path, { readonly: true, fileMustExist: true })
+  try {
+    return fn(db)
+  } finally {
+    db.close()
   }
 }
 

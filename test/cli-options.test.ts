@@ -1,6 +1,6 @@
 // The operator CLI's smaller promises, through its main() in this process: category names kept in
 // the dataset file, a new DATA_DIR made, the default seed following the dataset.
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
@@ -48,4 +48,39 @@ t.test('rough edges: a new DATA_DIR, the default seed follows the dataset', asyn
   }
   t.not(JSON.stringify(names('production.db')), JSON.stringify(names('sandbox.db')),
     'production does not get the sandbox\'s sites')
+})
+
+t.test('partners update warns of categories it keeps but that are not served', async (t) => {
+  const created = await run('partners', 'create', '--name', 'Warned', '--slug', 'warned')
+  t.equal(created.status, 0, created.stderr)
+  const notServed = 'warning: category 9 not served while other categories are off ' +
+    '(--other-categories on serves them)\n'
+  const nine = await run('partners', 'update', 'warned', '--categories', '4,7,9')
+  t.equal(nine.status, 0, nine.stderr)
+  t.equal(nine.stderr, notServed)
+  const on = await run('partners', 'update', 'warned', '--other-categories', 'on')
+  t.same([on.status, on.stderr], [0, ''], 'served once other categories are on')
+  const off = await run('partners', 'update', 'warned', '--other-categories', 'off')
+  t.same([off.status, off.stderr], [0, notServed], 'and again when they are turned off')
+  const many = await run('partners', 'update', 'warned', '--categories', '4,8,9')
+  t.equal(many.stderr,
+    'warning: categories 8, 9 not served while other categories are off (--other-categories on serves them)\n')
+  const name = await run('partners', 'update', 'warned', '--name', 'Warned again')
+  t.same([name.status, name.stderr], [0, ''], 'a change of something else says nothing of the categories')
+})
+
+t.test('datasets import warns of categories 8 and above without a name', async (t) => {
+  const csv = join(dir, 'named.csv')
+  writeFileSync(csv, 'id,category,name,region,country,latitude,longitude,tags\n' +
+    'n-1,4,Hotel Helipad,EUR,GB,51.5,-0.12,\nn-2,9,Fuel Stop,EUR,GB,51.6,-0.12,\nn-3,10,Far Pad,EUR,GB,51.7,-0.12,\n')
+  const unnamed = await run('datasets', 'import', '--dataset', 'sandbox', '--file', csv)
+  t.equal(unnamed.status, 0, unnamed.stderr)
+  t.equal(unnamed.stderr, 'warning: categories 9, 10 without a name: partners see \'Category 9\'; ' +
+    'name them with --category-name 9=NAME\n')
+  const one = await run('datasets', 'import', '--dataset', 'sandbox', '--file', csv, '--category-name', '9=Fuel')
+  t.equal(one.stderr, 'warning: category 10 without a name: partners see \'Category 10\'; ' +
+    'name it with --category-name 10=NAME\n')
+  const named = await run('datasets', 'import', '--dataset', 'sandbox', '--file', csv,
+    '--category-name', '9=Fuel', '--category-name', '10=Far')
+  t.same([named.status, named.stderr], [0, ''], 'every category named')
 })

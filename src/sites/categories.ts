@@ -1,6 +1,7 @@
 // Category names and tag counts, as a partner discovers them (/categories, /tags).
 import { tagSitesIn, type Dataset } from './dataset.ts'
-import { CATEGORY_NAMES_META } from './dataset-file.ts'
+import type Database from 'better-sqlite3'
+import { CATEGORY_NAMES_META, readDatasetMeta } from './dataset-file.ts'
 
 /** The named categories; 8 and above are named by the operator in the dataset file. */
 export const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
@@ -32,6 +33,13 @@ function operatorNames (ds: Pick<Dataset, 'meta'>): Record<string, string> {
     parsed.set(ds.meta, names)
   }
   return names
+}
+
+/** Categories 8 and above of a dataset file without a name of the operator's (served as `Category N`). */
+export function unnamedCategories (db: Database.Database): number[] {
+  const ids = db.prepare('SELECT DISTINCT category FROM sites WHERE category >= 8 ORDER BY category').pluck().all()
+  const names = operatorNames({ meta: readDatasetMeta(db) })
+  return (ids as number[]).filter((id) => names[String(id)] === undefined)
 }
 
 /** The categories a partner may use, with their names, ascending. */
