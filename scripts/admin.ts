@@ -18,6 +18,9 @@ import { RedisPartnerStore } from '../src/partners/redis-store.ts'
 import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
 import { partnerUsage, partnersReport } from './admin-usage.ts'
 import { unnamedCategories } from '../src/sites/categories.ts'
+import {
+  CONTROL_CHARACTERS, MAX_PARTNER_CATEGORIES, MAX_RADIUS_CAP_KM, PARTNER_NAME_PATTERN
+} from '../src/partners/row-schema.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, MAX_PRECISION, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
@@ -73,7 +76,11 @@ function parseCategories (value: OptionValue): number[] | undefined {
   if (list.some((c) => c < 2 || c > CATEGORY_MAX)) {
     throw new UsageError(`--categories: category ids are whole numbers from 2 to ${CATEGORY_MAX}`)
   }
-  return [...new Set(list)].sort((a, b) => a - b)
+  const ids = [...new Set(list)].sort((a, b) => a - b)
+  if (ids.length > MAX_PARTNER_CATEGORIES) {
+    throw new UsageError(`--categories: at most ${MAX_PARTNER_CATEGORIES} categories`)
+  }
+  return ids
 }
 
 /**
@@ -96,8 +103,8 @@ function fileOptions (options: Options) {
 
 function name (value: OptionValue): string | undefined {
   if (value === undefined) return undefined
-  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
-    throw new UsageError('--name must be 1 to 200 characters')
+  if (typeof value !== 'string' || !new RegExp(PARTNER_NAME_PATTERN).test(value.trim())) {
+    throw new UsageError('--name must be 1 to 200 characters without control characters')
   }
   return value.trim()
 }
@@ -135,12 +142,17 @@ function withStore<T> (
   return withOpened(config, open, fn)
 }
 
+/** Control characters escaped as JSON writes them: a name stored before they were refused forges no line. */
+const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`, 'g')
+const printable = (text: string) =>
+  text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
 function partnerText (view: ReturnType<typeof partnerView>): string {
   const lines = Object.entries(view).map(([key, value]) => {
     const shown = typeof value === 'object' && value !== null && !Array.isArray(value)
       ? Object.entries(value).map(([k, v]) => `${k}=${v ?? 'tier'}`).join(' ')
       : Array.isArray(value) ? value.join(',') : String(value)
-    return `${key.padEnd(17)} ${shown}`
+    return `${key.padEnd(17)} ${printable(shown)}`
   })
   return lines.join('\n')
 }
@@ -174,7 +186,7 @@ async function partnersList ({ config }: Context): Promise<Result> {
     'CATEGORIES  NAME'
   const rows = views.map((v) => [
     v.slug.padEnd(24), v.status.padEnd(9), v.tier.padEnd(6), v.environment.padEnd(11),
-    v.categories.join(',').padEnd(11), v.name
+    v.categories.join(',').padEnd(11), printable(v.name)
   ].join(' '))
   return { json: views, text: views.length === 0 ? 'no partners' : [header, ...rows].join('\n') }
 }
@@ -198,9 +210,9 @@ function unservedCategories (view: { categories: number[], other_categories: boo
 async function partnersUpdate ({ config, options, args, stderr }: Context): Promise<Result> {
   const radius = options['radius-cap']
   const radiusOk = typeof radius === 'string' && /^\d+(\.\d+)?$/.test(radius) &&
-    Number(radius) > 0 && Number(radius) <= 20038
+    Number(radius) > 0 && Number(radius) <= MAX_RADIUS_CAP_KM
   if (radius !== undefined && !radiusOk) {
-    throw new UsageError('--radius-cap must be a number of km greater than 0 and at most 20038')
+    throw new UsageError(`--radius-cap must be a number of km greater than 0 and at most ${MAX_RADIUS_CAP_KM}`)
   }
   const limitOverrides: Partial<Record<WindowName, LimitOverride>> = {}
   for (const w of WINDOWS) {

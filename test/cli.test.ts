@@ -87,7 +87,7 @@ t.test('bad input: exit code and a one-line reason on stderr', async (t) => {
     [['partners', 'create', '--name', 'Heli', '--slug', 'heli'], 1,
       /^error: a partner with slug 'heli' exists already$/],
     [['partners', 'create'], 2, /^error: --name is required$/],
-    [['partners', 'create', '--name', '  '], 2, /^error: --name must be 1 to 200 characters$/],
+    [['partners', 'create', '--name', '  '], 2, /^error: --name must be 1 to 200 characters without control characters$/],
     [['partners', 'create', '--name', 'X', '--tier', 'gold'], 2, /^error: --tier must be one of demo, growth, scale$/],
     [['partners', 'create', '--name', 'X', '--status', 'suspended'], 2,
       /^error: --status must be one of active, pending$/],

@@ -7,6 +7,18 @@ import { Errors, ValueErrorType } from '@sinclair/typebox/errors'
 import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../schemas/common.ts'
 import { ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
 
+/** At most this many categories in a partner's list (there are a few dozen in use). */
+export const MAX_PARTNER_CATEGORIES = 256
+/** Half the Earth's circumference: no radius is larger. */
+export const MAX_RADIUS_CAP_KM = 20037
+/** The C0 and C1 control characters, for a regular expression's character class. */
+export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f-\\u009f'
+/** A partner's name: printed by the CLI and in logs, so no control characters. */
+export const PARTNER_NAME_PATTERN = `^[^${CONTROL_CHARACTERS}]{1,200}$`
+const NAME_RULE = '1 to 200 characters without control characters'
+const RADIUS_RULE = `a number of km greater than 0 and at most ${MAX_RADIUS_CAP_KM}`
+const CATEGORIES_RULE = `at most ${MAX_PARTNER_CATEGORIES} distinct category ids up to ${CATEGORY_MAX}`
+
 const oneOf = (values: readonly string[]) =>
   Type.Union(values.map((v) => Type.Literal(v)), { 'x-expected': `one of ${values.join(', ')}` })
 
@@ -101,6 +113,21 @@ export function rowProblem (value: unknown): string | undefined {
   }
   const over = LIMIT_COLUMNS.find((column) => /^\d+$/.test(row[column] ?? '') && Number(row[column]) > MAX_LIMIT)
   return over === undefined ? undefined : `${over} must be ${limitColumn['x-expected']}`
+}
+
+/**
+ * What a new or imported partner may not hold, though rows written before these bounds may (they
+ * are served and put back into an emptied Redis as they are): control characters in its name, a
+ * radius cap past half the Earth's circumference, categories repeated or too many.
+ */
+export function boundsProblem (row: { name: string, radius_cap_km: number, categories: string }): string | undefined {
+  if (!new RegExp(PARTNER_NAME_PATTERN).test(row.name)) return `name must be ${NAME_RULE}`
+  if (row.radius_cap_km > MAX_RADIUS_CAP_KM) return `radius_cap_km must be ${RADIUS_RULE}`
+  const ids = row.categories === '' ? [] : row.categories.split(',')
+  if (ids.length > MAX_PARTNER_CATEGORIES || new Set(ids.map(Number)).size < ids.length) {
+    return `categories must be ${CATEGORIES_RULE}`
+  }
+  return undefined
 }
 
 /** The schema at a JSON pointer's segments, through object properties and array items. */

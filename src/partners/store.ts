@@ -10,7 +10,7 @@ import {
 } from './tiers.ts'
 import { openReadOnly } from '../setup/read-only-db.ts'
 import { newToken, tokenDigest } from './tokens.ts'
-import { partnerLabel, rowProblem } from './row-schema.ts'
+import { boundsProblem, partnerLabel, rowProblem } from './row-schema.ts'
 
 export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
 
@@ -269,7 +269,12 @@ export function clashMessage (key: UniqueColumn, slug: string, other: string, wh
 
 /** The rows of an import, each checked, no two sharing a slug, id or digest: what either store's importRows takes. */
 export function importedRows (rows: PartnerRow[]): PartnerRow[] {
-  const checked = rows.map(checkedRow)
+  const checked = rows.map((row, index) => {
+    const checkedOne = checkedRow(row, index)
+    const problem = boundsProblem(checkedOne)
+    if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(row, index)}: ${problem}`)
+    return checkedOne
+  })
   const shared = sharedKey(checked)
   if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
   return checked
