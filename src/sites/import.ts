@@ -21,6 +21,9 @@ function number (value: unknown): number | undefined {
 }
 
 /** A valid site from a raw record, or the reasons it is not one. */
+/** A UTF-16 surrogate not paired with its other half (in a Unicode pattern, a pair is one code point). */
+const LONE_SURROGATE = /\p{Cs}/u
+
 export function validateRecord (
   fields: Record<string, unknown>,
   precision: number,
@@ -39,7 +42,11 @@ export function validateRecord (
   }
 
   const name = fields.name
-  if (!isSiteName(name)) {
+  if (typeof name === 'string' && LONE_SURROGATE.test(name)) {
+    // a JSON escape such as \ud800 alone: UTF-8 cannot store it, and it would be served as U+FFFD
+    const at = LONE_SURROGATE.exec(name)![0].charCodeAt(0).toString(16)
+    reasons.push(`name holds a lone surrogate (\\u${at}), which is not text: the file must hold the character whole`)
+  } else if (!isSiteName(name)) {
     reasons.push(`name must be 1 to ${MAX_NAME_LENGTH} characters without control characters`)
   }
   const region = fields.region

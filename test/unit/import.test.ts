@@ -404,3 +404,27 @@ t.test('a CSV file whose last record has no line break is refused, even when the
   writeFileSync(file, `${HEADER}\r\nh1,4,Helipad,EUR,GB,51.5,-0.1,~fuel|~helipad\r\n`)
   t.same((await importSites(options)).siteCount, 1, 'with its CRLF, it imports')
 })
+
+t.test('a lone surrogate escape in a name is refused at its line or feature, not stored as U+FFFD', async (t) => {
+  const target = datasetPath(dir, 'sandbox')
+  const fields = (id: string, name: string) =>
+    ({ id, category: 4, name, region: 'EUR', country: 'GB', latitude: 51.5, longitude: -0.1, tags: [] })
+  const reason = (at: string) =>
+    `name holds a lone surrogate (\\u${at}), which is not text: the file must hold the character whole`
+  // JSON.stringify writes a lone surrogate as its escape, as a hostile file would
+  const ndjson = join(dir, 'surrogates.ndjson')
+  writeFileSync(ndjson, [fields('s-1', 'Fine 🚁'), fields('s-2', 'Bad \ud800'), fields('s-3', '\udc00 too')]
+    .map((f) => JSON.stringify(f)).join('\n') + '\n')
+  t.match(readFileSync(ndjson, 'utf8'), '\\ud800', 'the file holds the escape')
+  const fromLines = await importSites({ file: ndjson, format: 'ndjson', target, precision: 3 })
+  t.same([fromLines.ok, fromLines.errors], [false, [`line 2: ${reason('d800')}`, `line 3: ${reason('dc00')}`]])
+  const geojson = join(dir, 'surrogates.geojson')
+  const feature = (f: ReturnType<typeof fields>) =>
+    ({ type: 'Feature', geometry: { type: 'Point', coordinates: [f.longitude, f.latitude] }, properties: f })
+  writeFileSync(geojson, JSON.stringify({
+    type: 'FeatureCollection', features: [fields('g-1', 'Fine'), fields('g-2', 'Also fine'), fields('g-3', 'x\udbff')]
+      .map(feature)
+  }))
+  const fromFeatures = await importSites({ file: geojson, format: 'geojson', target, precision: 3 })
+  t.same([fromFeatures.ok, fromFeatures.errors], [false, [`feature 3: ${reason('dbff')}`]])
+})
