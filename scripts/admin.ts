@@ -15,12 +15,10 @@ import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { replaceFile } from '../src/setup/replace-file.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { RedisPartnerStore } from '../src/partners/redis-store.ts'
-import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../src/schemas/common.ts'
+import { CATEGORY_MAX, CONTROL_CHARACTER, NAME_RULE, SLUG_PATTERN, SLUG_RULE, isName } from '../src/schemas/common.ts'
 import { partnerUsage, partnersReport } from './admin-usage.ts'
 import { unnamedCategories } from '../src/sites/categories.ts'
-import {
-  CONTROL_CHARACTERS, MAX_PARTNER_CATEGORIES, MAX_RADIUS_CAP_KM, PARTNER_NAME_PATTERN
-} from '../src/partners/row-schema.ts'
+import { MAX_PARTNER_CATEGORIES, MAX_RADIUS_CAP_KM } from '../src/partners/row-schema.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
 import { DATASETS, MAX_PRECISION, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
@@ -103,9 +101,7 @@ function fileOptions (options: Options) {
 
 function name (value: OptionValue): string | undefined {
   if (value === undefined) return undefined
-  if (typeof value !== 'string' || !new RegExp(PARTNER_NAME_PATTERN).test(value.trim())) {
-    throw new UsageError('--name must be 1 to 200 characters without control characters')
-  }
+  if (typeof value !== 'string' || !isName(value.trim())) throw new UsageError(`--name must be ${NAME_RULE}`)
   return value.trim()
 }
 
@@ -143,7 +139,7 @@ function withStore<T> (
 }
 
 /** Control characters escaped as JSON writes them: a name stored before they were refused forges no line. */
-const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`, 'g')
+const CONTROL = new RegExp(CONTROL_CHARACTER.source, 'g')
 const printable = (text: string) =>
   text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 
@@ -503,20 +499,15 @@ function datasetInfo (config: Config, dataset: DatasetName) {
   const path = datasetPath(config.dataDir, dataset)
   if (!existsSync(path)) return { dataset, path, error: 'missing' }
   try {
-    const db = new Database(path, { readonly: true, fileMustExist: true })
-    try {
-      const meta = readDatasetMeta(db)
-      return {
-        dataset,
-        path,
-        site_count: Number(meta.site_count),
-        built_at: meta.built_at,
-        source: meta.source,
-        precision: Number(meta.precision),
-        schema_version: meta.schema_version
-      }
-    } finally {
-      db.close()
+    const meta = withDatasetFile(path, readDatasetMeta)
+    return {
+      dataset,
+      path,
+      site_count: Number(meta.site_count),
+      built_at: meta.built_at,
+      source: meta.source,
+      precision: Number(meta.precision),
+      schema_version: meta.schema_version
     }
   } catch (err) {
     return { dataset, path, error: `unreadable: ${(err as Error).message}` }

@@ -136,6 +136,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', config)
+  // The HEAD route Fastify makes for a GET ends its onSend hooks with one that drops the body, before
+  // any hook a plugin adds later (compress, the partner pipeline). It goes, so that a HEAD runs its GET's
+  // hooks in full (same ETag, encoding and usage record); Node sends no body for a HEAD.
+  app.addHook('onRoute', (route) => {
+    if (route.method === 'HEAD' && route.onSend !== undefined) route.onSend = [route.onSend].flat().slice(0, -1)
+  })
   destination?.reportDropsTo(app.log)
   // MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP, on the server itself: whatever listens on this app
   // (src/server.ts, tests) refuses the connections past them (inject() opens none).

@@ -40,6 +40,20 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS
 
+/** The sentence of a code when `data.reason` says more than the code does. */
+export const REASONS = {
+  svc_partner_api_invalid_key: {
+    api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
+    not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
+    keys_differ: 'The API key could not be read: two different keys were sent. Send one.'
+  },
+  svc_partner_api_feature_disabled: {
+    tier: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
+    approval: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.'
+  }
+} as const
+export type UnusableKey = keyof typeof REASONS.svc_partner_api_invalid_key
+
 export interface ErrorData {
   status: number
   params?: string[] | Record<string, string>
@@ -78,6 +92,9 @@ function fill (code: ErrorCode, extra: Omit<ErrorData, 'status'>): string {
   return message
 }
 
+const reasonMessage = (code: ErrorCode, reason: string | undefined): string | undefined =>
+  reason === undefined ? undefined : (REASONS as Record<string, Record<string, string>>)[code]?.[reason]
+
 /** An error with a public code; the error handler turns it into the error body. */
 export class ApiError extends Error {
   readonly statusCode: number
@@ -95,7 +112,7 @@ export class ApiError extends Error {
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
     const stackTraceLimit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(message ?? fill(code, extra))
+    super(message ?? reasonMessage(code, extra.reason) ?? fill(code, extra))
     Error.stackTraceLimit = stackTraceLimit
     this.name = 'ApiError'
     this.statusCode = status ?? entry.status

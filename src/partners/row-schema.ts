@@ -4,18 +4,13 @@
 // `partners show --json` plus the token digest.
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 import { Errors, ValueErrorType } from '@sinclair/typebox/errors'
-import { CATEGORY_MAX, SLUG_PATTERN, SLUG_RULE } from '../schemas/common.ts'
+import { CATEGORY_MAX, NAME_RULE, SLUG_PATTERN, SLUG_RULE, isName } from '../schemas/common.ts'
 import { ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS } from './tiers.ts'
 
 /** At most this many categories in a partner's list (there are a few dozen in use). */
 export const MAX_PARTNER_CATEGORIES = 256
 /** Half the Earth's circumference: no radius is larger. */
 export const MAX_RADIUS_CAP_KM = 20037
-/** The C0 and C1 control characters, for a regular expression's character class. */
-export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f-\\u009f'
-/** A partner's name: printed by the CLI and in logs, so no control characters. */
-export const PARTNER_NAME_PATTERN = `^[^${CONTROL_CHARACTERS}]{1,200}$`
-const NAME_RULE = '1 to 200 characters without control characters'
 const RADIUS_RULE = `a number of km greater than 0 and at most ${MAX_RADIUS_CAP_KM}`
 const CATEGORIES_RULE = `at most ${MAX_PARTNER_CATEGORIES} distinct category ids up to ${CATEGORY_MAX}`
 
@@ -121,7 +116,7 @@ export function rowProblem (value: unknown): string | undefined {
  * radius cap past half the Earth's circumference, categories repeated or too many.
  */
 export function boundsProblem (row: { name: string, radius_cap_km: number, categories: string }): string | undefined {
-  if (!new RegExp(PARTNER_NAME_PATTERN).test(row.name)) return `name must be ${NAME_RULE}`
+  if (!isName(row.name)) return `name must be ${NAME_RULE}`
   if (row.radius_cap_km > MAX_RADIUS_CAP_KM) return `radius_cap_km must be ${RADIUS_RULE}`
   const ids = row.categories === '' ? [] : row.categories.split(',')
   if (ids.length > MAX_PARTNER_CATEGORIES || new Set(ids.map(Number)).size < ids.length) {

@@ -7,11 +7,6 @@ import type { FastifyInstance } from 'fastify'
 async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string }) {
   // Compressed when asked, in this context only (the page's script and the document are large): partner
   // answers have their own encoding, made once per cached answer.
-  // A HEAD route Fastify makes for a GET ends its onSend hooks with the one that drops the body, which
-  // would run before compress's: it goes (Node sends no body for a HEAD), so a HEAD states the GET's encoding.
-  app.addHook('onRoute', (route) => {
-    if (route.method === 'HEAD' && route.onSend !== undefined) route.onSend = [route.onSend].flat().slice(0, -1)
-  })
   await app.register(compress)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -21,18 +16,12 @@ async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string })
   })
   // serialised on first request, when every route is declared: the document does not change after
   let document: string | undefined
-  // HEAD declared with GET (not made by Fastify): it runs compress's hook too and describes the encoded body
-  app.route({
-    method: ['GET', 'HEAD'],
-    url: `${options.apiPrefix}/openapi.json`,
-    schema: { hide: true },
-    handler: (_request, reply) => {
-      document ??= JSON.stringify(app.swagger())
-      // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared
-      // cache keeps the forms apart
-      reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding')
-        .type('application/json; charset=utf-8').send(document)
-    }
+  app.get(`${options.apiPrefix}/openapi.json`, { schema: { hide: true } }, (_request, reply) => {
+    document ??= JSON.stringify(app.swagger())
+    // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared
+    // cache keeps the forms apart
+    reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding')
+      .type('application/json; charset=utf-8').send(document)
   })
 }
 

@@ -8,7 +8,7 @@ import type {
   FastifyInstance, FastifyReply, FastifyRequest, RouteOptions,
   onRequestHookHandler, onSendHookHandler, preHandlerHookHandler
 } from 'fastify'
-import { ApiError } from '../errors.ts'
+import { ApiError, type UnusableKey } from '../errors.ts'
 import { rateLimitHeaders, retryAfterSeconds, type HitResult } from '../limits/limiter.ts'
 import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '../partners/permissions.ts'
 import { canonicalOf } from '../http/query.ts'
@@ -53,20 +53,6 @@ declare module 'fastify' {
 }
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
-
-/** Why a request's key cannot be used, whatever its value: the sentence partners read, by reason. */
-export const UNUSABLE_KEY = {
-  api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
-  not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
-  keys_differ: 'The API key could not be read: two different keys were sent. Send one.'
-} as const
-export type UnusableKey = keyof typeof UNUSABLE_KEY
-
-/** What opens an endpoint that is closed to a partner: a higher tier, or the operator's approval. */
-const CLOSED_ENDPOINT = {
-  tier: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
-  approval: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.'
-} as const
 
 /**
  * The token of the Authorization headers, every one as sent (Node keeps only the first in
@@ -120,15 +106,14 @@ async function partnerApi (app: FastifyInstance) {
     const token = tokenOf(request)
     if (token === null) return done(new ApiError('svc_partner_api_missing_key'))
     if (typeof token === 'object') {
-      const { unusable: reason } = token
-      return done(new ApiError('svc_partner_api_invalid_key', { reason }, UNUSABLE_KEY[reason]))
+      return done(new ApiError('svc_partner_api_invalid_key', { reason: token.unusable }))
     }
     const partner = partners.byToken(token)
     if (!partner) return done(new ApiError('svc_partner_api_invalid_key'))
     if (partner.status !== 'active') return done(new ApiError('svc_partner_api_inactive_partner'))
     if (!endpointOpen(partner, endpoint)) {
       const reason = partner.tier === 'demo' ? 'tier' : 'approval'
-      return done(new ApiError('svc_partner_api_feature_disabled', { reason }, CLOSED_ENDPOINT[reason]))
+      return done(new ApiError('svc_partner_api_feature_disabled', { reason }))
     }
     request.partner = partner
     done()
@@ -290,9 +275,6 @@ async function partnerApi (app: FastifyInstance) {
   app.addHook('onRoute', (route) => {
     const { endpoint, cache: cached = false, compressed = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
-    if (route.method !== 'HEAD' && route.onSend !== undefined) {
-      throw new Error(`partner route ${route.url} has an onSend hook of its own`)
-    }
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
     attach(route, 'onSend', cached ? store : uncached(compressed), counted && record(endpoint))
@@ -313,17 +295,10 @@ export default fp(partnerApi, {
 
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
 
-/**
- * Adds the pipeline's hooks after the route's own (a `false` is a hook this route does not take). The onSend
- * of the HEAD route Fastify makes for a GET (it drops the body) is replaced, so that a HEAD is stored, tagged
- * and recorded as its GET is (Node itself sends no body for a HEAD).
- */
+/** Adds the pipeline's hooks after the route's own (a `false` is a hook this route does not take). */
 function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {
-  const given = route[name]
-  const own: unknown[] = given === undefined || (name === 'onSend' && route.method === 'HEAD')
-    ? []
-    : [given].flat()
-  const added = hooks.filter((hook) => hook !== false) as unknown[]
+  const added = hooks.filter((hook) => hook !== false)
   if (added.length === 0) return
-  ;(route as unknown as Record<HookName, unknown[]>)[name] = [...own, ...added]
+  const given = route[name]
+  ;(route as unknown as Record<HookName, unknown[]>)[name] = [...(given === undefined ? [] : [given].flat()), ...added]
 }

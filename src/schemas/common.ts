@@ -8,6 +8,16 @@ export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$'
 /** SLUG_PATTERN in the operator's words */
 export const SLUG_RULE = '1 to 64 lowercase letters, digits and inner hyphens'
 
+/** Unicode's control characters (\p{Cc}), spelt out: a non-Unicode pattern, cheaper on a million names. */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
+export const MAX_NAME_LENGTH = 200
+/** isName's rule in the operator's words */
+export const NAME_RULE = `1 to ${MAX_NAME_LENGTH} characters without control characters`
+/** A site's or a partner's name, as imports and the CLI accept it: not blank, no control characters. */
+export const isName = (name: unknown): name is string =>
+  typeof name === 'string' && name.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTER.test(name) && name.trim() !== ''
+
 export const SiteId = Type.String({
   pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -'
 })

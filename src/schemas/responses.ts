@@ -35,7 +35,8 @@ export function documentedErrors (codes: ErrorCode[]): Record<number, unknown> {
   for (const [status, list] of codesByStatus([...PARTNER_ERRORS, ...codes])) {
     const code = { ...ErrorBody.properties.code, enum: list, description: `One of: ${list.join(', ')}` }
     const schema = { ...ErrorBody, properties: { ...ErrorBody.properties, code } }
-    const example = (c: ErrorCode) => ({ summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: errorExample(c) })
+    const example = (c: ErrorCode) =>
+      ({ summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: errorExample(c) })
     const examples = Object.fromEntries(list.map((c) => [c, example(c)]))
     responses[status] = { description: list.join(', '), content: { 'application/json': { schema, examples } } }
   }

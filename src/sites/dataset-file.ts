@@ -51,13 +51,6 @@ export interface DatasetMeta {
 /** A site's region: three upper-case letters (EUR); its country: two (GB). */
 export const REGION_CODE = /^[A-Z]{3}$/
 export const COUNTRY_CODE = /^[A-Z]{2}$/
-export const MAX_NAME_LENGTH = 200
-/** A site's name as imports accept and loads check it: 1 to 200 characters, not blank, no control characters. */
-export const isSiteName = (name: unknown): name is string =>
-  typeof name === 'string' && name.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTER.test(name) && name.trim() !== ''
-/** Unicode's control characters (\p{Cc}), spelt out: a non-Unicode pattern, cheaper on a million names. */
-// eslint-disable-next-line no-control-regex -- control characters are what it looks for
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
 /** The precision a file records (decimals kept by the import's rounding). */
 export const MAX_PRECISION = 10
 /** The meta key that names categories 8 and above: JSON, e.g. {"8": "Heliport"}. */

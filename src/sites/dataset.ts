@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
-import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
+import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, isName } from '../schemas/common.ts'
 import {
-  COUNTRY_CODE, MAX_PRECISION, REGION_CODE, SCHEMA_VERSION, isSiteName, readDatasetMeta,
+  COUNTRY_CODE, MAX_PRECISION, REGION_CODE, SCHEMA_VERSION, readDatasetMeta,
   type DatasetMeta, type DatasetName
 } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
@@ -176,7 +176,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     }
     if (typeof region !== 'string' || !REGION_CODE.test(region)) throw bad(`site ${id}: bad region`)
     if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) throw bad(`site ${id}: bad country`)
-    if (!isSiteName(siteName)) throw bad(`site ${id}: bad name ${JSON.stringify(siteName)}`)
+    if (!isName(siteName)) throw bad(`site ${id}: bad name ${JSON.stringify(siteName)}`)
     ids[i] = id
     names[i] = siteName
     regions.set(i, region)

@@ -2,9 +2,9 @@
 // The new file is written beside the old one and renamed into place only when every row is valid.
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
-import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN } from '../schemas/common.ts'
+import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, NAME_RULE, isName } from '../schemas/common.ts'
 import {
-  COUNTRY_CODE, MAX_NAME_LENGTH, REGION_CODE, isSiteName, obscure, openDatasetWriter, type SiteRow
+  COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow
 } from './dataset-file.ts'
 import { readRecordBatches, type ImportFormat } from './import-formats.ts'
 
@@ -42,12 +42,13 @@ export function validateRecord (
   }
 
   const name = fields.name
-  if (typeof name === 'string' && LONE_SURROGATE.test(name)) {
-    // a JSON escape such as \ud800 alone: UTF-8 cannot store it, and it would be served as U+FFFD
-    const at = LONE_SURROGATE.exec(name)![0].charCodeAt(0).toString(16)
+  // a JSON escape such as \ud800 alone: UTF-8 cannot store it, and it would be served as U+FFFD
+  const lone = typeof name === 'string' ? LONE_SURROGATE.exec(name) : null
+  if (lone !== null) {
+    const at = lone[0].charCodeAt(0).toString(16)
     reasons.push(`name holds a lone surrogate (\\u${at}), which is not text: the file must hold the character whole`)
-  } else if (!isSiteName(name)) {
-    reasons.push(`name must be 1 to ${MAX_NAME_LENGTH} characters without control characters`)
+  } else if (!isName(name)) {
+    reasons.push(`name must be ${NAME_RULE}`)
   }
   const region = fields.region
   if (typeof region !== 'string' || !REGION_CODE.test(region)) reasons.push('region must be three upper-case letters')
