@@ -33,11 +33,11 @@ interface QuerySchema { properties: Record<string, Record<string, unknown>>, req
 
 /**
  * A query schema as partners should read it: a parameter with a default is optional (the
- * validator fills it in), and the validator's own marks (x-coordinate, x-format) are left out.
+ * validator fills it in), and the validator's own marks (x-coordinate, x-format, x-parse) are left out.
  */
 function documentedQuery (schema: QuerySchema): QuerySchema {
   const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, s]) => {
-    const { 'x-coordinate': _, 'x-format': __, ...rest } = s
+    const { 'x-coordinate': _, 'x-format': __, 'x-parse': ___, ...rest } = s
     return [name, rest]
   }))
   const required = (schema.required ?? []).filter((name) => schema.properties[name].default === undefined)

@@ -362,6 +362,29 @@ export class FragmentStore implements ChunkHolder {
     return tables
   }
 
+  /**
+   * `[` the sites' fragments, each with its last `cut` bytes replaced by its ASCII `ends[i]`, joined by `,` `]`,
+   * `head` before and `tail` after.
+   */
+  extended (positions: ArrayLike<number>, ends: string[], cut: number, head = '', tail = ''): Buffer {
+    this.settle()
+    let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
+    for (let i = 0; i < positions.length; i++) total += this.length(positions[i]) - cut + ends[i].length
+    const out = Buffer.allocUnsafe(total)
+    let at = out.write(head, 0, 'latin1')
+    out[at++] = 0x5b // [
+    for (let i = 0; i < positions.length; i++) {
+      if (i > 0) out[at++] = 0x2c // ,
+      const p = positions[i]
+      this.use(this.span[2 * p])
+      at += this.copyBytes(this.span[2 * p], this.span[2 * p + 1] - cut, out, at)
+      at += out.write(ends[i], at, 'latin1')
+    }
+    out[at++] = 0x5d // ]
+    out.write(tail, at, 'latin1')
+    return out
+  }
+
   /** A site's fragment with ASCII `text` put in `tailBytes` before its end. */
   spliced (p: number, tailBytes: number, text: string): Buffer {
     this.settle()
@@ -448,6 +471,27 @@ export class RecordJson {
   /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
   minimalPageGeo (ds: Dataset, page: ListPage, head: string, tail: string): Buffer {
     return this.fragmentsOf(ds).minimalFeature().array(laidOut(page), head, tail)
+  }
+
+  /** JSON array of map-minimal records by position, with ASCII `head` before and `tail` after. */
+  minimalSites (ds: Dataset, positions: ArrayLike<number>, head = '', tail = ''): Buffer {
+    return this.fragmentsOf(ds).minimal.array(positions, head, tail)
+  }
+
+  /** GeoJSON features of map-minimal records by position, with ASCII `head` before and `tail` after. */
+  minimalSitesGeo (ds: Dataset, positions: ArrayLike<number>, head: string, tail: string): Buffer {
+    return this.fragmentsOf(ds).minimalFeature().array(positions, head, tail)
+  }
+
+  /** JSON array of full records, each with ASCII `fields` (`,"name":value…`) added at its end. */
+  sitesWith (ds: Dataset, positions: ArrayLike<number>, fields: string[]): Buffer {
+    return this.fragmentsOf(ds).full.extended(positions, fields.map((f) => f + '}'), 1)
+  }
+
+  /** GeoJSON FeatureCollection of full records, each with ASCII `fields` added at the end of its properties. */
+  sitesWithGeo (ds: Dataset, positions: ArrayLike<number>, fields: string[]): Buffer {
+    return this.fragmentsOf(ds).fullFeature()
+      .extended(positions, fields.map((f) => f + '}}'), 2, '{"type":"FeatureCollection","features":', '}')
   }
 
   /**

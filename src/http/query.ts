@@ -2,6 +2,7 @@
 // documented codes (docs/errors.md), in order: missing → invalid coordinates → ambiguous 0,0 → malformed.
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { ApiError, invalidParams, missingParams } from '../errors.ts'
+import { PARSERS, type Parsed } from './area-params.ts'
 
 type Kind = 'number' | 'integer' | 'boolean' | 'string'
 
@@ -19,6 +20,8 @@ interface ParamRule {
   /** what a valid value looks like, for the error (`x-format`) */
   format?: string
   coordinate: boolean
+  /** reads a value made of several coordinates (`x-parse`: src/http/area-params.ts) */
+  parse?: (text: string) => Parsed
   /** `name=`: this parameter's start in the canonical string */
   prefix: string
   /** `name=default&`, made once */
@@ -78,8 +81,17 @@ function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
     pattern: schema.pattern ? new RegExp(schema.pattern) : undefined,
     values: Array.isArray(schema.enum) ? schema.enum : undefined,
     format: typeof schema['x-format'] === 'string' ? schema['x-format'] : undefined,
-    coordinate: schema['x-coordinate'] !== undefined
+    coordinate: schema['x-coordinate'] !== undefined,
+    parse: parserOf(name, schema['x-parse'])
   }
+}
+
+function parserOf (name: string, parser: unknown): ((text: string) => Parsed) | undefined {
+  if (parser === undefined) return undefined
+  if (typeof parser !== 'string' || PARSERS[parser] === undefined) {
+    throw new Error(`query parameter ${name}: unknown x-parse ${String(parser)}`)
+  }
+  return PARSERS[parser]
 }
 
 /** A reason in words, for `data.params` of rest_invalid_param. */
@@ -139,6 +151,7 @@ export function compileQuery (schema: TObject): QueryValidator {
     const missing: string[] = []
     let badCoordinates: Record<string, string> | undefined
     let malformed: Record<string, string> | undefined
+    let ambiguous = false
     let canonical = '' // made in the same pass, in schema order
 
     for (const rule of rules) {
@@ -149,6 +162,18 @@ export function compileQuery (schema: TObject): QueryValidator {
           value[rule.name] = rule.defaultValue
           canonical += rule.defaultPiece
         }
+        continue
+      }
+      if (rule.parse !== undefined) {
+        const result: Parsed = typeof raw === 'string'
+          ? rule.parse(raw)
+          : { malformed: `${rule.name} was given more than once` }
+        if ('value' in result) {
+          value[rule.name] = result.value
+          canonical += rule.prefix + result.text + '&'
+        } else if ('coordinates' in result) (badCoordinates ??= {})[rule.name] = result.coordinates
+        else if ('ambiguous' in result) ambiguous = true
+        else (malformed ??= {})[rule.name] = result.malformed
         continue
       }
       const parsed = typeof raw === 'string' ? parseValue(rule, raw) : undefined
@@ -167,7 +192,7 @@ export function compileQuery (schema: TObject): QueryValidator {
     if (badCoordinates) {
       return { error: new ApiError('svc_partner_api_invalid_coordinates', { params: badCoordinates }) }
     }
-    if (coordinates.length > 0 && coordinates.every((r) => value[r.name] === 0)) {
+    if (ambiguous || (coordinates.length > 0 && coordinates.every((r) => value[r.name] === 0))) {
       return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
     }
     if (malformed) return { error: invalidParams(malformed) }

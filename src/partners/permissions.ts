@@ -5,7 +5,8 @@ import { effectiveLimits, type Partner } from './store.ts'
 import type { Limits } from './tiers.ts'
 import { ratelimitPolicy, windowSpecs, type WindowSpec } from '../limits/limiter.ts'
 
-export type Endpoint = 'sites' | 'nearest' | 'by-tag' | 'site' | 'usage' | 'categories' | 'tags'
+export type Endpoint =
+  'sites' | 'nearest' | 'by-tag' | 'along-route' | 'by-bbox' | 'site' | 'usage' | 'categories' | 'tags'
 
 /** The partner with what follows from its settings, as the service holds it. */
 export interface PartnerProfile extends Partner {
@@ -42,11 +43,14 @@ export function profileOf (partner: Partner): PartnerProfile {
   }
 }
 
-/** Demo tier: /sites, /sites/nearest, /usage, /categories and /tags only; /sites/{id} also needs site_by_id. */
+/**
+ * Demo tier: /sites, /sites/nearest, /usage, /categories and /tags only; /sites/{id} also needs
+ * site_by_id.
+ */
 export function endpointOpen (partner: Pick<Partner, 'tier' | 'siteById'>, endpoint: Endpoint): boolean {
   switch (endpoint) {
     case 'sites': case 'nearest': case 'usage': case 'categories': case 'tags': return true
-    case 'by-tag': return partner.tier !== 'demo'
+    case 'by-tag': case 'along-route': case 'by-bbox': return partner.tier !== 'demo'
     case 'site': return partner.tier !== 'demo' && partner.siteById
   }
 }

@@ -18,6 +18,7 @@ import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encod
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import byTagRoutes from './by-tag.ts'
+import areaRoutes from './areas.ts'
 import siteByIdRoutes from './site-by-id.ts'
 import usageRoutes from './usage.ts'
 import discoveryRoutes from './discovery.ts'
@@ -282,6 +283,7 @@ async function partnerApi (app: FastifyInstance) {
 
   await app.register(sitesRoutes)
   await app.register(byTagRoutes)
+  await app.register(areaRoutes)
   await app.register(siteByIdRoutes)
   await app.register(usageRoutes)
   await app.register(discoveryRoutes)

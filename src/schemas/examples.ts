@@ -45,6 +45,25 @@ export const EXAMPLES = {
     type: 'FeatureCollection', tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2,
     features: [hotel, aerodrome].map((r) => ({ ...feature(r), properties: minimal(r) }))
   }),
+  alongRoute: one('Sites along a route from Battersea to central London, radius 2 km', [
+    { ...aerodrome, along_nm: 0, offset_nm: 0 },
+    { ...hotel, along_nm: 2.012, offset_nm: 0.106 }
+  ]),
+  alongRouteGeo: one('The same, format=geojson', {
+    type: 'FeatureCollection',
+    features: [
+      { ...feature(aerodrome), properties: { ...aerodrome, along_nm: 0, offset_nm: 0 } },
+      { ...feature(hotel), properties: { ...hotel, along_nm: 2.012, offset_nm: 0.106 } }
+    ]
+  }),
+  byBbox: one('Page 1 of the sites in a box over central London', {
+    bbox: [-0.2, 51.45, -0.05, 51.55], page: 1, per_page: 200, total: 2, total_pages: 1,
+    sites: [minimal(hotel), minimal(aerodrome)]
+  }),
+  byBboxGeo: one('The same, format=geojson', {
+    type: 'FeatureCollection', bbox: [-0.2, 51.45, -0.05, 51.55], page: 1, per_page: 200, total: 2, total_pages: 1,
+    features: [hotel, aerodrome].map((r) => ({ ...feature(r), properties: minimal(r) }))
+  }),
   site: {
     found: { summary: 'A site', value: hotel },
     none: { summary: 'Unknown, or outside the allow-list', value: null }

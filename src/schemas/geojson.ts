@@ -1,7 +1,7 @@
 // GeoJSON (RFC 7946) forms of the site answers: each record becomes the properties of a Point
 // feature at [longitude, latitude]; the feature's id is the site id.
 import { Type, type TSchema } from '@sinclair/typebox'
-import { MapMinimalRecord, SiteRecord, tagPaging } from './records.ts'
+import { bboxPaging, MapMinimalRecord, RouteRecord, SiteRecord, tagPaging } from './records.ts'
 
 const Point = Type.Object({
   type: Type.Literal('Point'),
@@ -25,6 +25,23 @@ export const SiteFeatureCollection = Type.Object({
   features: Type.Array(SiteFeature)
 }, {
   additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection'
+})
+
+export const RouteFeatureCollection = Type.Object({
+  type: Type.Literal('FeatureCollection'),
+  features: Type.Array(feature(RouteRecord,
+    'A site as a GeoJSON Point feature; its properties are the full record with along_nm and offset_nm'))
+}, {
+  additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection'
+})
+
+export const BboxFeatureCollection = Type.Object({
+  type: Type.Literal('FeatureCollection'),
+  ...bboxPaging,
+  features: Type.Array(MapMinimalFeature)
+}, {
+  additionalProperties: false,
+  description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
 })
 
 export const TagFeatureCollection = Type.Object({

@@ -1,6 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CategoryId, DemoFlag, Latitude, Longitude, RadiusKm, SiteId, Tag } from './common.ts'
 import { Format } from './geojson.ts'
+import type { BoundingBox } from '../sites/areas.ts'
+import type { Route } from '../sites/route.ts'
 
 const nearby = {
   lat: Latitude,
@@ -19,16 +21,56 @@ export type SitesQuery = Static<typeof SitesQuery>
 
 export const MAX_PER_PAGE = 500
 
+const page = Type.Integer({
+  minimum: 1, default: 1, description: 'Page number, from 1; past the last page the sites array is empty'
+})
+const perPage = Type.Integer({
+  minimum: 1,
+  default: 200,
+  description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}`
+})
+
+/** `x-parse` names the reader of a value made of several coordinates (src/http/area-params.ts). */
+export const AlongRouteQuery = Type.Object({
+  path: Type.Unsafe<Route>({
+    type: 'string',
+    'x-parse': 'route',
+    description: 'The route: 2 to 100 lat,lng points in decimal degrees separated by | (or %7C), ' +
+      'flown along great circles, at most 1,000 nm in all; e.g. 51.47,-0.454|50.95,1.85|48.857,2.352'
+  }),
+  radius: Type.Number({
+    exclusiveMinimum: 0,
+    default: 10,
+    description: 'Half-width of the corridor in km; default 10; above the partner cap (75 by default) it is clamped ' +
+      'to the cap'
+  }),
+  category_id: Type.Optional(CategoryId),
+  tag: Type.Optional(Tag),
+  demo: DemoFlag,
+  format: Format
+})
+export type AlongRouteQuery = Static<typeof AlongRouteQuery>
+
+export const ByBboxQuery = Type.Object({
+  bbox: Type.Unsafe<BoundingBox>({
+    type: 'string',
+    'x-parse': 'bbox',
+    description: 'The box: west,south,east,north in decimal degrees (RFC 7946 order), edges included; ' +
+      'west greater than east crosses the antimeridian; e.g. -0.2,51.45,-0.05,51.55'
+  }),
+  page,
+  per_page: perPage,
+  category_id: Type.Optional(CategoryId),
+  tag: Type.Optional(Tag),
+  demo: DemoFlag,
+  format: Format
+})
+export type ByBboxQuery = Static<typeof ByBboxQuery>
+
 export const ByTagQuery = Type.Object({
   tag: Tag,
-  page: Type.Integer({
-    minimum: 1, default: 1, description: 'Page number, from 1; past the last page the sites array is empty'
-  }),
-  per_page: Type.Integer({
-    minimum: 1,
-    default: 200,
-    description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}`
-  }),
+  page,
+  per_page: perPage,
   demo: DemoFlag,
   format: Format
 })

@@ -11,7 +11,12 @@ const fields = {
   distance_nm: Type.Number({
     description: 'Great-circle distance from the query point in nautical miles (km / 1.852, 3 decimals)'
   }),
-  helipaddy_link: Type.String({ description: 'Page of the site in the pilot web app' })
+  helipaddy_link: Type.String({ description: 'Page of the site in the pilot web app' }),
+  along_nm: Type.Number({
+    description: 'Distance along the route from its first point to the route\'s point nearest the site, ' +
+      'in nautical miles (3 decimals)'
+  }),
+  offset_nm: Type.Number({ description: 'Distance of the site from the route in nautical miles (3 decimals)' })
 }
 
 export const SiteRecord = Type.Object({
@@ -26,6 +31,13 @@ export const NearestRecord = Type.Object({
   helipaddy_link: fields.helipaddy_link
 }, { additionalProperties: false, description: 'Nearest site record' })
 export type NearestRecord = Static<typeof NearestRecord>
+
+export const RouteRecord = Type.Object({
+  id: fields.id, category: fields.category, name: fields.name, region: fields.region, country: fields.country,
+  latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link,
+  along_nm: fields.along_nm, offset_nm: fields.offset_nm
+}, { additionalProperties: false, description: 'Full site record with its place along the route' })
+export type RouteRecord = Static<typeof RouteRecord>
 
 export const MapMinimalRecord = Type.Object({
   id: fields.id, category: fields.category, latitude: fields.latitude, longitude: fields.longitude,
@@ -44,3 +56,15 @@ export const tagPaging = {
 
 export const TagPage = Type.Object({ ...tagPaging, sites: Type.Array(MapMinimalRecord) })
 export type TagPage = Static<typeof TagPage>
+
+/** The paging fields of a box page, in both its JSON and its GeoJSON form. */
+export const bboxPaging = {
+  bbox: Type.Array(Type.Number(), { minItems: 4, maxItems: 4, description: 'west, south, east, north, as asked' }),
+  page: Type.Integer(),
+  per_page: Type.Integer(),
+  total: Type.Integer({ description: 'Sites in the box the partner may see' }),
+  total_pages: Type.Integer()
+}
+
+export const BboxPage = Type.Object({ ...bboxPaging, sites: Type.Array(MapMinimalRecord) })
+export type BboxPage = Static<typeof BboxPage>

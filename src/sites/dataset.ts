@@ -249,34 +249,43 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
 export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 
 /**
- * Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`.
- * The plan: the index of all sites when the allowed categories hold every site (no filter) or
- * at least half of them (a filter that rejects at most one site in two); otherwise the
- * categories' own indexes, so rare categories never walk sites they cannot return.
+ * Where a search looks: the sub-indexes to walk (the sites `accept` keeps), or a small tag's sites
+ * to scan. The index of all sites when the allowed categories hold every site (no filter) or at
+ * least half of them (a filter that rejects at most one site in two); otherwise the categories'
+ * own indexes, so rare categories never walk sites they cannot return.
  */
-export function findNearby (ds: Dataset, query: NearbyQuery): Nearby {
-  const allowed = query.categories
-  const accept = (position: number) => allowed.includes(ds.categories[position])
-  const one = (index: SubIndex, filter?: (position: number) => boolean) =>
-    ({ hits: searchNearby([index], query, filter), index })
-  if (query.tag === undefined) {
-    const covered = sitesIn(ds, allowed)
-    if (allowed.length > 1 && ds.all) {
-      if (covered === ds.count) return one(ds.all)
-      if (covered * 2 >= ds.count) return one(ds.all, accept)
+export interface SearchPlan {
+  indexes: SubIndex[]
+  scan?: Uint32Array
+  accept?: (position: number) => boolean
+}
+
+export function searchPlan (ds: Dataset, categories: readonly number[], tag?: string): SearchPlan {
+  const accept = (position: number) => categories.includes(ds.categories[position])
+  if (tag === undefined) {
+    const covered = sitesIn(ds, categories)
+    if (categories.length > 1 && ds.all) {
+      if (covered === ds.count) return { indexes: [ds.all] }
+      if (covered * 2 >= ds.count) return { indexes: [ds.all], accept }
     }
-    const sources: SubIndex[] = []
-    for (const category of allowed) {
+    const indexes: SubIndex[] = []
+    for (const category of categories) {
       const index = ds.byCategory.get(category)
-      if (index) sources.push(index)
+      if (index) indexes.push(index)
     }
-    if (sources.length === 1) return one(sources[0])
-    return { hits: searchNearby(sources, query), index: undefined }
+    return { indexes }
   }
-  const candidates = ds.tagSites.get(query.tag)
-  if (!candidates) return { hits: [], index: undefined }
-  const index = ds.tagIndexes.get(query.tag)
-  return index ? one(index, accept) : { hits: scanNearby(ds, candidates, query, accept), index: undefined }
+  const candidates = ds.tagSites.get(tag)
+  if (!candidates) return { indexes: [] }
+  const index = ds.tagIndexes.get(tag)
+  return index ? { indexes: [index], accept } : { indexes: [], scan: candidates, accept }
+}
+
+/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
+export function findNearby (ds: Dataset, query: NearbyQuery): Nearby {
+  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
+  if (scan !== undefined) return { hits: scanNearby(ds, scan, query, accept), index: undefined }
+  return { hits: searchNearby(indexes, query, accept), index: indexes.length === 1 ? indexes[0] : undefined }
 }
 
 /** How many of the dataset's sites are in these categories. */

@@ -1,0 +1,96 @@
+// GET /sites/along-route and GET /sites/by-bbox: the sites along a flight route, in the order they
+// are passed, and the sites in a map's box, page by page.
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ErrorCode } from '../errors.ts'
+import { GEOJSON_TYPE, nmFromKm } from '../answers/records.ts'
+import { documentedErrors, okResponse } from '../schemas/responses.ts'
+import { EXAMPLES } from '../schemas/examples.ts'
+import { AlongRouteQuery, ByBboxQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
+import { BboxFeatureCollection, RouteFeatureCollection } from '../schemas/geojson.ts'
+import { BboxPage, RouteRecord } from '../schemas/records.ts'
+import { findAlongRoute, findInBox } from '../sites/areas.ts'
+import { EARTH_RADIUS_KM } from '../sites/spatial.ts'
+import { searchCategories } from './sites.ts'
+
+export const AREA_ERRORS: ErrorCode[] = [
+  'rest_missing_callback_param', 'rest_invalid_param',
+  'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
+  'svc_partner_api_category_not_permitted', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited'
+]
+
+const nm = (radians: number) => nmFromKm(radians * EARTH_RADIUS_KM)
+
+const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { records } = app
+
+  app.get('/sites/along-route', {
+    config: { endpoint: 'along-route', cache: true },
+    schema: {
+      operationId: 'sitesAlongRoute',
+      tags: ['sites'],
+      summary: 'Sites within a corridor along a flight route, in the order they are passed',
+      querystring: AlongRouteQuery,
+      response: {
+        200: okResponse('Full records with along_nm and offset_nm, by along_nm, then offset_nm, then id ' +
+          '(at most max_results: the first along the route); a GeoJSON FeatureCollection with format=geojson', {
+          'application/json': { schema: Type.Array(RouteRecord), examples: EXAMPLES.alongRoute },
+          'application/geo+json': { schema: RouteFeatureCollection, examples: EXAMPLES.alongRouteGeo }
+        }),
+        ...documentedErrors(AREA_ERRORS)
+      }
+    }
+  }, (request, reply) => {
+    const { partner, query } = request
+    const ds = request.dataset!
+    const found = findAlongRoute(ds, query.path, {
+      radiusKm: Math.min(query.radius, partner.radiusCapKm),
+      limit: partner.maxResults,
+      categories: searchCategories(partner, query.category_id),
+      tag: query.tag
+    })
+    const { positions, along, offset } = found
+    request.rows = positions.length
+    const fields = Array.from(positions, (_, i) => `,"along_nm":${nm(along[i])},"offset_nm":${nm(offset[i])}`)
+    if (query.format === 'geojson') return reply.sendAnswer(records.sitesWithGeo(ds, positions, fields), GEOJSON_TYPE)
+    return reply.sendAnswer(records.sitesWith(ds, positions, fields))
+  })
+
+  app.get('/sites/by-bbox', {
+    config: { endpoint: 'by-bbox', cache: true },
+    schema: {
+      operationId: 'sitesByBbox',
+      tags: ['sites'],
+      summary: 'Sites in a map\'s box, map-minimal, in id order, paginated',
+      querystring: ByBboxQuery,
+      response: {
+        200: okResponse('One page of the sites in the box, map-minimal, in id order; ' +
+          'a GeoJSON FeatureCollection with format=geojson', {
+          'application/json': { schema: BboxPage, examples: EXAMPLES.byBbox },
+          'application/geo+json': { schema: BboxFeatureCollection, examples: EXAMPLES.byBboxGeo }
+        }),
+        ...documentedErrors(AREA_ERRORS)
+      }
+    }
+  }, (request, reply) => {
+    const { partner, query } = request
+    const { bbox, page } = query
+    const perPage = Math.min(query.per_page, MAX_PER_PAGE)
+    const ds = request.dataset!
+    const sites = findInBox(ds, bbox, { categories: searchCategories(partner, query.category_id), tag: query.tag })
+    const total = sites.length
+    const from = Math.min((page - 1) * perPage, total)
+    const shown = sites.subarray(from, Math.min(from + perPage, total))
+    request.rows = shown.length
+    // The same bytes as JSON.stringify of {bbox, page, per_page, total, total_pages, sites}.
+    const paging = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}],"page":${page},` +
+      `"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
+    if (query.format === 'geojson') {
+      const head = `{"type":"FeatureCollection",${paging},"features":`
+      return reply.sendAnswer(records.minimalSitesGeo(ds, shown, head, '}'), GEOJSON_TYPE)
+    }
+    return reply.sendAnswer(records.minimalSites(ds, shown, `{${paging},"sites":`, '}'))
+  })
+}
+
+export default areaRoutes
