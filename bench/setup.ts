@@ -178,12 +178,37 @@ export function prepareData (
   const tags = db.prepare('SELECT tag, count(*) AS n FROM site_tags GROUP BY tag').all() as { tag: string, n: number }[]
   db.close()
   const near = (path: string, extra: string) => points.map((p) => `/v1${path}?lat=${p.lat}&lng=${p.lng}${extra}`)
-  const tagPages = tags.flatMap(({ tag, n }) =>
-    Array.from({ length: Math.ceil(n / 500) }, (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=500&page=${i + 1}`))
-  for (let i = tagPages.length - 1; i > 0; i--) { // shuffle, so neighbouring requests differ
-    const j = Math.floor(random() * (i + 1));
-    [tagPages[i], tagPages[j]] = [tagPages[j], tagPages[i]]
+  const pagesOf = (size: number) => {
+    const pages = tags.flatMap(({ tag, n }) => Array.from({ length: Math.ceil(n / size) },
+      (_, i) => `/v1/sites/by-tag?tag=${tag}&per_page=${size}&page=${i + 1}`))
+    for (let i = pages.length - 1; i > 0; i--) { // shuffle, so neighbouring requests differ
+      const j = Math.floor(random() * (i + 1));
+      [pages[i], pages[j]] = [pages[j], pages[i]]
+    }
+    return pages
   }
+  const tagPages = pagesOf(500)
+  const tagPages200 = pagesOf(200)
+  // routes of 300 nm from each point, in three legs bending by up to 30 degrees, and city-sized boxes
+  const routes = points.map((p) => {
+    let lat = Number(p.lat)
+    let lng = Number(p.lng)
+    let bearing = random() * 2 * Math.PI
+    const path = [`${p.lat},${p.lng}`]
+    for (let leg = 0; leg < 3; leg++) {
+      bearing += (random() - 0.5) * Math.PI / 3
+      ;({ lat, lng } = destination(lat, lng, bearing, 300 * 1.852 / 3))
+      path.push(`${lat.toFixed(4)},${lng.toFixed(4)}`)
+    }
+    return `/v1/sites/along-route?path=${path.join('|')}&radius=10`
+  })
+  const boxes = points.map((p) => {
+    const lat = Number(p.lat)
+    const lng = Number(p.lng)
+    const box = [lng - 0.15, Math.max(-90, lat - 0.1), lng + 0.15, Math.min(90, lat + 0.1)]
+      .map((n, i) => (i % 2 === 0 ? (n > 180 ? n - 360 : n < -180 ? n + 360 : n) : n).toFixed(4))
+    return `/v1/sites/by-bbox?bbox=${box.join(',')}&per_page=200`
+  })
   const r25 = near('/sites', '&radius=25')
   const r75 = near('/sites', '&radius=75')
   const nearest = near('/sites/nearest', '')
@@ -218,6 +243,11 @@ export function prepareData (
     { name: '/sites rare', paths: r75, token: tokens.rare, note: 'only category 10 (1% of sites)' },
     { name: '/sites/nearest', paths: nearest, token: wide, note: 'default radius 25' },
     { name: '/sites/by-tag', paths: tagPages, token: wide, note: `pages of 500, ${tagPages.length} distinct` },
+    {
+      name: '/sites/by-tag 200', paths: tagPages200, token: wide, note: `pages of 200, ${tagPages200.length} distinct`
+    },
+    { name: '/sites/along-route', paths: routes, token: wide, note: '300 nm in three legs, radius 10 km' },
+    { name: '/sites/by-bbox', paths: boxes, token: wide, note: 'city-sized boxes (0.3 by 0.2 degrees), pages of 200' },
     { name: 'cached /sites', paths: r25.slice(0, 100), token: wide, note: 'a hot set of 100 queries (19 kB answers)' },
     { name: 'cached nearest', paths: nearest.slice(0, 100), token: wide, note: 'a hot set of 100 nearest queries' },
     {
@@ -339,4 +369,16 @@ export async function stop (child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGTERM')
   await exited
+}
+
+/** The point `km` away from a point on an initial bearing (radians), on the 6,371 km sphere. */
+function destination (lat: number, lng: number, bearing: number, km: number): { lat: number, lng: number } {
+  const rad = Math.PI / 180
+  const d = km / 6371
+  const lat1 = lat * rad
+  const lat2 = Math.asin(Math.sin(lat1) * Math.cos(d) + Math.cos(lat1) * Math.sin(d) * Math.cos(bearing))
+  const lng2 = lng * rad + Math.atan2(Math.sin(bearing) * Math.sin(d) * Math.cos(lat1),
+    Math.cos(d) - Math.sin(lat1) * Math.sin(lat2))
+  const wrapped = ((lng2 / rad + 540) % 360) - 180
+  return { lat: lat2 / rad, lng: wrapped }
 }

@@ -3,6 +3,13 @@
 /** The API's releases, newest first (CHANGELOG.md lists them too). */
 export const API_RELEASES = [
   {
+    version: '1.3',
+    date: '2026-11-28',
+    change: 'Added /sites/along-route (sites along a flight route) and /sites/by-bbox (sites in a map\'s box, ' +
+      'paginated), /categories and /tags, gzip and br compression, demo= on /usage, and data.reason on ' +
+      'invalid_key and feature_disabled.'
+  },
+  {
     version: '1.2.6',
     date: '2026-02-18',
     change: 'Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites.'

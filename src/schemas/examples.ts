@@ -45,15 +45,15 @@ export const EXAMPLES = {
     type: 'FeatureCollection', tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2,
     features: [hotel, aerodrome].map((r) => ({ ...feature(r), properties: minimal(r) }))
   }),
-  alongRoute: one('Sites along a route from Battersea to central London, radius 2 km', [
+  alongRoute: one('Sites within 2 km of the route 51.47,-0.179|51.52,-0.1 (Battersea Heliport to the City)', [
     { ...aerodrome, along_nm: 0, offset_nm: 0 },
-    { ...hotel, along_nm: 2.012, offset_nm: 0.106 }
+    { ...hotel, along_nm: 3.016, offset_nm: 0.187 }
   ]),
   alongRouteGeo: one('The same, format=geojson', {
     type: 'FeatureCollection',
     features: [
       { ...feature(aerodrome), properties: { ...aerodrome, along_nm: 0, offset_nm: 0 } },
-      { ...feature(hotel), properties: { ...hotel, along_nm: 2.012, offset_nm: 0.106 } }
+      { ...feature(hotel), properties: { ...hotel, along_nm: 3.016, offset_nm: 0.187 } }
     ]
   }),
   byBbox: one('Page 1 of the sites in a box over central London', {

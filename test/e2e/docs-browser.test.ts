@@ -107,15 +107,15 @@ t.test('/docs offline: the partner operations, no console error; Authorize, Try 
   }
 
   await page('Page.navigate', { url: `${server.url}/docs` })
-  await until('the operations', 'document.querySelectorAll(".opblock").length >= 7')
+  await until('the operations', 'document.querySelectorAll(".opblock").length >= 9')
   t.same(
     await evaluate('[...document.querySelectorAll(".opblock-summary-path")].map((e) => e.getAttribute("data-path"))'),
-    ['/v1/sites', '/v1/sites/nearest', '/v1/sites/by-tag', '/v1/sites/{id}', '/v1/usage', '/v1/categories',
-      '/v1/tags', '/v1'],
+    ['/v1/sites', '/v1/sites/nearest', '/v1/sites/by-tag', '/v1/sites/along-route', '/v1/sites/by-bbox',
+      '/v1/sites/{id}', '/v1/usage', '/v1/categories', '/v1/tags', '/v1'],
     'the partner operations and the index; no probes')
   t.equal(await evaluate('document.querySelector(".topbar") === null'), true, 'no top bar offering another document')
   t.equal(await evaluate('document.querySelector(".info .title").textContent'),
-    'Landing-Site Partner API 1.2.6 OAS 3.1', 'the title and the version')
+    'Landing-Site Partner API 1.3 OAS 3.1', 'the title and the version')
   t.equal(await evaluate('document.querySelector(".servers select option")?.value'), '/',
     'the one server: this service')
 

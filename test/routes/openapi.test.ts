@@ -9,6 +9,7 @@ import { ERRORS, type ErrorCode } from '../../src/errors.ts'
 import { PARTNER_ERRORS } from '../../src/schemas/errors.ts'
 import { SEARCH_ERRORS } from '../../src/routes/sites.ts'
 import { BY_TAG_ERRORS } from '../../src/routes/by-tag.ts'
+import { AREA_ERRORS } from '../../src/routes/areas.ts'
 import { SITE_ERRORS } from '../../src/routes/site-by-id.ts'
 import { USAGE_ERRORS } from '../../src/routes/usage.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
@@ -42,8 +43,8 @@ t.test('every route is in it, and nothing else', async (t) => {
     .sort()
   t.same(documented, declared)
   t.same(declared, [
-    'GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/by-tag', 'GET /v1/sites/nearest',
-    'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'
+    'GET /v1', 'GET /v1/categories', 'GET /v1/sites', 'GET /v1/sites/along-route', 'GET /v1/sites/by-bbox',
+    'GET /v1/sites/by-tag', 'GET /v1/sites/nearest', 'GET /v1/sites/{id}', 'GET /v1/tags', 'GET /v1/usage'
   ])
 })
 
@@ -52,6 +53,14 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     ['/v1/sites', 'searchSites', ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo', 'format'], SEARCH_ERRORS],
     ['/v1/sites/nearest', 'nearestSite', ['lat', 'lng', 'radius', 'category_id', 'tag', 'demo'], SEARCH_ERRORS],
     ['/v1/sites/by-tag', 'sitesByTag', ['tag', 'page', 'per_page', 'demo', 'format'], BY_TAG_ERRORS],
+    [
+      '/v1/sites/along-route', 'sitesAlongRoute', ['path', 'radius', 'category_id', 'tag', 'demo', 'format'],
+      AREA_ERRORS
+    ],
+    [
+      '/v1/sites/by-bbox', 'sitesByBbox', ['bbox', 'page', 'per_page', 'category_id', 'tag', 'demo', 'format'],
+      AREA_ERRORS
+    ],
     ['/v1/sites/{id}', 'siteById', ['demo', 'id'], SITE_ERRORS],
     ['/v1/usage', 'usage', ['expand', 'demo'], USAGE_ERRORS],
     ['/v1/categories', 'categories', ['demo'], ['rest_invalid_param']],
@@ -63,7 +72,8 @@ t.test('each partner operation: parameters, answers, exact error codes, security
     t.same(op.parameters.map((p: { name: string }) => p.name), params, `${path} parameters`)
     const required = op.parameters.filter((p: { required: boolean }) => p.required).map((p: { name: string }) => p.name)
     const requiredOf: Record<string, string[]> = {
-      '/v1/sites/by-tag': ['tag'], '/v1/sites/{id}': ['id'], '/v1/usage': [], '/v1/categories': [], '/v1/tags': []
+      '/v1/sites/by-tag': ['tag'], '/v1/sites/along-route': ['path'], '/v1/sites/by-bbox': ['bbox'],
+      '/v1/sites/{id}': ['id'], '/v1/usage': [], '/v1/categories': [], '/v1/tags': []
     }
     t.same(required, requiredOf[path as string] ?? ['lat', 'lng'], `${path}: only what has no default is required`)
     t.notOk(op.security, 'the document-wide security applies')
@@ -105,6 +115,14 @@ const HEADERS: Record<string, Record<string, string>> = {
   },
   '/v1/sites/by-tag': {
     200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'no-store',
+    429: 'rate! retry no-store', 500: 'rate no-store'
+  },
+  '/v1/sites/along-route': {
+    200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store',
+    429: 'rate! retry no-store', 500: 'rate no-store'
+  },
+  '/v1/sites/by-bbox': {
+    200: 'rate fresh', 304: 'rate fresh', 400: 'rate no-store', 401: 'no-store', 403: 'rate no-store',
     429: 'rate! retry no-store', 500: 'rate no-store'
   },
   '/v1/sites/{id}': {
@@ -270,7 +288,8 @@ t.test('a real example of every answer: each valid against its schema, each erro
 })
 
 t.test('the specification version and its history', async (t) => {
-  t.equal(doc.info.version, '1.2.6')
+  t.equal(doc.info.version, '1.3')
+  t.match(doc.info.description, '| 1.3 | 2026-11-28 | Added /sites/along-route')
   t.match(doc.info.description,
     '| 1.2.6 | 2026-02-18 | Added /sites/by-tag (paginated, map-minimal) and the optional tag filter on /sites. |')
   t.match(doc.info.description, '| 1.0 | 2025-11-05 |')
@@ -281,12 +300,19 @@ t.test('GET /v1: the index', async (t) => {
   t.equal(index.statusCode, 200)
   t.same(index.json(), {
     name: 'Landing-Site Partner API',
-    version: '1.2.6',
+    version: '1.3',
     documentation: { openapi: '/v1/openapi.json', docs: '/docs' },
     operations: [
       { method: 'GET', path: '/v1/sites', summary: 'Sites near a point, nearest first' },
       { method: 'GET', path: '/v1/sites/nearest', summary: 'The nearest site within the radius, or null' },
       { method: 'GET', path: '/v1/sites/by-tag', summary: 'Sites of one tag, map-minimal, in id order, paginated' },
+      {
+        method: 'GET', path: '/v1/sites/along-route',
+        summary: 'Sites within a corridor along a flight route, in the order they are passed'
+      },
+      {
+        method: 'GET', path: '/v1/sites/by-bbox', summary: 'Sites in a map\'s box, map-minimal, in id order, paginated'
+      },
       {
         method: 'GET', path: '/v1/sites/{id}',
         summary: 'One site by id, or null when it is unknown or outside the allow-list'
