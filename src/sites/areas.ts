@@ -4,8 +4,11 @@ import { searchPlan, type Dataset } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
 import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
 
-/** Calls `visit` with the tree slot of each site of the index inside the box, edges included. */
-export function eachInBox (index: SubIndex, box: Box, visit: (slot: number) => void): void {
+/**
+ * Calls `visit` with the tree slot of each site of the index inside the box, edges included, until
+ * `visit` returns true.
+ */
+export function eachInBox (index: SubIndex, box: Box, visit: (slot: number) => boolean | void): void {
   const { kd } = index
   const coords = kd.coords
   const nodeSize = kd.nodeSize
@@ -19,14 +22,14 @@ export function eachInBox (index: SubIndex, box: Box, visit: (slot: number) => v
       for (let i = left; i <= right; i++) {
         const x = coords[2 * i]
         const y = coords[2 * i + 1]
-        if (x >= west && x <= east && y >= south && y <= north) visit(i)
+        if (x >= west && x <= east && y >= south && y <= north && visit(i) === true) return
       }
       continue
     }
     const m = (left + right) >> 1
     const x = coords[2 * m]
     const y = coords[2 * m + 1]
-    if (x >= west && x <= east && y >= south && y <= north) visit(m)
+    if (x >= west && x <= east && y >= south && y <= north && visit(m) === true) return
     if (axis === 0 ? west <= x : south <= y) stack.push(left, m - 1, 1 - axis)
     if (axis === 0 ? east >= x : north >= y) stack.push(m + 1, right, 1 - axis)
   }
@@ -41,33 +44,50 @@ export interface AreaQuery {
 /** A map's box: west > east crosses the antimeridian. */
 export interface BoundingBox { west: number, south: number, east: number, north: number }
 
-/** Positions (= id order) of the sites in the box, edges included, of the allowed categories (and tag). */
+/**
+ * Positions (= id order) of the sites in the box, edges included, of the allowed categories (and
+ * tag). The indexes find them; once they are more than a sixteenth of the dataset, sorting them
+ * would cost more than a pass over every site in id order, which is made instead.
+ */
 export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery): Uint32Array {
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   const { south, north } = bbox
   const boxes = bbox.west <= bbox.east
     ? [bbox]
     : [{ west: bbox.west, south, east: 180, north }, { west: -180, south, east: bbox.east, north }]
+  const [one, two] = boxes
+  const inBox = (p: number) => {
+    const lat = ds.lats[p]
+    if (lat < south || lat > north) return false
+    const lng = ds.lngs[p]
+    return (lng >= one.west && lng <= one.east) || (two !== undefined && lng >= two.west && lng <= two.east)
+  }
   const found = new Growing()
   if (scan !== undefined) {
-    for (const p of scan) {
-      if (accept && !accept(p)) continue
-      const lng = ds.lngs[p]
-      const lat = ds.lats[p]
-      if (boxes.some((b) => lng >= b.west && lng <= b.east && lat >= b.south && lat <= b.north)) found.push(p)
-    }
+    for (const p of scan) if ((!accept || accept(p)) && inBox(p)) found.push(p)
     return found.done() // a tag's sites are in id order already
   }
+  const most = ds.count / 16
   for (const index of indexes) {
     const positions = index.slotPositions
     for (const box of boxes) {
       eachInBox(index, box, (slot) => {
         const p = positions[slot]
         if (!accept || accept(p)) found.push(p)
+        return found.count > most
       })
     }
   }
-  return found.done().sort()
+  if (found.count <= most) return found.done().sort()
+  const all = new Growing()
+  const { categories, tag } = query
+  const keep = (p: number) => inBox(p) && categories.includes(ds.categories[p])
+  if (tag !== undefined) {
+    for (const p of ds.tagSites.get(tag)!) if (keep(p)) all.push(p)
+  } else {
+    for (let p = 0; p < ds.count; p++) if (keep(p)) all.push(p)
+  }
+  return all.done()
 }
 
 export interface RouteQuery extends AreaQuery {
@@ -96,12 +116,12 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
   const radius = query.radiusKm / EARTH_RADIUS_KM
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   const { lats, lngs } = ds
-  const found = new Found()
+  const found = new Found(query.limit)
   if (scan !== undefined) {
     for (const p of scan) {
       if ((!accept || accept(p)) && route.locate(lats[p], lngs[p]) <= radius) found.add(p, route)
     }
-    return found.first(query.limit)
+    return found.sorted()
   }
   const pieceLength = Math.max(radius, route.length / MAX_PIECES)
   for (let leg = 0; leg < route.legs.length; leg++) {
@@ -122,12 +142,10 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
       }
       // every site still to be found lies along the route at or past this piece's end
       const end = k === pieces - 1 ? route.starts[leg + 1] : route.starts[leg] + (k + 1) * step
-      if (found.count >= query.limit && found.countBefore(end - 2 * TIE_RADIANS) >= query.limit) {
-        return found.first(query.limit)
-      }
+      if (found.lastAlong < end - 2 * TIE_RADIANS) return found.sorted()
     }
   }
-  return found.first(query.limit)
+  return found.sorted()
 }
 
 /** Positions in a typed array that doubles as it fills. */
@@ -149,56 +167,92 @@ class Growing {
   }
 }
 
-/** Sites found along a route with their distances, in typed arrays that double as they fill. */
+/**
+ * The first `limit` sites found along a route, by along, then offset, then position (values within
+ * TIE_RADIANS of each other being equal): a max-heap whose top is the last of them, so a site that
+ * comes after it is refused at once.
+ */
 class Found {
-  private positions = new Uint32Array(64)
-  private along = new Float64Array(64)
-  private offset = new Float64Array(64)
+  private readonly positions: Uint32Array
+  private readonly along: Float64Array
+  private readonly offset: Float64Array
   count = 0
 
-  add (p: number, route: Route): void {
-    if (this.count === this.positions.length) {
-      const grow = <T extends Uint32Array | Float64Array>(a: T, b: T) => {
-        b.set(a)
-        return b
-      }
-      this.positions = grow(this.positions, new Uint32Array(2 * this.count))
-      this.along = grow(this.along, new Float64Array(2 * this.count))
-      this.offset = grow(this.offset, new Float64Array(2 * this.count))
+  constructor (private readonly limit: number) {
+    this.positions = new Uint32Array(limit)
+    this.along = new Float64Array(limit)
+    this.offset = new Float64Array(limit)
+  }
+
+  /** Whether the site at `i` comes after a site with these values. */
+  private after (i: number, along: number, offset: number, position: number): boolean {
+    const da = this.along[i] - along
+    if (da > TIE_RADIANS || da < -TIE_RADIANS) return da > 0
+    const dd = this.offset[i] - offset
+    if (dd > TIE_RADIANS || dd < -TIE_RADIANS) return dd > 0
+    return this.positions[i] > position
+  }
+
+  /** The along of the last site held once `limit` are held, else Infinity. */
+  get lastAlong (): number {
+    return this.count < this.limit ? Infinity : this.along[0]
+  }
+
+  add (position: number, route: Route): void {
+    const { along, offset } = route
+    if (this.limit === 0) return
+    if (this.count === this.limit) {
+      if (!this.after(0, along, offset, position)) return
+      this.sink(0, along, offset, position)
+      return
     }
-    this.positions[this.count] = p
-    this.along[this.count] = route.along
-    this.offset[this.count] = route.offset
-    this.count++
+    // sift up from the new leaf
+    let i = this.count++
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (this.after(parent, along, offset, position)) break
+      this.set(i, parent)
+      i = parent
+    }
+    this.put(i, along, offset, position)
   }
 
-  countBefore (along: number): number {
-    let n = 0
-    for (let i = 0; i < this.count; i++) if (this.along[i] < along) n++
-    return n
+  /** Puts a site at `i` in place of the top, moving it down below the ones that come after it. */
+  private sink (i: number, along: number, offset: number, position: number): void {
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= this.count) break
+      const right = child + 1
+      if (right < this.count && this.after(right, this.along[child], this.offset[child], this.positions[child])) child++
+      if (!this.after(child, along, offset, position)) break
+      this.set(i, child)
+      i = child
+    }
+    this.put(i, along, offset, position)
   }
 
-  /**
-   * The first `limit` by along, then offset, then position; values within TIE_RADIANS of each
-   * other are equal.
-   */
-  first (limit: number): AlongRoute {
-    const { positions, along, offset } = this
-    const order = new Uint32Array(this.count)
-    for (let i = 0; i < order.length; i++) order[i] = i
-    order.sort((i, j) => {
-      const da = along[i] - along[j]
-      if (da > TIE_RADIANS || da < -TIE_RADIANS) return da
-      const dd = offset[i] - offset[j]
-      if (dd > TIE_RADIANS || dd < -TIE_RADIANS) return dd
-      return positions[i] - positions[j]
-    })
-    const n = Math.min(limit, order.length)
+  private set (to: number, from: number): void {
+    this.positions[to] = this.positions[from]
+    this.along[to] = this.along[from]
+    this.offset[to] = this.offset[from]
+  }
+
+  private put (i: number, along: number, offset: number, position: number): void {
+    this.positions[i] = position
+    this.along[i] = along
+    this.offset[i] = offset
+  }
+
+  /** The sites held, first to last (the heap emptied). */
+  sorted (): AlongRoute {
+    const n = this.count
     const out = { positions: new Uint32Array(n), along: new Float64Array(n), offset: new Float64Array(n) }
-    for (let k = 0; k < n; k++) {
-      out.positions[k] = positions[order[k]]
-      out.along[k] = along[order[k]]
-      out.offset[k] = offset[order[k]]
+    for (let k = n - 1; k >= 0; k--) {
+      out.positions[k] = this.positions[0]
+      out.along[k] = this.along[0]
+      out.offset[k] = this.offset[0]
+      const last = --this.count
+      if (last > 0) this.sink(0, this.along[last], this.offset[last], this.positions[last])
     }
     return out
   }

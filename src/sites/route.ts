@@ -152,7 +152,7 @@ export class Route {
       const uz = u[a + 2]
       const cn = x * (p[a + 1] * uz - p[a + 2] * uy) + y * (p[a + 2] * ux - p[a] * uz) + z * (p[a] * uy - p[a + 1] * ux)
       this.t = angle
-      return Math.atan2(Math.abs(cn), Math.hypot(ca, cu))
+      return Math.atan2(Math.abs(cn), Math.sqrt(ca * ca + cu * cu))
     }
     // an end of the leg: its start unless its end is nearer
     const toStart = angleTo(x, y, z, p, a)
@@ -184,7 +184,7 @@ function angleTo (x: number, y: number, z: number, p: Float64Array, at: number):
   const cx = y * p[at + 2] - z * p[at + 1]
   const cy = z * p[at] - x * p[at + 2]
   const cz = x * p[at + 1] - y * p[at]
-  return Math.atan2(Math.hypot(cx, cy, cz), x * p[at] + y * p[at + 1] + z * p[at + 2])
+  return Math.atan2(Math.sqrt(cx * cx + cy * cy + cz * cz), x * p[at] + y * p[at + 1] + z * p[at + 2])
 }
 
 /** A box in degrees, west ≤ east (one side of the antimeridian). */
