@@ -44,7 +44,8 @@ function documentedQuery (schema: QuerySchema): QuerySchema {
   return { ...schema, properties, required }
 }
 
-async function openapi (app: FastifyInstance) {
+async function openapi (app: FastifyInstance, options: { supportContact?: string }) {
+  const contact = options.supportContact ?? ''
   const declared: FastifyInstance['declaredRoutes'] = []
   app.decorate('declaredRoutes', declared)
   app.addHook('onRoute', (route) => {
@@ -64,7 +65,12 @@ async function openapi (app: FastifyInstance) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Landing-Site Partner API', version: API_VERSION, description: apiDescription(cacheControl) },
+      info: {
+        title: 'Landing-Site Partner API',
+        version: API_VERSION,
+        description: apiDescription(cacheControl, contact),
+        ...(contact === '' ? {} : { contact: contactOf(contact) })
+      },
       // the origin the document is served from: Try it out calls this very service
       servers: [{ url: '/', description: 'this service' }],
       tags: [
@@ -106,6 +112,13 @@ async function openapi (app: FastifyInstance) {
       return openapiObject
     }
   })
+}
+
+/** An OpenAPI contact object: an e-mail address, a URL, or a name. */
+function contactOf (contact: string): { name: string, email?: string, url?: string } {
+  if (/^[^\s@]+@[^\s@]+$/.test(contact)) return { name: 'Support', email: contact }
+  if (/^https?:\/\//.test(contact)) return { name: 'Support', url: contact }
+  return { name: contact }
 }
 
 export default fp(openapi, { name: 'openapi', dependencies: ['cache'] })

@@ -188,7 +188,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(usage, {
     clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays
   })
-  await app.register(openapi)
+  await app.register(openapi, { supportContact: config.supportContact })
   // the operators' probes, outside the access log's context
   await app.register(healthRoutes)
   // every other request, unknown paths included, gets an access line
@@ -199,7 +199,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     app.setNotFoundHandler(noRoute)
     // the partner routes and their pipeline, in a context of their own
     await app.register(partnerApi, { prefix: config.apiPrefix })
-    await app.register(indexRoutes, { apiPrefix: config.apiPrefix })
+    await app.register(indexRoutes, { apiPrefix: config.apiPrefix, supportContact: config.supportContact })
     await app.register(docsRoutes, { apiPrefix: config.apiPrefix })
   })
   await app.ready()

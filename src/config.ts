@@ -30,6 +30,13 @@ export const EnvSchema = Type.Object({
     default: 'https://helipaddy.com',
     description: 'base URL of the pilot web app; helipaddy_link = PILOT_APP_URL/pad/<id>'
   }),
+  SUPPORT_CONTACT: Type.String({
+    maxLength: 200,
+    pattern: '^[^\\u0000-\\u001f\\u007f]*$',
+    default: '',
+    description: 'how partners reach support (an e-mail address or a URL), shown by GET /v1, /docs and the ' +
+      'OpenAPI document'
+  }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' }

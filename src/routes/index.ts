@@ -1,10 +1,10 @@
 // GET ${API_PREFIX}: this API's version, operations (the partner routes as declared) and datasets. Public,
 // so no partner's permissions (those need the token: /usage).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { API_VERSION } from '../schemas/api-info.ts'
+import { API_VERSION, SUPPORT_DETAILS } from '../schemas/api-info.ts'
 import { ApiIndex } from '../schemas/api-index.ts'
 
-const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string }> = async (app, options) => {
+const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string, supportContact: string }> = async (app, options) => {
   let operations: { method: string, path: string, summary: string }[] | undefined
   app.get(options.apiPrefix, {
     schema: {
@@ -20,6 +20,7 @@ const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string }> = async (app
       name: 'Landing-Site Partner API',
       version: API_VERSION,
       documentation: { openapi: `${options.apiPrefix}/openapi.json`, docs: '/docs' },
+      support: { contact: options.supportContact === '' ? null : options.supportContact, send: SUPPORT_DETAILS },
       operations,
       datasets: app.datasets.state()
     })

@@ -25,8 +25,16 @@ export const API_RELEASES = [
 ]
 export const API_VERSION = API_RELEASES[0].version
 
-/** The document's description: how to call, what every answer carries, the releases. */
-export const apiDescription = (cacheControl: string) =>
+/** What a partner sends with a support request; never the token. */
+export const SUPPORT_DETAILS = 'your partner id (partner.id in GET /v1/usage), the time of the request in UTC, ' +
+  'the answer\'s X-Request-Id, the request, and the answer\'s status, headers and body; never your token'
+
+/** Where partners ask for support: SUPPORT_CONTACT, or the operator who issued the token. */
+export const supportText = (contact: string) =>
+  `${contact === '' ? 'Ask the operator who issued your token' : `Write to ${contact}`}, with ${SUPPORT_DETAILS}.`
+
+/** The document's description: how to call, what every answer carries, support, the releases. */
+export const apiDescription = (cacheControl: string, contact: string) =>
   `Read-only access to helicopter, eVTOL and UAV landing sites for approved partners.
 
 Send the partner token as the \`api_key\` query parameter or as \`Authorization: Bearer <token>\`
@@ -39,6 +47,8 @@ Every answer carries \`X-Request-Id\`; each operation lists its headers.
 
 Errors: \`{"code", "message", "data": {"status", ...}}\`; the codes of each status are listed
 with each operation.
+
+Support: ${supportText(contact)}
 
 | Version | Date | Change |
 | --- | --- | --- |

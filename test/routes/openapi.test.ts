@@ -198,6 +198,14 @@ t.test('the service sends the headers and codes the document says, by operation 
       more: ['/v1/sites/nearest?lat=51.5&lng=-0.12&category_id=99']
     },
     '/v1/sites/by-tag': { url: '/v1/sites/by-tag?tag=~fuel', bad: '/v1/sites/by-tag?tag=fuel' },
+    '/v1/sites/along-route': {
+      url: '/v1/sites/along-route?path=51.5,-0.12|52,0', bad: '/v1/sites/along-route?path=51.5',
+      more: ['/v1/sites/along-route?path=95,1|52,0', '/v1/sites/along-route?path=51.5,-0.12|52,0&category_id=99']
+    },
+    '/v1/sites/by-bbox': {
+      url: '/v1/sites/by-bbox?bbox=-1,51,1,53', bad: '/v1/sites/by-bbox?bbox=-1,51,1',
+      more: ['/v1/sites/by-bbox?bbox=0,0,0,0', '/v1/sites/by-bbox?bbox=-1,51,1,53&category_id=99']
+    },
     '/v1/sites/{id}': { url: '/v1/sites/s-1', bad: '/v1/sites/s.1' },
     '/v1/usage': { url: '/v1/usage', bad: '/v1/usage?expand=all' },
     '/v1/categories': { url: '/v1/categories', bad: '/v1/categories?demo=maybe' },
@@ -302,6 +310,11 @@ t.test('GET /v1: the index', async (t) => {
     name: 'Landing-Site Partner API',
     version: '1.3',
     documentation: { openapi: '/v1/openapi.json', docs: '/docs' },
+    support: {
+      contact: null,
+      send: 'your partner id (partner.id in GET /v1/usage), the time of the request in UTC, the answer\'s ' +
+        'X-Request-Id, the request, and the answer\'s status, headers and body; never your token'
+    },
     operations: [
       { method: 'GET', path: '/v1/sites', summary: 'Sites near a point, nearest first' },
       { method: 'GET', path: '/v1/sites/nearest', summary: 'The nearest site within the radius, or null' },
@@ -389,4 +402,18 @@ t.test('a HEAD of the docs describes what its GET sends, encoding included', asy
       t.equal(head.rawPayload.length, 0, `${url}, ${encoding}: no body`)
     }
   }
+})
+
+t.test('SUPPORT_CONTACT: in GET /v1, the document\'s contact and its description', async (t) => {
+  const { app } = await buildTestApp(t, {}, { SUPPORT_CONTACT: 'partners@example.com' })
+  t.equal((await app.inject('/v1')).json().support.contact, 'partners@example.com')
+  const doc = (await app.inject('/v1/openapi.json')).json()
+  t.same(doc.info.contact, { name: 'Support', email: 'partners@example.com' })
+  t.match(doc.info.description, 'Support: Write to partners@example.com, with your partner id')
+  const web = (await buildTestApp(t, {}, { SUPPORT_CONTACT: 'https://example.com/help' })).app
+  t.same((await web.inject('/v1/openapi.json')).json().info.contact,
+    { name: 'Support', url: 'https://example.com/help' })
+  const none = (await (await buildTestApp(t, {})).app.inject('/v1/openapi.json')).json()
+  t.equal(none.info.contact, undefined)
+  t.match(none.info.description, 'Support: Ask the operator who issued your token, with your partner id')
 })
