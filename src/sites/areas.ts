@@ -108,7 +108,7 @@ const MAX_PIECES = 512
 
 /**
  * The first `limit` sites along the route within `radiusKm` of it. The route is walked in pieces
- * of about the corridor's width, each searched in the boxes of a cap around it; a site is taken in
+ * of half the corridor's width, each searched in the boxes of a cap around it; a site is taken in
  * the piece that holds its nearest point of the route, so once `limit` sites lie before the end of
  * a piece, no later piece can hold one that comes first.
  */
@@ -119,11 +119,11 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
   const found = new Found(query.limit)
   if (scan !== undefined) {
     for (const p of scan) {
-      if ((!accept || accept(p)) && route.locate(lats[p], lngs[p]) <= radius) found.add(p, route)
+      if ((!accept || accept(p)) && route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route)
     }
     return found.sorted()
   }
-  const pieceLength = Math.max(radius, route.length / MAX_PIECES)
+  const pieceLength = Math.max(radius / 2, route.length / MAX_PIECES)
   for (let leg = 0; leg < route.legs.length; leg++) {
     const pieces = Math.max(1, Math.ceil(route.legs[leg] / pieceLength))
     const step = route.legs[leg] / pieces
@@ -131,12 +131,13 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     for (let k = 0; k < pieces; k++) {
       for (const box of capBoxes(route.pointAt(leg, (k + 0.5) * step), step / 2 + radius)) {
         for (const index of indexes) {
-          const positions = index.slotPositions
+          // the coordinates by tree slot: read where the walk is, not at random places of lats and lngs
+          const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
           eachInBox(index, box, (slot) => {
             const p = positions[slot]
             if (accept && !accept(p)) return
-            if (route.locate(lats[p], lngs[p], leg) > radius || route.leg !== leg || pieceOf(route.t) !== k) return
-            found.add(p, route)
+            if (route.locate(coords[2 * slot + 1], coords[2 * slot], leg, radius, cosLats[slot]) > radius) return
+            if (route.leg === leg && pieceOf(route.t) === k) found.add(p, route)
           })
         }
       }

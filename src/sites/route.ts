@@ -24,8 +24,13 @@ const unit = (lat: number, lng: number, out: Float64Array, at: number) => {
 export class Route {
   /** the points' unit vectors, 3 numbers each */
   private readonly p: Float64Array
-  /** per leg: the unit tangent at its start, towards its end (0 for a leg of zero length) */
+  /**
+   * Per leg (0 for a leg of zero length): the unit tangent at its start, towards its end; the unit
+   * normal of its great circle; the unit tangent at its end, forwards.
+   */
   private readonly u: Float64Array
+  private readonly n: Float64Array
+  private readonly w: Float64Array
   /** per leg: its length in radians */
   readonly legs: Float64Array
   /** per point: the distance along the route from the first point, in radians */
@@ -34,12 +39,15 @@ export class Route {
   readonly length: number
   /** per leg: the unit vector of its middle, and cos and sin of half its length */
   private readonly mid: Float64Array
-  private readonly half: Float64Array
   private readonly cosHalf: Float64Array
   private readonly sinHalf: Float64Array
-  /** per leg, filled by locate: the site's distance to it (Infinity when skipped) and the place on it */
-  private readonly legOffsets: Float64Array
-  private readonly legTs: Float64Array
+  private readonly half: Float64Array
+  /** per leg, filled by locate: the chord from the site to it (Infinity when skipped) and where it ends */
+  private readonly legChords: Float64Array
+  private readonly legEnds: Uint8Array
+  /** the last `within` of locate, and its chord */
+  private within = Infinity
+  private withinChord = Infinity
   /** what locate found last: the distance off the route and along it (radians), and the place */
   offset = 0
   along = 0
@@ -47,44 +55,48 @@ export class Route {
   t = 0
 
   constructor (readonly points: readonly LatLng[]) {
-    const n = points.length
-    if (n < 2) throw new Error('a route has at least two points')
-    this.p = new Float64Array(3 * n)
-    points.forEach(({ lat, lng }, i) => unit(lat, lng, this.p, 3 * i))
-    this.u = new Float64Array(3 * (n - 1))
-    this.legs = new Float64Array(n - 1)
-    this.starts = new Float64Array(n)
-    const p = this.p
-    for (let i = 0; i < n - 1; i++) {
+    const count = points.length
+    if (count < 2) throw new Error('a route has at least two points')
+    const legCount = count - 1
+    const p = this.p = new Float64Array(3 * count)
+    points.forEach(({ lat, lng }, i) => unit(lat, lng, p, 3 * i))
+    this.u = new Float64Array(3 * legCount)
+    this.n = new Float64Array(3 * legCount)
+    this.w = new Float64Array(3 * legCount)
+    this.legs = new Float64Array(legCount)
+    this.starts = new Float64Array(count)
+    for (let i = 0; i < legCount; i++) {
       const a = 3 * i
       const b = 3 * i + 3
-      // normal a × b; its norm is sin(length)
+      // a × b, whose norm is sin(length)
       const nx = p[a + 1] * p[b + 2] - p[a + 2] * p[b + 1]
       const ny = p[a + 2] * p[b] - p[a] * p[b + 2]
       const nz = p[a] * p[b + 1] - p[a + 1] * p[b]
-      const sin = Math.hypot(nx, ny, nz)
-      const cos = p[a] * p[b] + p[a + 1] * p[b + 1] + p[a + 2] * p[b + 2]
-      const length = Math.atan2(sin, cos)
+      const sin = Math.sqrt(nx * nx + ny * ny + nz * nz)
+      const length = Math.atan2(sin, p[a] * p[b] + p[a + 1] * p[b + 1] + p[a + 2] * p[b + 2])
       this.legs[i] = length
       this.starts[i + 1] = this.starts[i] + length
-      if (sin > 0) {
-        // tangent n × a, with n = (a × b) / sin
-        this.u[a] = (ny * p[a + 2] - nz * p[a + 1]) / sin
-        this.u[a + 1] = (nz * p[a] - nx * p[a + 2]) / sin
-        this.u[a + 2] = (nx * p[a + 1] - ny * p[a]) / sin
-      }
+      if (sin === 0) continue
+      this.n.set([nx / sin, ny / sin, nz / sin], a)
+      // u = n × a; w = cos(length) u - sin(length) a
+      const [ux, uy, uz] = [(ny * p[a + 2] - nz * p[a + 1]) / sin, (nz * p[a] - nx * p[a + 2]) / sin,
+        (nx * p[a + 1] - ny * p[a]) / sin]
+      this.u.set([ux, uy, uz], a)
+      const c = Math.cos(length)
+      const s = Math.sin(length)
+      this.w.set([c * ux - s * p[a], c * uy - s * p[a + 1], c * uz - s * p[a + 2]], a)
     }
-    this.length = this.starts[n - 1]
-    this.mid = new Float64Array(3 * (n - 1))
+    this.length = this.starts[legCount]
     this.half = this.legs.map((length) => length / 2)
     this.cosHalf = this.half.map(Math.cos)
     this.sinHalf = this.half.map(Math.sin)
-    this.legOffsets = new Float64Array(n - 1)
-    this.legTs = new Float64Array(n - 1)
-    for (let i = 0; i < n - 1; i++) {
+    this.mid = new Float64Array(3 * legCount)
+    for (let i = 0; i < legCount; i++) {
       const { lat, lng } = this.pointAt(i, this.half[i])
       unit(lat, lng, this.mid, 3 * i)
     }
+    this.legChords = new Float64Array(legCount)
+    this.legEnds = new Uint8Array(legCount)
   }
 
   /** The route's length in km. */
@@ -94,73 +106,83 @@ export class Route {
 
   /**
    * Finds the route's point nearest to a site and sets offset, along, leg and t; returns the offset
-   * in radians. Of the legs within TIE_RADIANS of the nearest, the earliest counts; `hint`, a leg
-   * likely near, is measured first so that legs that cannot be as near are skipped.
+   * in radians, or Infinity without setting them when the site is farther than `within` radians.
+   * Of the legs within TIE_RADIANS of the nearest, the earliest counts. `hint`, a leg likely near,
+   * is measured first, so that legs that cannot be as near are skipped. Legs are compared by
+   * chords (a few products each); angles are made for the nearest only.
    */
-  locate (lat: number, lng: number, hint = 0): number {
-    const cosLat = Math.cos(lat * RAD)
+  locate (lat: number, lng: number, hint = 0, within = Infinity, cosLat = Math.cos(lat * RAD)): number {
     const x = cosLat * Math.cos(lng * RAD)
     const y = cosLat * Math.sin(lng * RAD)
     const z = Math.sin(lat * RAD)
-    const { legs, legOffsets, legTs } = this
-    let least = this.measure(hint, x, y, z)
-    legOffsets[hint] = least
-    legTs[hint] = this.t
+    const { legChords, mid, cosHalf, sinHalf } = this
+    const legCount = legChords.length
+    let least = legChords[hint] = this.chordTo(hint, x, y, z)
     // a leg is skipped when even its nearest possible point (its middle less half its length) is
-    // farther than the least found: cos of that bound, updated when the least changes
-    let cosLeast = Math.cos(least)
-    let sinLeast = Math.sin(least)
-    for (let i = 0; i < legs.length; i++) {
+    // farther than the least found: cos and sin of the least angle, updated when it changes
+    let cosLeast = 1 - least * least / 2
+    let sinLeast = least * Math.sqrt(1 - least * least / 4)
+    for (let i = 0; i < legCount; i++) {
       if (i === hint) continue
       const m = 3 * i
-      const dot = x * this.mid[m] + y * this.mid[m + 1] + z * this.mid[m + 2]
-      const reach = least + this.half[i] + 2 * TIE_RADIANS
-      if (reach < Math.PI && dot < cosLeast * this.cosHalf[i] - sinLeast * this.sinHalf[i] - 1e-12) {
-        legOffsets[i] = Infinity
+      const dot = x * mid[m] + y * mid[m + 1] + z * mid[m + 2]
+      if (this.half[i] + Math.PI / 2 * least < 3 && dot < cosLeast * cosHalf[i] - sinLeast * sinHalf[i] - 1e-12) {
+        legChords[i] = Infinity
         continue
       }
-      const d = this.measure(i, x, y, z)
-      legOffsets[i] = d
-      legTs[i] = this.t
-      if (d < least) {
-        least = d
-        cosLeast = Math.cos(least)
-        sinLeast = Math.sin(least)
+      const chord = legChords[i] = this.chordTo(i, x, y, z)
+      if (chord < least) {
+        least = chord
+        cosLeast = 1 - least * least / 2
+        sinLeast = least * Math.sqrt(1 - least * least / 4)
       }
     }
+    if (within !== this.within) {
+      this.within = within
+      this.withinChord = within >= Math.PI ? Infinity : 2 * Math.sin(within / 2)
+    }
+    if (least > this.withinChord) return Infinity
+    const offset = 2 * Math.asin(Math.min(1, least / 2))
     let leg = 0
-    while (legOffsets[leg] > least + TIE_RADIANS) leg++
+    while (legChords[leg] > least + TIE_RADIANS) leg++
     this.leg = leg
-    this.t = legTs[leg]
-    this.offset = legOffsets[leg]
+    this.offset = offset
+    const end = this.legEnds[leg]
+    if (end === START) this.t = 0
+    else if (end === END) this.t = this.legs[leg]
+    else {
+      const a = 3 * leg
+      const { p, u } = this
+      this.t = Math.atan2(x * u[a] + y * u[a + 1] + z * u[a + 2], x * p[a] + y * p[a + 1] + z * p[a + 2])
+    }
     this.along = this.starts[leg] + this.t
-    return this.offset
+    return offset
   }
 
-  /** The distance from a site's unit vector to leg `i` (radians); sets t to the nearest point's place on it. */
-  private measure (i: number, x: number, y: number, z: number): number {
-    const { p, u, legs } = this
+  /**
+   * The chord from a site's unit vector to leg `i` (the straight distance through the sphere, for
+   * a radius of 1), and which point of the leg is nearest: its start, its end, or a point between.
+   */
+  private chordTo (i: number, x: number, y: number, z: number): number {
+    const { p, u, n, w } = this
     const a = 3 * i
-    // the site in the leg's frame: along its start a, along the tangent u, along the normal a × u
-    const ca = x * p[a] + y * p[a + 1] + z * p[a + 2]
-    const cu = x * u[a] + y * u[a + 1] + z * u[a + 2]
-    const angle = Math.atan2(cu, ca)
-    if (legs[i] > 0 && angle >= 0 && angle <= legs[i]) {
-      // the site's foot on the great circle lies within the leg
-      const ux = u[a]
-      const uy = u[a + 1]
-      const uz = u[a + 2]
-      const cn = x * (p[a + 1] * uz - p[a + 2] * uy) + y * (p[a + 2] * ux - p[a] * uz) + z * (p[a] * uy - p[a + 1] * ux)
-      this.t = angle
-      return Math.atan2(Math.abs(cn), Math.sqrt(ca * ca + cu * cu))
+    const past = x * u[a] + y * u[a + 1] + z * u[a + 2] >= 0
+    if (this.legs[i] > 0 && past && x * w[a] + y * w[a + 1] + z * w[a + 2] <= 0) {
+      // the site's foot on the great circle lies within the leg: with cn its part along the normal
+      // and s = √(1 - cn²) the rest, the chord² is cn² + (1 - s)², and 1 - s = cn² / (1 + s)
+      const cn = x * n[a] + y * n[a + 1] + z * n[a + 2]
+      const cn2 = cn * cn
+      const s = Math.sqrt(Math.max(0, 1 - cn2))
+      const rest = cn2 / (1 + s)
+      this.legEnds[i] = BETWEEN
+      return Math.sqrt(cn2 + rest * rest)
     }
-    // an end of the leg: its start unless its end is nearer
-    const toStart = angleTo(x, y, z, p, a)
-    this.t = 0
-    if (legs[i] === 0) return toStart
-    const toEnd = angleTo(x, y, z, p, a + 3)
+    const toStart = chord(x, y, z, p, a)
+    this.legEnds[i] = START
+    if (this.legs[i] === 0) return toStart
+    const toEnd = chord(x, y, z, p, a + 3)
     if (toEnd < toStart - TIE_RADIANS) {
-      this.t = legs[i]
+      this.legEnds[i] = END
       return toEnd
     }
     return toStart
@@ -175,16 +197,20 @@ export class Route {
     const x = c * p[a] + s * u[a]
     const y = c * p[a + 1] + s * u[a + 1]
     const z = c * p[a + 2] + s * u[a + 2]
-    return { lat: Math.atan2(z, Math.hypot(x, y)) / RAD, lng: Math.atan2(y, x) / RAD }
+    return { lat: Math.atan2(z, Math.sqrt(x * x + y * y)) / RAD, lng: Math.atan2(y, x) / RAD }
   }
 }
 
-/** The angle between a unit vector and the point at `at` of `p`: atan2 of |cross| and dot. */
-function angleTo (x: number, y: number, z: number, p: Float64Array, at: number): number {
-  const cx = y * p[at + 2] - z * p[at + 1]
-  const cy = z * p[at] - x * p[at + 2]
-  const cz = x * p[at + 1] - y * p[at]
-  return Math.atan2(Math.sqrt(cx * cx + cy * cy + cz * cz), x * p[at] + y * p[at + 1] + z * p[at + 2])
+const START = 0
+const END = 1
+const BETWEEN = 2
+
+/** The chord between a unit vector and the point at `at` of `p`. */
+function chord (x: number, y: number, z: number, p: Float64Array, at: number): number {
+  const dx = x - p[at]
+  const dy = y - p[at + 1]
+  const dz = z - p[at + 2]
+  return Math.sqrt(dx * dx + dy * dy + dz * dz)
 }
 
 /** A box in degrees, west ≤ east (one side of the antimeridian). */
