@@ -63,7 +63,8 @@ export function parseRoutePath (text: string): Parsed {
 /** `west,south,east,north` in degrees; west > east crosses the antimeridian. */
 export function parseBbox (text: string): Parsed {
   const parts = text.split(',')
-  const numbers = parts.map(numberOf)
+  // a decimal beyond a double's range is a number out of range (invalid coordinates), as in path and lat/lng
+  const numbers = parts.map((part) => DECIMAL.test(part) ? Number(part) + 0 : undefined)
   if (parts.length !== 4 || numbers.some((n) => n === undefined)) {
     return { malformed: 'bbox must be four numbers: west,south,east,north (longitudes and latitudes in degrees)' }
   }
