@@ -153,7 +153,8 @@ export class Route {
     else {
       const a = 3 * leg
       const { p, u } = this
-      this.t = Math.atan2(x * u[a] + y * u[a + 1] + z * u[a + 2], x * p[a] + y * p[a + 1] + z * p[a + 2])
+      const cu = (x - p[a]) * u[a] + (y - p[a + 1]) * u[a + 1] + (z - p[a + 2]) * u[a + 2]
+      this.t = Math.atan2(cu, x * p[a] + y * p[a + 1] + z * p[a + 2])
     }
     this.along = this.starts[leg] + this.t
     return offset
@@ -162,25 +163,31 @@ export class Route {
   /**
    * The chord from a site's unit vector to leg `i` (the straight distance through the sphere, for
    * a radius of 1), and which point of the leg is nearest: its start, its end, or a point between.
+   * Products are taken of the site's offsets from the leg's ends, not of the site itself, so that a
+   * short leg's less exact normal and tangents cost no precision near the leg.
    */
   private chordTo (i: number, x: number, y: number, z: number): number {
     const { p, u, n, w } = this
     const a = 3 * i
-    const past = x * u[a] + y * u[a + 1] + z * u[a + 2] >= 0
-    if (this.legs[i] > 0 && past && x * w[a] + y * w[a + 1] + z * w[a + 2] <= 0) {
+    const dx = x - p[a]
+    const dy = y - p[a + 1]
+    const dz = z - p[a + 2]
+    const toStart = Math.sqrt(dx * dx + dy * dy + dz * dz)
+    this.legEnds[i] = START
+    if (this.legs[i] === 0) return toStart
+    const ex = x - p[a + 3]
+    const ey = y - p[a + 4]
+    const ez = z - p[a + 5]
+    if (dx * u[a] + dy * u[a + 1] + dz * u[a + 2] >= 0 && ex * w[a] + ey * w[a + 1] + ez * w[a + 2] <= 0) {
       // the site's foot on the great circle lies within the leg: with cn its part along the normal
       // and s = √(1 - cn²) the rest, the chord² is cn² + (1 - s)², and 1 - s = cn² / (1 + s)
-      const cn = x * n[a] + y * n[a + 1] + z * n[a + 2]
+      const cn = dx * n[a] + dy * n[a + 1] + dz * n[a + 2]
       const cn2 = cn * cn
-      const s = Math.sqrt(Math.max(0, 1 - cn2))
-      const rest = cn2 / (1 + s)
+      const rest = cn2 / (1 + Math.sqrt(Math.max(0, 1 - cn2)))
       this.legEnds[i] = BETWEEN
       return Math.sqrt(cn2 + rest * rest)
     }
-    const toStart = chord(x, y, z, p, a)
-    this.legEnds[i] = START
-    if (this.legs[i] === 0) return toStart
-    const toEnd = chord(x, y, z, p, a + 3)
+    const toEnd = Math.sqrt(ex * ex + ey * ey + ez * ez)
     if (toEnd < toStart - TIE_RADIANS) {
       this.legEnds[i] = END
       return toEnd
@@ -204,14 +211,6 @@ export class Route {
 const START = 0
 const END = 1
 const BETWEEN = 2
-
-/** The chord between a unit vector and the point at `at` of `p`. */
-function chord (x: number, y: number, z: number, p: Float64Array, at: number): number {
-  const dx = x - p[at]
-  const dy = y - p[at + 1]
-  const dz = z - p[at + 2]
-  return Math.sqrt(dx * dx + dy * dy + dz * dz)
-}
 
 /** A box in degrees, west ≤ east (one side of the antimeridian). */
 export interface Box { west: number, south: number, east: number, north: number }
