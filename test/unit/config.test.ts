@@ -15,8 +15,8 @@ t.test('defaults', async (t) => {
   const config = loadConfig({}, { envFile: false, cwd: '/srv/app' })
   t.same(config, {
     nodeEnv: 'development', host: '127.0.0.1', port: 3000, metricsPort: 9464, apiPrefix: '/v1',
-    dataDir: '/srv/app/data', pilotAppUrl: 'https://helipaddy.com', logLevel: 'info', logBufferMb: 16,
-    trustProxy: false, cacheTtlSeconds: 60,
+    dataDir: '/srv/app/data', pilotAppUrl: 'https://helipaddy.com', supportContact: '', logLevel: 'info',
+    logBufferMb: 16, trustProxy: false, cacheTtlSeconds: 60,
     cacheMaxEntries: 10000, cacheMaxMb: 64, fragmentsMaxMb: 384, sandboxSiteCount: 20000, sandboxSeed: 'sandbox',
     indexWorkerMinMb: 16, partnerRefreshMs: 1000, counterSaveMs: 2000, stateUrl: '', usageHistoryDays: 90,
     shutdownTimeoutMs: 10000, maxConnections: 10000, maxConnectionsPerIp: 1000, headersTimeoutMs: 10000,
