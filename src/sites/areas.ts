@@ -105,6 +105,9 @@ export interface AlongRoute {
 
 /** Pieces a route is cut into at most, whatever its corridor's width. */
 const MAX_PIECES = 512
+/** A corridor at least this wide (radians) is searched in one pass over the sites: its pieces' boxes would each hold
+ * a large part of the world, and pass over the same sites again and again. */
+const WIDE = 500 / EARTH_RADIUS_KM
 
 /**
  * The first `limit` sites along the route within `radiusKm` of it. The route is walked in pieces
@@ -117,9 +120,15 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   const { lats, lngs } = ds
   const found = new Found(query.limit)
-  if (scan !== undefined) {
-    for (const p of scan) {
-      if ((!accept || accept(p)) && route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route)
+  if (scan !== undefined || radius >= WIDE) {
+    const { categories, tag } = query
+    // a small tag's sites, a tag's sites, or every site
+    const list = scan ?? (tag === undefined ? undefined : ds.tagSites.get(tag) ?? new Uint32Array(0))
+    const count = list === undefined ? ds.count : list.length
+    for (let i = 0; i < count; i++) {
+      const p = list === undefined ? i : list[i]
+      if (!categories.includes(ds.categories[p])) continue
+      if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route)
     }
     return found.sorted()
   }
