@@ -7,7 +7,7 @@ import { basename, dirname, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Command, CommanderError, Help, Option } from 'commander'
 import Database from 'better-sqlite3'
-import { generateDataset } from '../src/setup/data-dir.ts'
+import { generateReplacing } from '../src/setup/data-dir.ts'
 import { requestReload, requestSharedReload } from '../src/instances/instances.ts'
 import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
 import { importSites } from '../src/sites/import.ts'
@@ -29,6 +29,10 @@ import {
   PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
 import { exportDocument, readExportDocument } from '../src/partners/export-file.ts'
+import { keptVersions, listVersions, rollbackDataset, versionsFolder, type Replaced } from '../src/sites/versions.ts'
+import {
+  changesJson, changesLine, exampleLines, keptReport, refusalLine, rollbackReport, versionJson, versionsTable
+} from './admin-versions.ts'
 
 /** Where a command writes: a process's streams, or a test's collectors. */
 export interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
@@ -284,6 +288,13 @@ function refuseServiceFile (config: Config, file: string): void {
       throw new FailedError(`${file} is the service's own ${basename(path)}: export to another file`)
     }
   }
+  // nor a kept version of a dataset (through a link either), nor anything else in their folder
+  const versions = versionsFolder(config.dataDir)
+  const kept = DATASETS.flatMap((dataset) => keptVersions(datasetPath(config.dataDir, dataset)))
+  if (dirname(target) === canonical(versions) || kept.some((v) => targetInode !== undefined &&
+    inode(v.path) === targetInode)) {
+    throw new FailedError(`${file} is in ${versions}, the kept versions of the datasets: export to another file`)
+  }
 }
 
 async function partnersExport ({ config, options }: Context): Promise<Result> {
@@ -316,7 +327,7 @@ async function partnersImport ({ config, options }: Context): Promise<Result> {
   }
 }
 
-async function datasetsGenerate ({ config, options }: Context): Promise<Result> {
+async function datasetsGenerate ({ config, options, stderr }: Context): Promise<Result> {
   const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
   const count = integer('count', options.count, 0, 50_000_000) ?? config.sandboxSiteCount
   // the default seed follows the dataset: production never gets a copy of the sandbox's sites
@@ -334,12 +345,52 @@ async function datasetsGenerate ({ config, options }: Context): Promise<Result> 
   const path = datasetPath(config.dataDir, dataset)
   const prefix = dataset === 'sandbox' ? 'sbx' : 'prd'
   const names = categoryNames(options['category-name'])
-  const { siteCount, builtAt } = generateDataset(path, { count, seed, prefix, europeShare, categoryNames: names })
-  const summary = { dataset, path, site_count: siteCount, built_at: builtAt, seed }
-  const text = `wrote ${siteCount} sites to ${path} (seed ${seed})`
-  if (!options.reload) return { json: summary, text: `${text}; run 'datasets reload' to serve them` }
+  const dryRun = options['dry-run'] === true
+  const replaced = generateReplacing(path, { count, seed, prefix, europeShare, categoryNames: names },
+    { keep: config.datasetKeep, dryRun })
+  if (!replaced.ok) {
+    return { exitCode: 1, json: refusedJson(dataset, replaced), text: refusalLine('generate', dataset, path, replaced) }
+  }
+  const { siteCount, builtAt, changes, unreadable } = replaced
+  const summary = {
+    dataset,
+    path,
+    site_count: siteCount,
+    built_at: builtAt,
+    seed,
+    dry_run: dryRun,
+    changes: changesJson(changes, unreadable)
+  }
+  if (dryRun) {
+    const text = [`dry run: would write ${siteCount} sites to ${path} (seed ${seed})`, changesLine(changes, unreadable),
+      ...exampleLines(changes), 'nothing written (dry run)']
+    return { json: summary, text: text.join('\n') }
+  }
+  const kept = keptReport(dataset, config.datasetKeep, replaced)
+  const text = [`wrote ${siteCount} sites to ${path} (seed ${seed})`, changesLine(changes, unreadable), ...kept.lines]
+  return replacedResult({ config, options, stderr }, replaced, { ...summary, ...kept.json }, text)
+}
+
+/** The JSON of an import or generate refused once its file was valid. */
+const refusedJson = (dataset: string, refused: Extract<Replaced, { ok: false }>) =>
+  ({ ok: false, dataset, refusal: refused.refusal, changes: changesJson(refused.changes) })
+
+/**
+ * A command that replaced a dataset file: its lines, then the reload (--reload) or how to ask for
+ * one. Warnings (a kept version that could not be pruned) go to stderr.
+ */
+async function replacedResult (
+  { config, options, stderr }: Pick<Context, 'config' | 'options' | 'stderr'>,
+  done: { warnings: string[] },
+  json: object,
+  lines: string[],
+  what = 'them'
+): Promise<Result> {
+  for (const warning of done.warnings) stderr.write(`warning: ${warning}\n`)
+  if (!options.reload) return { json, text: [...lines, `run 'datasets reload' to serve ${what}`].join('\n') }
   const reloaded = await reloadAll(config)
-  return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
+  const text = [...lines, reloaded.text].join('\n')
+  return { exitCode: reloaded.exitCode, json: { ...json, reload: reloaded.json }, text }
 }
 
 async function datasetsImport ({ config, options, stderr }: Context): Promise<Result> {
@@ -350,15 +401,23 @@ async function datasetsImport ({ config, options, stderr }: Context): Promise<Re
   const progress = stderr.isTTY ? progressBar(stderr, dataset) : undefined
   const started = performance.now()
   const names = categoryNames(options['category-name'])
+  const dryRun = options['dry-run'] === true
   const result = await importSites({
-    file, format, target, precision, categoryNames: names, onProgress: progress?.update
+    file,
+    format,
+    target,
+    precision,
+    categoryNames: names,
+    onProgress: progress?.update,
+    replace: { keep: config.datasetKeep, dryRun, guard: true, force: options.force === true }
   })
   progress?.done()
-  if (progress && options.reload && result.ok) {
+  if (progress && options.reload && result.ok && !dryRun) {
     stderr.write(`${dataset}: imported; waiting for the running service to load the new file...\n`)
   }
   const seconds = Math.round(performance.now() - started) / 1000
-  if (!result.ok) {
+  const replaced = result.replaced
+  if (replaced === undefined) { // invalid rows: the file was not compared
     const { errorCount, errors } = result
     const more = errorCount > errors.length ? [`... and ${errorCount - errors.length} more invalid rows`] : []
     const refused = `error: import refused: ${errorCount} invalid row${errorCount === 1 ? '' : 's'}; ` +
@@ -369,20 +428,41 @@ async function datasetsImport ({ config, options, stderr }: Context): Promise<Re
       text: [...errors, ...more, refused].join('\n')
     }
   }
-  const summary = {
-    ok: true, dataset, file, format, precision, site_count: result.siteCount, built_at: result.builtAt, seconds
+  if (!replaced.ok) {
+    const reason = refusalLine('import', dataset, target, replaced)
+    // a dry run asked what would change: it is shown before the reason
+    const shown = dryRun ? [changesLine(replaced.changes), ...exampleLines(replaced.changes)] : []
+    return { exitCode: 1, json: { ...refusedJson(dataset, replaced), file }, text: [...shown, reason].join('\n') }
   }
-  const unnamed = withDatasetFile(target, unnamedCategories)
+  const done = replaced
+  const summary = {
+    ok: true,
+    dataset,
+    file,
+    format,
+    precision,
+    site_count: done.siteCount,
+    built_at: done.builtAt,
+    seconds,
+    dry_run: dryRun,
+    changes: changesJson(done.changes, done.unreadable)
+  }
+  const unnamed = dryRun ? [] : withDatasetFile(target, unnamedCategories)
   if (unnamed.length > 0) {
     stderr.write(`warning: categor${unnamed.length === 1 ? 'y' : 'ies'} ${unnamed.join(', ')} without a name: ` +
       `partners see 'Category ${unnamed[0]}'; name ${unnamed.length === 1 ? 'it' : 'them'} with ` +
       `--category-name ${unnamed[0]}=NAME\n`)
   }
-  const text = `imported ${result.siteCount} sites into ${target} in ${seconds} s ` +
-    `(coordinates rounded to ${precision} decimals)`
-  if (!options.reload) return { json: summary, text: `${text}\nrun 'datasets reload' to serve them` }
-  const reloaded = await reloadAll(config)
-  return { exitCode: reloaded.exitCode, json: { ...summary, reload: reloaded.json }, text: `${text}\n${reloaded.text}` }
+  if (dryRun) {
+    const text = [`dry run: the ${done.siteCount} sites of ${file} are valid ` +
+      `(coordinates rounded to ${precision} decimals)`, changesLine(done.changes, done.unreadable),
+    ...exampleLines(done.changes), 'nothing written (dry run)']
+    return { json: summary, text: text.join('\n') }
+  }
+  const kept = keptReport(dataset, config.datasetKeep, done)
+  const text = [`imported ${done.siteCount} sites into ${target} in ${seconds} s ` +
+    `(coordinates rounded to ${precision} decimals)`, changesLine(done.changes, done.unreadable), ...kept.lines]
+  return replacedResult({ config, options, stderr }, done, { ...summary, ...kept.json }, text)
 }
 
 async function datasetsExport ({ config, options }: Context): Promise<Result> {
@@ -415,6 +495,33 @@ function datasetsInfo ({ config }: Context): Result {
   lines.push(`error: ${unreadable.map((i) => i.path).join(' and ')} cannot be read; the service would refuse ` +
     `${unreadable.length === 1 ? 'it' : 'them'} (import or generate the dataset again, or restore it from a backup)`)
   return { exitCode: 1, json: infos, text: lines.join('\n') }
+}
+
+async function datasetsRollback ({ config, options, stderr }: Context): Promise<Result> {
+  const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
+  if (options.to !== undefined && (typeof options.to !== 'string' || options.to === '')) {
+    throw new UsageError('--to must be a version as datasets versions lists it')
+  }
+  const path = datasetPath(config.dataDir, dataset)
+  const done = rollbackDataset(path, { keep: config.datasetKeep, to: options.to as string | undefined })
+  const { lines, json } = rollbackReport(dataset, path, config.datasetKeep, done)
+  return replacedResult({ config, options, stderr }, done, json, lines, 'it')
+}
+
+/** Exit 1 when a listed file cannot be read; a missing current file is a state, reported (as by info). */
+function datasetsVersions ({ config, options }: Context): Result {
+  const dataset = oneOf('dataset', options.dataset, DATASETS)
+  const rows = (dataset ? [dataset] : DATASETS).flatMap((name) =>
+    listVersions(datasetPath(config.dataDir, name)).map((info) => ({ dataset: name, info })))
+  const json = rows.map(({ dataset, info }) => versionJson(dataset, info))
+  const text = versionsTable(rows)
+  const unreadable = rows.filter(({ info }) => info.error !== undefined && info.error !== 'missing')
+  if (unreadable.length === 0) return { json, text }
+  return {
+    exitCode: 1,
+    json,
+    text: `${text}\nerror: ${unreadable.map(({ info }) => info.path).join(' and ')} cannot be read`
+  }
 }
 
 type ReloadAsked = Awaited<ReturnType<typeof requestReload>>
@@ -507,7 +614,9 @@ function datasetInfo (config: Config, dataset: DatasetName) {
       built_at: meta.built_at,
       source: meta.source,
       precision: Number(meta.precision),
-      schema_version: meta.schema_version
+      schema_version: meta.schema_version,
+      size_bytes: statSync(path).size,
+      kept_versions: keptVersions(path).length
     }
   } catch (err) {
     return { dataset, path, error: `unreadable: ${(err as Error).message}` }
@@ -542,6 +651,7 @@ const repeatable = (flags: string, description: string) =>
 
 const CATEGORY_NAME = 'the name of a category from 8, kept in the dataset file (repeatable), e.g. 8=Heliport'
 const RELOAD = "then make the running service load it (as 'datasets reload')"
+const DRY_RUN = 'check everything and show what would change (sites added, removed, changed), writing nothing'
 
 /** `partners update` as the operator types it, without the program's name. */
 const commandPath = (cmd: Command): string =>
@@ -630,21 +740,25 @@ function declareCommands (program: Command, command: Declare) {
 
   const datasets = program.command('datasets')
     .description('the site datasets (sandbox.db, production.db in DATA_DIR) and the service serving them')
-  command(datasets, 'generate', 'write a dataset of deterministic dummy sites near real towns', datasetsGenerate)
+  command(datasets, 'generate', 'write a dataset of deterministic dummy sites near real towns; the file it ' +
+    'replaces is kept (datasets versions)', datasetsGenerate)
     .addOption(choice('--dataset <DATASET>', 'the dataset to write', DATASETS).makeOptionMandatory())
     .option('--count <N>', 'how many sites (default: SANDBOX_SITE_COUNT)')
     .option('--seed <SEED>',
       'the same seed writes the same sites (default: SANDBOX_SEED for sandbox, production for production)')
     .option('--europe-share <0..1>', 'the share of sites in Europe')
     .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
+    .option('--dry-run', DRY_RUN)
     .option('--reload', RELOAD)
-  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing',
-    datasetsImport)
+  command(datasets, 'import', 'replace a dataset with the sites of a CSV, GeoJSON or NDJSON file, all or nothing; ' +
+    'the file it replaces is kept (datasets versions)', datasetsImport)
     .addOption(choice('--dataset <DATASET>', 'the dataset to replace', DATASETS).makeOptionMandatory())
     .addOption(required('--file <PATH>', 'the file to read'))
     .addOption(choice('--format <FORMAT>', 'the file\'s format (default: from its ending)', IMPORT_FORMATS))
     .option('--precision <DIGITS>', 'decimals the coordinates are rounded to, 0 to 10 (default: 3)')
     .addOption(repeatable('--category-name <ID=NAME>', CATEGORY_NAME))
+    .option('--dry-run', DRY_RUN)
+    .option('--force', 'import a file that removes more than half of the dataset\'s sites (refused without it)')
     .option('--reload', RELOAD)
   command(datasets, 'export',
     'write the sites of a dataset file (as stored, obscured) to a CSV, GeoJSON or NDJSON file', datasetsExport)
@@ -655,6 +769,15 @@ function declareCommands (program: Command, command: Declare) {
     '(--all: every instance sharing STATE_URL, on any machine)', datasetsReload)
     .option('--all', 'every instance sharing STATE_URL, not only those of this DATA_DIR')
   command(datasets, 'info', 'show each dataset file: site count, built_at, source, precision', datasetsInfo)
+  command(datasets, 'versions', 'list each dataset file and its kept versions (the files replaced by import, ' +
+    'generate and rollback, the newest DATASET_KEEP): sites, built_at, size, when replaced, source', datasetsVersions)
+    .addOption(choice('--dataset <DATASET>', 'only this dataset', DATASETS))
+  command(datasets, 'rollback', 'put a kept version back in place of the dataset file (by default the newest: ' +
+    'the file the last import, generate or rollback replaced), keeping the file it replaces: a second rollback ' +
+    'undoes the first', datasetsRollback)
+    .addOption(choice('--dataset <DATASET>', 'the dataset to roll back', DATASETS).makeOptionMandatory())
+    .option('--to <VERSION>', 'the kept version to put back, as datasets versions lists it (default: the newest)')
+    .option('--reload', RELOAD)
 }
 
 export interface MainOptions {

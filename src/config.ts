@@ -73,6 +73,11 @@ export const EnvSchema = Type.Object({
   SANDBOX_SEED: Type.String({
     minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset'
   }),
+  DATASET_KEEP: Type.Integer({
+    minimum: 1, maximum: 100, default: 3,
+    description: 'replaced dataset files kept per dataset (DATA_DIR/versions) by datasets import, generate and ' +
+      'rollback; at least 1, so a rollback can always be undone'
+  }),
   INDEX_WORKER_MIN_MB: Type.Integer({
     minimum: 0, maximum: 1_000_000, default: 16,
     description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot ' +

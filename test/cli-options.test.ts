@@ -73,7 +73,8 @@ t.test('datasets import warns of categories 8 and above without a name', async (
   const csv = join(dir, 'named.csv')
   writeFileSync(csv, 'id,category,name,region,country,latitude,longitude,tags\n' +
     'n-1,4,Hotel Helipad,EUR,GB,51.5,-0.12,\nn-2,9,Fuel Stop,EUR,GB,51.6,-0.12,\nn-3,10,Far Pad,EUR,GB,51.7,-0.12,\n')
-  const unnamed = await run('datasets', 'import', '--dataset', 'sandbox', '--file', csv)
+  // every generated site replaced: --force
+  const unnamed = await run('datasets', 'import', '--dataset', 'sandbox', '--file', csv, '--force')
   t.equal(unnamed.status, 0, unnamed.stderr)
   t.equal(unnamed.stderr, 'warning: categories 9, 10 without a name: partners see \'Category 9\'; ' +
     'name them with --category-name 9=NAME\n')

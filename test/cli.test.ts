@@ -156,7 +156,7 @@ t.test('--help: generated for the program, each group and each command, on stdou
 
   const groups: [string, string[]][] = [
     ['partners', ['create', 'list', 'show', 'update', 'rotate', 'usage', 'report', 'export', 'import']],
-    ['datasets', ['generate', 'import', 'export', 'reload', 'info']]
+    ['datasets', ['generate', 'import', 'export', 'reload', 'info', 'versions', 'rollback']]
   ]
   for (const [group, commands] of groups) {
     const help = await run(group, '--help')
@@ -290,7 +290,7 @@ t.test('datasets export, import and reload as an operator runs them', async (t) 
   t.equal(reloadJson.stderr, reload.stderr, 'with --json, the same one-line reason on stderr')
   const importReload = await run('datasets', 'import', '--dataset', 'production', '--file', csv, '--reload')
   t.equal(importReload.status, 1, 'the import is done, but nothing could reload it')
-  t.match(importReload.stderr, /imported 1500 sites[^\n]*\nerror: no running service/)
+  t.match(importReload.stderr, /imported 1500 sites[^\n]*\nsites: [^\n]*\nkept [^\n]*\nerror: no running service/)
 })
 
 t.test('an export never replaces a file the service reads, and a failed one leaves the old file', async (t) => {

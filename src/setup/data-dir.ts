@@ -3,7 +3,8 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import type { Config } from '../config.ts'
-import { DATASETS, datasetPath, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
+import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
+import { replaceDataset, type ReplacePolicy, type Replaced } from '../sites/versions.ts'
 import { generateSites, type GenerateOptions } from '../sites/generator.ts'
 import { PartnerStore, controlPath } from '../partners/store.ts'
 
@@ -21,13 +22,29 @@ export class DataDirError extends Error {
   }
 }
 
-/** A dataset file of generated sites (the sandbox, `datasets generate`, benchmarks). */
-export const generateDataset = (path: string, options: GenerateOptions & { categoryNames?: Record<number, string> }) =>
-  writeDataset(path, generateSites(options), {
-    source: `generated count=${options.count} seed=${options.seed}`,
-    precision: options.precision ?? 3,
-    categoryNames: options.categoryNames
-  })
+type GenerateFileOptions = GenerateOptions & { categoryNames?: Record<number, string> }
+
+const generatedMeta = (options: GenerateFileOptions) => ({
+  source: `generated count=${options.count} seed=${options.seed}`,
+  precision: options.precision ?? 3,
+  categoryNames: options.categoryNames
+})
+
+/** A dataset file of generated sites (the sandbox at first boot, benchmarks, tests). */
+export const generateDataset = (path: string, options: GenerateFileOptions) =>
+  writeDataset(path, generateSites(options), generatedMeta(options))
+
+/** `datasets generate`: generated sites in place of a dataset file, the old one kept (versions.ts). */
+export function generateReplacing (path: string, options: GenerateFileOptions, policy: ReplacePolicy): Replaced {
+  const writer = openDatasetWriter(path, undefined, { scratch: policy.dryRun })
+  try {
+    for (const site of generateSites(options)) writer.add(site)
+  } catch (err) {
+    writer.abort()
+    throw err
+  }
+  return replaceDataset(writer, path, generatedMeta(options), policy)
+}
 
 /**
  * control.db records the first boot of this DATA_DIR (once both dataset files are there). A later

@@ -5,6 +5,7 @@ import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
+import { compareSites, type SiteChanges } from './changes.ts'
 
 export const SCHEMA_VERSION = '1'
 export const DATASETS = ['sandbox', 'production'] as const
@@ -79,7 +80,14 @@ export interface DatasetWriter<Ref = unknown> {
   add (site: SiteRow, ref?: Ref): void
   /** Writes the sites added so far (duplicates reported as they are found). */
   flush (): void
-  /** Writes meta, closes, fsyncs and renames the file into place. */
+  /** What the sites added so far change against the dataset file at `path` (undefined: none there). */
+  compare (path: string | undefined): SiteChanges
+  /**
+   * Writes meta, closes and fsyncs the file, and gives its temporary path: the caller renames it
+   * into place (or aborts, which removes it).
+   */
+  finish (meta: CommitMeta): { siteCount: number, builtAt: string, file: string }
+  /** finish(), then renames the file into place. */
   commit (meta: CommitMeta): { siteCount: number, builtAt: string }
   abort (): void
 }
@@ -91,14 +99,16 @@ const isDuplicate = (err: unknown) => (err as { code?: string }).code === 'SQLIT
 
 /**
  * Opens a writer on a temporary file beside `path`. Sites are committed every SITES_PER_COMMIT,
- * so memory stays flat for any number of rows.
+ * so memory stays flat for any number of rows. A `scratch` writer (a dry run) writes to a file of
+ * SQLite's own in the system's temporary folder, deleted when it closes: nothing beside `path`.
  */
 export function openDatasetWriter<Ref = unknown> (
   path: string,
-  onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void
+  onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void,
+  { scratch = false } = {}
 ): DatasetWriter<Ref> {
-  removeStaleTempFiles(path)
-  const tmpPath = tempPathFor(path)
+  if (!scratch) removeStaleTempFiles(path)
+  const tmpPath = scratch ? '' : tempPathFor(path)
   const db = new Database(tmpPath)
   // better-sqlite3's defensive mode ignores journal_mode = OFF: the rollback journal stays on, so a
   // writer killed mid-transaction leaves a -journal beside its .tmp (removeStaleTempFiles takes both)
@@ -175,11 +185,37 @@ export function openDatasetWriter<Ref = unknown> (
     tagValues.length = 0
   }
 
-  const finish = () => {
+  /** Closes the file without its last transaction (abort). */
+  const close = () => {
     if (!open) return
     open = false
     if (db.inTransaction) db.exec('ROLLBACK')
     db.close()
+  }
+
+  const finish = ({ source, precision, categoryNames }: CommitMeta) => {
+    if (scratch) throw new Error('a scratch writer (a dry run) writes no dataset file')
+    flush()
+    const builtAt = new Date().toISOString()
+    const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
+    const meta: DatasetMeta = {
+      schema_version: SCHEMA_VERSION,
+      built_at: builtAt,
+      source,
+      site_count: String(count),
+      precision: String(precision)
+    }
+    for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
+    if (categoryNames !== undefined && Object.keys(categoryNames).length > 0) {
+      insertMeta.run(CATEGORY_NAMES_META, JSON.stringify(categoryNames))
+    }
+    db.exec('COMMIT')
+    db.pragma('journal_mode = DELETE')
+    db.close()
+    open = false
+    const fd = openSync(tmpPath, 'r')
+    try { fsyncSync(fd) } finally { closeSync(fd) }
+    return { siteCount: count, builtAt, file: tmpPath }
   }
 
   return {
@@ -189,38 +225,34 @@ export function openDatasetWriter<Ref = unknown> (
       if (sites.length === WRITE_BATCH.sites) writeSites()
     },
     flush,
-    commit ({ source, precision, categoryNames }) {
+    compare (other) {
       flush()
-      const builtAt = new Date().toISOString()
-      const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
-      const meta: DatasetMeta = {
-        schema_version: SCHEMA_VERSION,
-        built_at: builtAt,
-        source,
-        site_count: String(count),
-        precision: String(precision)
+      db.exec('COMMIT') // SQLite attaches a file outside a transaction only
+      try {
+        return compareSites(db, other)
+      } finally {
+        db.exec('BEGIN')
       }
-      for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
-      if (categoryNames !== undefined && Object.keys(categoryNames).length > 0) {
-        insertMeta.run(CATEGORY_NAMES_META, JSON.stringify(categoryNames))
-      }
-      db.exec('COMMIT')
-      db.pragma('journal_mode = DELETE')
-      db.close()
-      open = false
-      const fd = openSync(tmpPath, 'r')
-      try { fsyncSync(fd) } finally { closeSync(fd) }
+    },
+    finish,
+    commit (meta) {
+      const { siteCount, builtAt } = finish(meta)
       renameSync(tmpPath, path)
       // the rename itself survives a power cut only once the directory is synced
-      const dir = openSync(dirname(path), 'r')
-      try { fsyncSync(dir) } finally { closeSync(dir) }
-      return { siteCount: count, builtAt }
+      fsyncDirectory(dirname(path))
+      return { siteCount, builtAt }
     },
     abort () {
-      finish()
-      rmSync(tmpPath, { force: true })
+      close()
+      if (!scratch) rmSync(tmpPath, { force: true })
     }
   }
+}
+
+/** fsync of a directory: the names made or renamed in it survive a power cut. */
+export function fsyncDirectory (dir: string) {
+  const fd = openSync(dir, 'r')
+  try { fsyncSync(fd) } finally { closeSync(fd) }
 }
 
 /** Writes a whole dataset file at once (fixtures, empty production file). */

@@ -129,8 +129,11 @@ export function loadDataset (path: string, name: DatasetName, options: { quickCh
   }
 }
 
-function readDataset (db: Database.Database, path: string, name: DatasetName, check: boolean): Dataset {
-  if (check) quickCheck(db, path)
+/**
+ * A dataset file's meta, checked: its keys and values, and site_count against the rows. Throws
+ * DatasetError. What a kept version is checked for before it is put back (rollback).
+ */
+export function checkDatasetHead (db: Database.Database, path: string): { meta: DatasetMeta, count: number } {
   const meta = readDatasetMeta(db)
   for (const key of ['schema_version', 'built_at', 'source', 'site_count', 'precision']) {
     if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
@@ -146,11 +149,17 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   if (!/^\d{4}-\d\d-\d\dT/.test(meta.built_at) || Number.isNaN(Date.parse(meta.built_at))) {
     throw bad('meta.built_at must be an ISO 8601 time')
   }
-
   const count = db.prepare('SELECT count(*) FROM sites').pluck().get() as number
   if (String(count) !== meta.site_count) {
     throw bad(`meta.site_count is ${meta.site_count} but sites holds ${count} rows`)
   }
+  return { meta, count }
+}
+
+function readDataset (db: Database.Database, path: string, name: DatasetName, check: boolean): Dataset {
+  if (check) quickCheck(db, path)
+  const { meta, count } = checkDatasetHead(db, path)
+  const bad = (reason: string) => new DatasetError(path, reason)
 
   const ids = new Array<string>(count)
   const names = new Array<string>(count)

@@ -1,5 +1,6 @@
 // datasets import: every row validated, coordinates obscured by rounding, all or nothing.
-// The new file is written beside the old one and renamed into place only when every row is valid.
+// The new file is written beside the old one and takes its place only when every row is valid;
+// with a `replace` policy (the CLI's), versions.ts compares it first and keeps the old one.
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, NAME_RULE, isName } from '../schemas/common.ts'
@@ -7,6 +8,7 @@ import {
   COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow
 } from './dataset-file.ts'
 import { readRecordBatches, type ImportFormat } from './import-formats.ts'
+import { replaceDataset, type ReplacePolicy, type Replaced } from './versions.ts'
 
 export const MAX_REPORTED_ERRORS = 20
 
@@ -105,6 +107,11 @@ export interface ImportOptions {
   categoryNames?: Record<number, string>
   /** called with (bytes read, file size, rows read) as the file is read */
   onProgress?: (bytes: number, total: number, rows: number) => void
+  /**
+   * How the new file replaces the old one: compared, checked and the old one kept (versions.ts),
+   * or only checked (a dry run). Without it, the new file is renamed into place.
+   */
+  replace?: ReplacePolicy
 }
 
 export interface ImportResult {
@@ -115,6 +122,8 @@ export interface ImportResult {
   /** at most MAX_REPORTED_ERRORS, each `line N: reason` (or `feature N: reason`) */
   errors: string[]
   errorCount: number
+  /** with `replace`, once every row is valid: how the file replaced the old one, or why it did not */
+  replaced?: Replaced
 }
 
 export async function importSites (options: ImportOptions): Promise<ImportResult> {
@@ -132,7 +141,7 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
   }
   const writer = openDatasetWriter<{ at: number, label: string }>(options.target, (ref, site) => {
     fail(ref!.at, ref!.label, `duplicate id ${JSON.stringify(site.id)}`)
-  })
+  }, { scratch: options.replace?.dryRun })
   const tagsAsText = options.format === 'csv'
   try {
     let bytes = 0
@@ -161,11 +170,18 @@ export async function importSites (options: ImportOptions): Promise<ImportResult
       writer.abort()
       return { ok: false, rows, siteCount: 0, errors: firstErrors(listed).map((e) => e.text), errorCount }
     }
-    const { siteCount, builtAt } = writer.commit({
+    const meta = {
       source: `import ${basename(options.file)} (${options.format})`,
       precision: options.precision,
       categoryNames: options.categoryNames
-    })
+    }
+    if (options.replace) {
+      const replaced = replaceDataset(writer, options.target, meta, options.replace)
+      const siteCount = replaced.ok ? replaced.siteCount : replaced.changes.after
+      const builtAt = replaced.ok ? replaced.builtAt : undefined
+      return { ok: replaced.ok, rows, siteCount, builtAt, errors: [], errorCount, replaced }
+    }
+    const { siteCount, builtAt } = writer.commit(meta)
     return { ok: true, rows, siteCount, builtAt, errors: [], errorCount }
   } catch (err) {
     writer.abort()

@@ -18,7 +18,8 @@ t.test('defaults', async (t) => {
     dataDir: '/srv/app/data', pilotAppUrl: 'https://helipaddy.com', supportContact: '', logLevel: 'info',
     logBufferMb: 16, trustProxy: false, cacheTtlSeconds: 60,
     cacheMaxEntries: 10000, cacheMaxMb: 64, fragmentsMaxMb: 384, sandboxSiteCount: 20000, sandboxSeed: 'sandbox',
-    indexWorkerMinMb: 16, partnerRefreshMs: 1000, counterSaveMs: 2000, stateUrl: '', usageHistoryDays: 90,
+    datasetKeep: 3, indexWorkerMinMb: 16, partnerRefreshMs: 1000, counterSaveMs: 2000, stateUrl: '',
+    usageHistoryDays: 90,
     shutdownTimeoutMs: 10000, maxConnections: 10000, maxConnectionsPerIp: 1000, headersTimeoutMs: 10000,
     requestTimeoutMs: 30000, keepAliveTimeoutMs: 72000
   })
@@ -52,7 +53,8 @@ t.test('a bad value stops start-up naming the variable', async (t) => {
   }
   t.throws(() => loadConfig({ PORT: '70000' }, { envFile: false }), /^invalid configuration: PORT="70000"/)
   const more = {
-    MAX_CONNECTIONS: '0', MAX_CONNECTIONS_PER_IP: '-1', HEADERS_TIMEOUT_MS: '999', KEEP_ALIVE_TIMEOUT_MS: '0'
+    MAX_CONNECTIONS: '0', MAX_CONNECTIONS_PER_IP: '-1', HEADERS_TIMEOUT_MS: '999', KEEP_ALIVE_TIMEOUT_MS: '0',
+    DATASET_KEEP: '0'
   }
   for (const [key, value] of Object.entries(more)) {
     t.throws(() => loadConfig({ [key]: value }, { envFile: false }), { name: 'ConfigError', variable: key },
@@ -69,6 +71,20 @@ t.test('the headers may not be given longer than the whole request', async (t) =
     })
   t.equal(loadConfig({ HEADERS_TIMEOUT_MS: '30000' }, { envFile: false }).headersTimeoutMs, 30000)
   t.equal(loadConfig({ MAX_CONNECTIONS_PER_IP: '0' }, { envFile: false }).maxConnectionsPerIp, 0)
+})
+
+t.test('DATASET_KEEP: 1 to 100 replaced files kept', async (t) => {
+  t.equal(loadConfig({ DATASET_KEEP: '1' }, { envFile: false }).datasetKeep, 1)
+  t.equal(loadConfig({ DATASET_KEEP: '100' }, { envFile: false }).datasetKeep, 100)
+  for (const value of ['0', '101', 'all']) {
+    t.throws(() => loadConfig({ DATASET_KEEP: value }, { envFile: false }), {
+      name: 'ConfigError',
+      variable: 'DATASET_KEEP',
+      message: `invalid configuration: DATASET_KEEP=${JSON.stringify(value)} is not valid (replaced dataset files ` +
+        'kept per dataset (DATA_DIR/versions) by datasets import, generate and rollback; at least 1, so a ' +
+        'rollback can always be undone)'
+    }, `DATASET_KEEP=${value}`)
+  }
 })
 
 t.test('.env is read, and the environment wins over it', async (t) => {

@@ -1,0 +1,287 @@
+// Dataset versions (docs/data-files.md): every import and generate keeps the file it replaces in
+// DATA_DIR/versions/, the newest DATASET_KEEP of them, and a rollback puts one back, keeping the
+// file it replaces in its turn. Files only ever move by link and rename, under a lock per
+// dataset, so no command overwrites or loses one; only pruning removes the oldest kept versions.
+import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
+import Database from 'better-sqlite3'
+import {
+  fsyncDirectory, readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter
+} from './dataset-file.ts'
+import { checkDatasetHead, openDatasetFile, quickCheck } from './dataset.ts'
+import type { SiteChanges } from './changes.ts'
+
+export const VERSIONS_FOLDER = 'versions'
+/** How long a command waits for another's lock on the same dataset (held for a few file moves). */
+export const LOCK_WAIT_MS = 10_000
+
+export const versionsFolder = (dataDir: string) => join(dataDir, VERSIONS_FOLDER)
+const versionsDir = (datasetFile: string) => versionsFolder(dirname(datasetFile))
+const datasetName = (datasetFile: string) => basename(datasetFile, '.db')
+
+/** A kept version's id: when it was replaced, as a file name may hold it (2026-03-01T10-15-00.123Z). */
+const VERSION_ID = /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/
+const idOf = (ms: number) => new Date(ms).toISOString().replaceAll(':', '-')
+const timeOf = (id: string) => id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
+
+export const keptPath = (datasetFile: string, id: string) =>
+  join(versionsDir(datasetFile), `${datasetName(datasetFile)}.${id}.db`)
+
+export interface KeptVersion {
+  id: string
+  path: string
+  /** ISO 8601: when an import, generate or rollback replaced it */
+  replacedAt: string
+}
+
+const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT'
+
+/** The kept versions of a dataset file, newest first. */
+export function keptVersions (datasetFile: string): KeptVersion[] {
+  let names: string[]
+  try {
+    names = readdirSync(versionsDir(datasetFile))
+  } catch (err) {
+    if (isMissing(err)) return []
+    throw err
+  }
+  const prefix = `${datasetName(datasetFile)}.`
+  return names
+    .filter((name) => name.startsWith(prefix) && name.endsWith('.db'))
+    .map((name) => name.slice(prefix.length, -'.db'.length))
+    .filter((id) => VERSION_ID.test(id))
+    .sort().reverse()
+    .map((id) => ({ id, path: keptPath(datasetFile, id), replacedAt: timeOf(id) }))
+}
+
+/** A dataset file as `datasets versions` lists it. */
+export interface VersionInfo {
+  /** 'current', or the kept version's id */
+  version: string
+  current: boolean
+  path: string
+  replacedAt?: string
+  sizeBytes?: number
+  meta?: DatasetMeta
+  /** why there is no meta: 'missing', or 'unreadable: <reason>' */
+  error?: string
+}
+
+/** A file's size and meta, or why they cannot be read. */
+function describe (path: string): Pick<VersionInfo, 'sizeBytes' | 'meta' | 'error'> {
+  let sizeBytes: number
+  try {
+    sizeBytes = statSync(path).size
+  } catch (err) {
+    if (isMissing(err)) return { error: 'missing' }
+    return { error: `unreadable: ${(err as Error).message}` }
+  }
+  try {
+    const db = new Database(path, { readonly: true, fileMustExist: true })
+    try {
+      return { sizeBytes, meta: readDatasetMeta(db) }
+    } finally {
+      db.close()
+    }
+  } catch (err) {
+    return { sizeBytes, error: `unreadable: ${(err as Error).message}` }
+  }
+}
+
+const keptInfo = (v: KeptVersion): VersionInfo =>
+  ({ version: v.id, current: false, path: v.path, replacedAt: v.replacedAt, ...describe(v.path) })
+
+/** The current file, then its kept versions, newest first (one pruned meanwhile is left out). */
+export function listVersions (datasetFile: string): VersionInfo[] {
+  const kept = keptVersions(datasetFile).map(keptInfo).filter((v) => v.error !== 'missing')
+  return [{ version: 'current', current: true, path: datasetFile, ...describe(datasetFile) }, ...kept]
+}
+
+/** What tells one file at a path from another: any file moved in or out changes it. */
+function identity (path: string): string | undefined {
+  try {
+    const s = statSync(path)
+    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
+  } catch (err) {
+    if (isMissing(err)) return undefined
+    throw err
+  }
+}
+
+/**
+ * Runs `fn` holding the dataset's lock: SQLite's exclusive lock on versions/<dataset>.lock, an OS
+ * lock, so one left by a killed command goes with its process (a lock file would stay).
+ */
+function withLock<T> (datasetFile: string, fn: () => T): T {
+  const dir = versionsDir(datasetFile)
+  mkdirSync(dir, { recursive: true })
+  const path = join(dir, `${datasetName(datasetFile)}.lock`)
+  const db = new Database(path, { timeout: LOCK_WAIT_MS })
+  try {
+    try {
+      db.exec('BEGIN EXCLUSIVE')
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err
+      throw new Error(`another command has been replacing ${datasetFile} for over ${LOCK_WAIT_MS / 1000} s ` +
+        `(it holds ${path}); nothing changed: try again`)
+    }
+    try {
+      return fn()
+    } finally {
+      db.exec('COMMIT')
+    }
+  } finally {
+    db.close()
+  }
+}
+
+/** Under the lock: the current file, if any, kept as the newest version (a second name for it); its id. */
+function keepCurrent (datasetFile: string): string | undefined {
+  if (!existsSync(datasetFile)) return undefined
+  const newest = keptVersions(datasetFile)[0]
+  // ids only grow, even when the clock steps back: the newest id is always the last file replaced
+  const id = idOf(Math.max(Date.now(), newest ? Date.parse(newest.replacedAt) + 1 : 0))
+  linkSync(datasetFile, keptPath(datasetFile, id))
+  fsyncDirectory(versionsDir(datasetFile))
+  return id
+}
+
+interface Pruned { pruned: string[], warnings: string[] }
+
+/** Under the lock: the oldest kept versions past `keep` removed. A failure is a warning: the change is made. */
+function prune (datasetFile: string, keep: number): Pruned {
+  const result: Pruned = { pruned: [], warnings: [] }
+  for (const v of keptVersions(datasetFile).slice(keep)) {
+    try {
+      rmSync(v.path)
+      result.pruned.push(v.id)
+    } catch (err) {
+      result.warnings.push(`the oldest kept version ${v.path} could not be removed: ${(err as Error).message}`)
+    }
+  }
+  return result
+}
+
+export interface ReplacePolicy {
+  /** DATASET_KEEP: how many replaced files are kept */
+  keep: number
+  /** compare and check only (the writer is a scratch one): nothing is written */
+  dryRun?: boolean
+  /** refuse a file that removes more than half of a non-empty dataset's sites (import), unless `force` */
+  guard?: boolean
+  force?: boolean
+}
+
+export type Replaced = {
+  ok: true
+  dryRun: boolean
+  /** sites in the new file */
+  siteCount: number
+  /** undefined on a dry run */
+  builtAt?: string
+  changes: SiteChanges
+  /** why the file replaced could not be compared (its sites then count as none) */
+  unreadable?: string
+  /** the id the replaced file is kept under (none when there was no file) */
+  kept?: string
+} & Pruned | {
+  ok: false
+  /** too many sites removed (see `guard`), or the file was replaced by another command meanwhile */
+  refusal: 'removes-too-many' | 'replaced-meanwhile'
+  changes: SiteChanges
+}
+
+/**
+ * Puts the writer's file in place of `target`, the sites added being all there are: compared with
+ * the current file, checked against the policy, then, holding the lock, the current file kept
+ * and the new one renamed into place, unless another command replaced the current one since it
+ * was compared. The writer is closed and its temporary file gone when this returns or throws.
+ */
+export function replaceDataset (writer: DatasetWriter, target: string, meta: CommitMeta, policy: ReplacePolicy):
+Replaced {
+  try {
+    const compared = identity(target)
+    let changes: SiteChanges
+    let unreadable: string | undefined
+    try {
+      changes = writer.compare(compared === undefined ? undefined : target)
+    } catch (err) {
+      // a damaged file is what an import mends: it is replaced (and kept), its sites unknown
+      unreadable = (err as Error).message
+      changes = writer.compare(undefined)
+    }
+    const removesTooMany = changes.before > 0 && changes.removed.count * 2 > changes.before
+    if (policy.guard && !policy.force && removesTooMany) return { ok: false, refusal: 'removes-too-many', changes }
+    if (policy.dryRun) {
+      return { ok: true, dryRun: true, siteCount: changes.after, changes, unreadable, pruned: [], warnings: [] }
+    }
+    const { siteCount, builtAt, file } = writer.finish(meta)
+    return withLock(target, (): Replaced => {
+      if (identity(target) !== compared) return { ok: false, refusal: 'replaced-meanwhile', changes }
+      const kept = keepCurrent(target)
+      renameSync(file, target)
+      fsyncDirectory(dirname(target))
+      return { ok: true, dryRun: false, siteCount, builtAt, changes, unreadable, kept, ...prune(target, policy.keep) }
+    })
+  } finally {
+    writer.abort() // the temporary file, unless it was renamed into place
+  }
+}
+
+export interface RolledBack extends Pruned {
+  /** the version put back, as it was listed before */
+  restored: VersionInfo
+  /** the file it replaced, kept as the newest version (none when there was no file) */
+  kept?: VersionInfo
+}
+
+/** What a version is checked for before it is put back: what the service would refuse to serve. */
+function checkVersion (v: KeptVersion) {
+  try {
+    const db = openDatasetFile(v.path)
+    try {
+      quickCheck(db, v.path)
+      checkDatasetHead(db, v.path)
+    } finally {
+      db.close()
+    }
+  } catch (err) {
+    throw new Error(`version ${v.id} cannot be put back, the service would refuse it: ${(err as Error).message}`)
+  }
+}
+
+/**
+ * Puts a kept version back in place of the dataset file (by default the newest, the file the last
+ * import, generate or rollback replaced), keeping the file it replaces as the newest version: a
+ * second rollback undoes the first.
+ */
+export function rollbackDataset (datasetFile: string, { keep, to }: { keep: number, to?: string }): RolledBack {
+  const kept = keptVersions(datasetFile)
+  if (kept.length === 0) {
+    throw new Error(`${datasetFile} has no kept version to roll back to (a version is kept at each import or ` +
+      'generate)')
+  }
+  const pick = to === undefined ? kept[0] : kept.find((v) => v.id === to)
+  if (!pick) {
+    throw new Error(`${datasetFile} has no kept version ${to}; its versions: ${kept.map((v) => v.id).join(', ')}`)
+  }
+  const current = identity(datasetFile)
+  const picked = identity(pick.path)
+  const restored = keptInfo(pick)
+  checkVersion(pick)
+  const replaced = current === undefined ? undefined : describe(datasetFile)
+  return withLock(datasetFile, () => {
+    if (identity(datasetFile) !== current || identity(pick.path) !== picked) {
+      throw new Error(`${datasetFile} or version ${pick.id} changed while the rollback ran (another import, ` +
+        'generate or rollback): nothing changed; look at datasets versions and run it again')
+    }
+    const id = keepCurrent(datasetFile)
+    renameSync(pick.path, datasetFile)
+    fsyncDirectory(dirname(datasetFile))
+    fsyncDirectory(versionsDir(datasetFile))
+    const keptNow = id === undefined
+      ? undefined
+      : { version: id, current: false, path: keptPath(datasetFile, id), replacedAt: timeOf(id), ...replaced }
+    return { restored, kept: keptNow, ...prune(datasetFile, keep) }
+  })
+}
