@@ -763,7 +763,7 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
   }
 }
 
-// Run as a program (npm run admin, node scripts/admin.ts); imported (lsp-admin.js, tests), it only exports main.
+// Run as a program (npm run admin runs dist/scripts/admin.js); imported (lsp-admin.js, tests), it only exports main.
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   process.exitCode = await main(process.argv.slice(2))
 }
