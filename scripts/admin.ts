@@ -9,8 +9,7 @@ import { Command, CommanderError, Help, Option } from 'commander'
 import Database from 'better-sqlite3'
 import { generateDataset } from '../src/setup/data-dir.ts'
 import { requestReload, requestSharedReload } from '../src/instances/instances.ts'
-import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
-import { importSites } from '../src/sites/import.ts'
+import { IMPORT_FORMATS, formatFromPath } from '../src/sites/file-formats.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { replaceFile } from '../src/setup/replace-file.ts'
 import { loadConfig, type Config } from '../src/config.ts'
@@ -350,6 +349,8 @@ async function datasetsImport ({ config, options, stderr }: Context): Promise<Re
   const progress = stderr.isTTY ? progressBar(stderr, dataset) : undefined
   const started = performance.now()
   const names = categoryNames(options['category-name'])
+  // loaded here: the file parsers cost every other command's start-up for nothing
+  const { importSites } = await import('../src/sites/import.ts')
   const result = await importSites({
     file, format, target, precision, categoryNames: names, onProgress: progress?.update
   })
