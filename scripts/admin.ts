@@ -9,8 +9,7 @@ import { Command, CommanderError, Help, Option } from 'commander'
 import Database from 'better-sqlite3'
 import { generateReplacing } from '../src/setup/data-dir.ts'
 import { requestReload, requestSharedReload } from '../src/instances/instances.ts'
-import { IMPORT_FORMATS, formatFromPath } from '../src/sites/import-formats.ts'
-import { importSites } from '../src/sites/import.ts'
+import { IMPORT_FORMATS, formatFromPath } from '../src/sites/file-formats.ts'
 import { readSites, writeSitesFile } from '../src/sites/export.ts'
 import { replaceFile } from '../src/setup/replace-file.ts'
 import { loadConfig, type Config } from '../src/config.ts'
@@ -402,6 +401,8 @@ async function datasetsImport ({ config, options, stderr }: Context): Promise<Re
   const started = performance.now()
   const names = categoryNames(options['category-name'])
   const dryRun = options['dry-run'] === true
+  // loaded here: the file parsers cost every other command's start-up for nothing
+  const { importSites } = await import('../src/sites/import.ts')
   const result = await importSites({
     file,
     format,
@@ -886,7 +887,7 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
   }
 }
 
-// Run as a program (npm run admin, node scripts/admin.ts); imported (lsp-admin.js, tests), it only exports main.
+// Run as a program (npm run admin runs dist/scripts/admin.js); imported (lsp-admin.js, tests), it only exports main.
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   process.exitCode = await main(process.argv.slice(2))
 }

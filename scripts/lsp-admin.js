@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// The operator CLI as a package bin: loads the TypeScript entry through tsx and runs it.
-import { register } from 'tsx/esm/api'
+// The operator CLI as a package bin: runs the compiled CLI (dist/, built by npm install).
+import { main } from '../dist/scripts/admin.js'
 
-register()
-const { main } = await import('./admin.ts')
 process.exitCode = await main(process.argv.slice(2), { name: 'lsp-admin' })

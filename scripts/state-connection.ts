@@ -1,5 +1,5 @@
 // The operator CLI's connection to the shared state (STATE_URL), for one command.
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { withoutCredentials } from '../src/http/redact.ts'
 import { FailedError } from './cli-errors.ts'
 
@@ -11,6 +11,8 @@ const REDIS_TIMEOUT_MS = 5_000
  * or does not answer (a Redis that hangs accepts connections and answers nothing).
  */
 export async function connectState (url: string): Promise<Redis> {
+  // loaded here: ioredis costs the start-up of every command that does not use Redis
+  const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,

@@ -2,7 +2,7 @@
 import { once } from 'node:events'
 import type { WriteStream } from 'node:fs'
 import { DatasetError, openDatasetFile } from './dataset.ts'
-import { CSV_HEADER, type ImportFormat } from './import-formats.ts'
+import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
 import type { SiteRow } from './dataset-file.ts'
 import { replaceFile } from '../setup/replace-file.ts'
 

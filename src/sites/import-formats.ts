@@ -8,10 +8,7 @@ import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from '
 import { jsonParser, type Token } from 'stream-json/core/parser.js'
 import { Assembler } from 'stream-json/core/assembler.js'
 import { getManyValues, isMany, none } from 'stream-chain/defs.js'
-
-export type ImportFormat = 'csv' | 'geojson' | 'ndjson'
-export const IMPORT_FORMATS: readonly ImportFormat[] = ['csv', 'geojson', 'ndjson']
-export const CSV_HEADER = ['id', 'category', 'name', 'region', 'country', 'latitude', 'longitude', 'tags'] as const
+import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
 
 /** Told the bytes read so far, after each read. */
 type OnBytes = (bytes: number) => void
@@ -21,14 +18,6 @@ export interface RawRecord {
   /** The record's fields, or the reason it could not be read at all. */
   fields?: Record<string, unknown>
   error?: string
-}
-
-export function formatFromPath (path: string): ImportFormat | undefined {
-  const lower = path.toLowerCase()
-  if (lower.endsWith('.csv')) return 'csv'
-  if (lower.endsWith('.geojson') || lower.endsWith('.json')) return 'geojson'
-  if (lower.endsWith('.ndjson') || lower.endsWith('.jsonl')) return 'ndjson'
-  return undefined
 }
 
 /**

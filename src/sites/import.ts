@@ -7,7 +7,8 @@ import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, NAME_RULE, isName } from '.
 import {
   COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow
 } from './dataset-file.ts'
-import { readRecordBatches, type ImportFormat } from './import-formats.ts'
+import { readRecordBatches } from './import-formats.ts'
+import type { ImportFormat } from './file-formats.ts'
 import { replaceDataset, type ReplacePolicy, type Replaced } from './versions.ts'
 
 export const MAX_REPORTED_ERRORS = 20
