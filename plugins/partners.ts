@@ -1,4 +1,5 @@
-// The partner directory, refreshed every PARTNER_REFRESH_MS from control.db, or from Redis with STATE_URL.
+// The partner directory, refreshed every PARTNER_REFRESH_MS from control.db, or from Redis with STATE_URL:
+// each look reads the partners changed since the last one.
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { outageReporter } from '../src/health/outage.ts'
@@ -30,19 +31,20 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
     timer = setInterval(() => {
       if (inFlight) return
       inFlight = true
-      directory.refreshShared().finally(() => { inFlight = false }).then((outcome) => {
+      directory.refreshShared().finally(() => { inFlight = false }).then(({ restored, changed }) => {
         report()
-        if (outcome === 'restored') {
+        if (restored) {
           app.log.warn({ partners: directory.size },
             'the shared state had lost the partners; put back from this instance\'s copy')
-        } else if (outcome === 'changed') app.log.info({ partners: directory.size }, 'partners reloaded')
+        } else if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')
       }, report)
     }, options.refreshMs)
   } else {
     directory = new PartnerDirectory(store)
     timer = setInterval(() => {
       app.controlDb.attempt('partners', () => {
-        if (directory.refresh()) app.log.info({ partners: directory.size }, 'partners reloaded')
+        const changed = directory.refresh()
+        if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')
       })
     }, options.refreshMs)
   }

@@ -54,7 +54,7 @@ async function main () {
   }
   if (demoToken) {
     // served from the first request, not from the directory's next look at control.db
-    app.controlDb.attempt('partners', () => app.partners.refresh(true))
+    app.controlDb.attempt('partners', () => app.partners.refresh())
     process.stdout.write([
       '',
       'Demo partner created (slug "demo"). Its token is shown this once; keep it:',

@@ -1,15 +1,15 @@
 // Prometheus metrics (prom-client), kept in a registry of this service's own: requests and latency
 // by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records' JSON
-// in memory, reloads, control.db state, log lines dropped, and Node's process metrics. A request
-// adds to plain numbers; samples are made when Prometheus scrapes (src/metrics/server.ts serves
-// them on METRICS_PORT). Node's process metrics are made once per process and shown by every app's
-// registry (a test process builds many apps).
+// in memory, reloads, partner rows read, control.db state, log lines dropped, and Node's process
+// metrics. A request adds to plain numbers; samples are made when Prometheus scrapes
+// (src/metrics/server.ts serves them on METRICS_PORT). Node's process metrics are made once per
+// process and shown by every app's registry (a test process builds many apps).
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** What the gauges read at scrape time. */
 export interface MetricSources {
   datasets: { served (): { dataset: string, site_count: number, built_at: string }[] }
-  partners: { size: number }
+  partners: { size: number, rowsRead: number }
   controlDb: { writable: boolean }
   cache: { size: number, lookups: { hit: number, miss: number } }
   log?: { droppedLines: number }
@@ -121,6 +121,9 @@ export function createMetrics (sources: MetricSources): Metrics {
     'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; ' +
     'their records are made again when asked for', 'counter',
     () => [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
+  register(scraped('lsp_partner_rows_read_total',
+    'Partner rows read from control.db or Redis: all at boot, then those of the partners changed', 'counter',
+    () => [{ labels: {}, value: sources.partners.rowsRead }]))
   register(scraped('lsp_dataset_reloads_total',
     'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter',
     () => [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))

@@ -1,17 +1,27 @@
-// Partners as the service holds them: a table from token digest to partner profile, rebuilt when
-// control.db (or Redis, with STATE_URL) changes, so CLI changes apply without a restart.
+// Partners as the service holds them: a table from token digest to partner profile, kept up to date
+// from control.db (or Redis, with STATE_URL) so that CLI changes apply without a restart. Each look
+// reads a change mark that only partner writes move; when it moved, only the partners changed since
+// are read again.
 import { profileOf, type PartnerProfile } from './permissions.ts'
-import { fromRow, type Partner, type PartnerRow, type PartnerStore } from './store.ts'
+import { fromRow, type PartnerRow, type PartnerStore } from './store.ts'
 import type { RedisPartnerStore } from './redis-store.ts'
 import { tokenDigest } from './tokens.ts'
 
+/** Changed partners by their key in the store, each with its row now, or undefined when it is gone. */
+type Changes = Map<string, PartnerRow | undefined>
+
 export class PartnerDirectory {
   private byDigest = new Map<string, PartnerProfile>()
-  private seenVersion = -1
-  /** Rows as last read from Redis, to put back if Redis loses them. */
-  private sharedRows: PartnerRow[] = []
+  /** The digest each partner is found by, by its key in the store (control.db: id; Redis: slug). */
+  private digestOf = new Map<string, string>()
+  /** The change mark the table is as of; -1 before the first read. */
+  private seenMark = -1
+  /** Rows as last read from Redis, by slug, to put back if Redis loses them. */
+  private sharedRows = new Map<string, PartnerRow>()
   /** Redis's partners epoch as last read: another one means Redis lost its data meanwhile. */
   private epoch: string | undefined
+  /** Partner rows read from the store since start (lsp_partner_rows_read_total). */
+  rowsRead = 0
 
   /**
    * `store` is control.db (also used for the instance rows and counters); `shared`, when
@@ -21,44 +31,82 @@ export class PartnerDirectory {
     if (!shared) this.refresh()
   }
 
-  private load (entries: { partner: Partner, digest: string }[], version: number) {
-    const next = new Map<string, PartnerProfile>()
-    for (const { partner, digest } of entries) next.set(digest, profileOf(partner))
-    this.byDigest = next
-    this.seenVersion = version
+  /** Every partner anew. */
+  private loadAll (rows: PartnerRow[], keyOf: (row: PartnerRow) => string, mark: number) {
+    this.byDigest = new Map()
+    this.digestOf = new Map()
+    this.apply(new Map(rows.map((row) => [keyOf(row), row])), mark)
   }
 
-  /**
-   * Rebuilds the table if control.db changed since the last look (`force`: also after a write on
-   * this connection, which data_version does not count); true when it did.
-   */
-  refresh (force = false): boolean {
-    const version = this.store.dataVersion()
-    if (version === this.seenVersion && !force) return false
-    this.load(this.store.listWithDigests(), version)
-    return true
-  }
-
-  /**
-   * The same from Redis: the version first, the table only when it moved. A new epoch is a Redis
-   * that lost its data (restarted without persistence): the partners it lacks are put back from
-   * this copy, whatever was written there since (an operator's change is newer and stays), instead
-   * of every token but those being refused.
-   */
-  async refreshShared (): Promise<'same' | 'changed' | 'restored'> {
-    const shared = this.shared!
-    let { version, epoch } = await shared.state()
-    let restored = false
-    if (this.epoch !== undefined && epoch !== this.epoch && this.sharedRows.length > 0) {
-      restored = await shared.mergeRows(this.sharedRows) > 0
-      version = (await shared.state()).version
+  /** The changed partners: every old entry out first, as one partner's new digest may be another's old one. */
+  private apply (changes: Changes, mark: number) {
+    for (const key of changes.keys()) {
+      const digest = this.digestOf.get(key)
+      if (digest === undefined) continue
+      this.byDigest.delete(digest)
+      this.digestOf.delete(key)
     }
-    this.epoch = epoch
-    if (!restored && version === this.seenVersion) return 'same'
-    const rows = await shared.exportRows()
-    this.sharedRows = rows
-    this.load(rows.map((row) => ({ partner: fromRow(row), digest: row.token_sha256 })), version)
-    return restored ? 'restored' : 'changed'
+    for (const [key, row] of changes) {
+      if (row === undefined) continue
+      this.rowsRead++
+      this.byDigest.set(row.token_sha256, profileOf(fromRow(row)))
+      this.digestOf.set(key, row.token_sha256)
+    }
+    this.seenMark = mark
+  }
+
+  /**
+   * Reads from control.db the partners changed since the last look; how many changed (0: none).
+   * A mark lower than the one seen is a change log reset by hand: everything is read again.
+   */
+  refresh (): number {
+    const mark = this.store.changeMark()
+    if (mark === this.seenMark) return 0
+    if (mark < this.seenMark || this.seenMark < 0) {
+      const all = this.store.snapshot()
+      this.loadAll(all.rows, (row) => row.id, all.mark)
+      return all.rows.length
+    }
+    const { mark: now, rows } = this.store.changesSince(this.seenMark)
+    this.apply(rows, now)
+    return rows.size
+  }
+
+  /**
+   * The same from Redis: the version first, the changed partners only when it moved. A new epoch
+   * is a Redis that lost its data (restarted without persistence): the partners it lacks are put
+   * back from this copy, whatever was written there since (an operator's change is newer and
+   * stays), instead of every token but those being refused; then everything is read again.
+   * `changed`: how many partners were read again or dropped (0: none).
+   */
+  async refreshShared (): Promise<{ restored: boolean, changed: number }> {
+    const shared = this.shared!
+    const { version, epoch } = await shared.state()
+    const lost = this.epoch !== undefined && epoch !== this.epoch
+    const restored = lost && this.sharedRows.size > 0 && await shared.mergeRows([...this.sharedRows.values()]) > 0
+    if (this.epoch === undefined || lost) {
+      // the version before the rows: a write between the two is read again at the next look
+      const mark = restored ? (await shared.state()).version : version
+      const rows = await shared.exportRows()
+      this.epoch = epoch
+      this.sharedRows = new Map(rows.map((row) => [row.slug, row]))
+      this.loadAll(rows, (row) => row.slug, mark)
+      return { restored, changed: rows.length }
+    }
+    if (version === this.seenMark) return { restored: false, changed: 0 }
+    const changes = await shared.changesSince(this.seenMark)
+    if (changes === undefined) { // a writer that records no changes (an older CLI) wrote: read everything
+      const rows = await shared.exportRows()
+      this.sharedRows = new Map(rows.map((row) => [row.slug, row]))
+      this.loadAll(rows, (row) => row.slug, version)
+      return { restored: false, changed: rows.length }
+    }
+    for (const [slug, row] of changes.rows) {
+      if (row === undefined) this.sharedRows.delete(slug)
+      else this.sharedRows.set(slug, row)
+    }
+    this.apply(changes.rows, changes.version)
+    return { restored: false, changed: changes.rows.size }
   }
 
   /** Found by the SHA-256 of the token: no comparison ever runs over the token itself. */

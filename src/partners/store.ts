@@ -1,5 +1,5 @@
 // Partners in control.db (docs/data-files.md). The CLI writes here; the service reads, and
-// notices another process's commit through PRAGMA data_version.
+// notices partner changes through partner_changes, which only writes to the partners table move.
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -53,6 +53,27 @@ export class PartnerStoreError extends Error {
   }
 }
 
+/**
+ * Each partner's latest change, numbered in commit order, kept by triggers: every writer of the
+ * partners table moves it (this CLI, an older one, a sqlite3 shell), and nothing else does, so the
+ * service's own heartbeats and counter saves cost no partner reload. One row per partner id: its
+ * newest change (AUTOINCREMENT never gives a number twice, so the newest number only grows).
+ */
+const noteChanges = (ids: string) => `
+  INSERT INTO partner_changes (partner_id) VALUES ${ids.split(', ').map((id) => `(${id})`).join(', ')};
+  DELETE FROM partner_changes WHERE partner_id IN (${ids}) AND seq <
+    (SELECT max(seq) FROM partner_changes AS newer WHERE newer.partner_id = partner_changes.partner_id);`
+const PARTNER_CHANGES = `
+CREATE TABLE IF NOT EXISTS partner_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, partner_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS partner_changes_by_partner ON partner_changes (partner_id);
+CREATE TRIGGER IF NOT EXISTS partner_inserted AFTER INSERT ON partners BEGIN${noteChanges('NEW.id')}
+END;
+CREATE TRIGGER IF NOT EXISTS partner_updated AFTER UPDATE ON partners BEGIN${noteChanges('OLD.id, NEW.id')}
+END;
+CREATE TRIGGER IF NOT EXISTS partner_deleted AFTER DELETE ON partners BEGIN${noteChanges('OLD.id')}
+END;
+`
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS partners (
   id TEXT PRIMARY KEY,
@@ -71,7 +92,7 @@ CREATE TABLE IF NOT EXISTS partners (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
-`
+${PARTNER_CHANGES}`
 
 export interface PartnerRow {
   id: string
@@ -330,9 +351,32 @@ export class PartnerStore {
     return new Error(`${path} cannot be used: ${(err as Error).message}`, { cause: err })
   }
 
-  /** Changes whenever another connection commits to the file. */
-  dataVersion (): number {
-    return this.db.pragma('data_version', { simple: true }) as number
+  /** The newest partner change's number: moved by every write to the partners table, and by nothing else. */
+  changeMark (): number {
+    return this.db.prepare('SELECT coalesce(max(seq), 0) FROM partner_changes').pluck().get() as number
+  }
+
+  /** Every partner, and the change mark they are as of (one read transaction). */
+  snapshot (): { mark: number, rows: PartnerRow[] } {
+    return this.db.transaction(() => ({
+      mark: this.changeMark(),
+      rows: this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]
+    }))()
+  }
+
+  /**
+   * The partners changed since change `mark`, by id: each one's row now, or undefined when it is
+   * gone (deleted, or replaced by an import under another id); and the mark they are as of.
+   */
+  changesSince (mark: number): { mark: number, rows: Map<string, PartnerRow | undefined> } {
+    return this.db.transaction(() => {
+      const ids = this.db.prepare('SELECT partner_id FROM partner_changes WHERE seq > ?').pluck().all(mark) as string[]
+      const rows = new Map<string, PartnerRow | undefined>(ids.map((id) => [id, undefined]))
+      const select = this.db.prepare('SELECT * FROM partners WHERE id IN ' +
+        '(SELECT partner_id FROM partner_changes WHERE seq > ?)')
+      for (const row of select.all(mark) as PartnerRow[]) rows.set(row.id, row)
+      return { mark: this.changeMark(), rows }
+    })()
   }
 
   count (): number {
@@ -341,12 +385,6 @@ export class PartnerStore {
 
   list (): Partner[] {
     return (this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]).map(fromRow)
-  }
-
-  /** Every partner with the digest of its token, for the service's lookup table. */
-  listWithDigests (): { partner: Partner, digest: string }[] {
-    const rows = this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]
-    return rows.map((row) => ({ partner: fromRow(row), digest: row.token_sha256 }))
   }
 
   private row (slug: string): PartnerRow {

@@ -1,17 +1,49 @@
 // Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse,
-// GeoJSON through stream-json's tokenizer, NDJSON a line at a time. Each yields raw records with the
-// label an operator finds them by (`line N`, or `feature N` for GeoJSON), in batches of one read's
-// worth, holding only those in memory, so a file of any size reads in bounded memory.
+// NDJSON a line at a time, GeoJSON's features one at a time (the rest of the collection through
+// stream-json's tokenizer). Each yields raw records with the label an operator finds them by
+// (`line N`, or `feature N` for GeoJSON), in batches of one read's worth, holding only those in
+// memory; one record is bounded in size and nesting, so a file of any content reads in bounded
+// memory.
 import { isUtf8 } from 'node:buffer'
 import { createReadStream } from 'node:fs'
 import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
 import { jsonParser, type Token } from 'stream-json/core/parser.js'
-import { Assembler } from 'stream-json/core/assembler.js'
 import { getManyValues, isMany, none } from 'stream-chain/defs.js'
 import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
 
 /** Told the bytes read so far, after each read. */
 type OnBytes = (bytes: number) => void
+
+/**
+ * The most one record (a CSV record, an NDJSON line, a GeoJSON feature) may take, in bytes: a
+ * hostile file's one record would otherwise be held whole, and built into values many times its
+ * size.
+ */
+export const MAX_RECORD_BYTES = 64 * 1024
+/** The most levels of arrays and objects one record may nest (a GeoJSON feature needs three). */
+export const MAX_RECORD_DEPTH = 32
+
+const tooLong = (record: string) =>
+  `the ${record} is longer than 64 KiB (65,536 bytes), the most one record may take`
+const TOO_DEEP = `arrays and objects nested more than ${MAX_RECORD_DEPTH} levels deep`
+
+/** Over MAX_RECORD_BYTES as UTF-8: counted only for text that may be (a UTF-16 unit is 1 to 3 bytes). */
+const overBound = (text: string) =>
+  text.length * 3 > MAX_RECORD_BYTES && Buffer.byteLength(text) > MAX_RECORD_BYTES
+
+/** Whether the array or object `value` nests arrays and objects more than `levels` deep (itself the first). */
+function deeperThan (value: object, levels: number): boolean {
+  if (levels === 0) return true
+  if (Array.isArray(value)) {
+    for (const item of value) if (item !== null && typeof item === 'object' && deeperThan(item, levels - 1)) return true
+    return false
+  }
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key]
+    if (item !== null && typeof item === 'object' && deeperThan(item, levels - 1)) return true
+  }
+  return false
+}
 
 export interface RawRecord {
   label: string
@@ -106,40 +138,63 @@ async function * chunks (path: string, onBytes?: OnBytes): AsyncGenerator<string
   }
 }
 
+/** A line too long to be a record: its text is not kept. */
+const LONG_LINE = Symbol('longer than MAX_RECORD_BYTES')
+
 interface LineBatch {
-  lines: string[]
+  lines: (string | typeof LONG_LINE)[]
   /** the batch holds the file's last line, which no line break ends: the file may be cut short */
   unterminated: boolean
 }
 
+/** A line's text without its CR, or LONG_LINE. */
+const lineOf = (text: string) => {
+  const line = text.charCodeAt(text.length - 1) === 13 ? text.slice(0, -1) : text
+  return overBound(line) ? LONG_LINE : line
+}
+
 /**
  * Physical lines without their line ending, a chunk's worth at a time (a line is numbered by its
- * place: the first line yielded is line 1). Rows are handed on in batches because a step of an
- * async generator per row cost more than reading the row.
+ * place: the first line yielded is line 1); a line over MAX_RECORD_BYTES is LONG_LINE, and no more
+ * of it than that is held. Rows are handed on in batches because a step of an async generator per
+ * row cost more than reading the row.
  */
 async function * lineBatches (path: string, onBytes?: OnBytes): AsyncGenerator<LineBatch> {
   // the start of a line no break has ended yet, in pieces: a long line is joined once, and each
   // chunk searched once (joining and searching again per chunk is quadratic in the line's length)
   let carry: string[] = []
+  let carried = 0 // its characters
+  let long = false // the line carried is over the bound: its pieces are dropped
   for await (const chunk of chunks(path, onBytes)) {
-    let nl = chunk.indexOf('\n')
-    if (nl < 0) {
-      carry.push(chunk)
-      continue
-    }
-    const text = carry.length > 0 ? carry.join('') + chunk : chunk
-    const lines: string[] = []
+    const lines: LineBatch['lines'] = []
     let start = 0
-    for (nl += text.length - chunk.length; nl >= 0; nl = text.indexOf('\n', start)) {
-      const end = nl > start && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
-      lines.push(text.slice(start, end))
+    let nl = chunk.indexOf('\n')
+    if (nl >= 0 && (carried > 0 || long)) { // the line carried ends here
+      lines.push(long || carried + nl > MAX_RECORD_BYTES ? LONG_LINE : lineOf(carry.join('') + chunk.slice(0, nl)))
+      carry = []
+      carried = 0
+      long = false
+      start = nl + 1
+      nl = chunk.indexOf('\n', start)
+    }
+    for (; nl >= 0; nl = chunk.indexOf('\n', start)) {
+      lines.push(lineOf(chunk.slice(start, nl)))
       start = nl + 1
     }
-    carry = start < text.length ? [text.slice(start)] : []
-    yield { lines, unterminated: false }
+    if (start < chunk.length && !long) { // the rest begins, or goes on with, a line not ended yet
+      carried += chunk.length - start
+      if (carried <= MAX_RECORD_BYTES) {
+        carry.push(chunk.slice(start))
+      } else {
+        carry = []
+        carried = 0
+        long = true
+      }
+    }
+    if (lines.length > 0) yield { lines, unterminated: false }
   }
-  const rest = carry.join('')
-  if (rest !== '') yield { lines: [rest.endsWith('\r') ? rest.slice(0, -1) : rest], unterminated: true }
+  if (long) yield { lines: [LONG_LINE], unterminated: true }
+  else if (carried > 0) yield { lines: [lineOf(carry.join(''))], unterminated: true }
 }
 
 /**
@@ -212,13 +267,17 @@ class CsvRecords extends CsvParser {
 
 /**
  * CSV (RFC 4180) read by csv-parse. A record is labelled with the line it starts on; a record it
- * cannot read (malformed quoting) is reported and reading goes on with the next one.
+ * cannot read (malformed quoting) is reported and reading goes on with the next one. A record
+ * longer than MAX_RECORD_BYTES ends the reading, found at the latest one read after the bound
+ * (csv-parse would hold it whole, in as many fields as it has commas, and cannot resume inside it).
  */
 async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   let column: number[] | undefined // where each of CSV_HEADER's names is in a record
   let batch: RawRecord[] = []
   let done = false // the header is wrong: nothing more is read
   let lastSkipped: string | undefined
+  let recordStart = 0 // file offset of the record being read
+  let written = 0 // bytes given to the parser
   const lines = new LineCounter()
   const headerError = () => {
     batch.push({ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` })
@@ -232,7 +291,12 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
       for (let i = field.indexOf('\n'); i >= 0; i = field.indexOf('\n', i + 1)) line--
     }
     const label = `line ${line}`
-    if (!column) {
+    const size = end - recordStart
+    recordStart = end
+    if (size > MAX_RECORD_BYTES) {
+      batch.push({ label, error: tooLong('record') })
+      done = true // as for one still being read: the same outcome whatever the reads
+    } else if (!column) {
       const names = fields.map((f) => f.trim())
       if (names.length !== CSV_HEADER.length || !CSV_HEADER.every((h) => names.includes(h))) return headerError()
       column = CSV_HEADER.map((h) => names.indexOf(h))
@@ -251,6 +315,8 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
     if (!column) return headerError()
     // the offset of the record's start, or of its last field read before the error
     const label = `line ${lines.lineOf(err.bytes as number).line}`
+    // where this record ends is not known: the next one is measured from here (the file is refused anyway)
+    recordStart = err.bytes as number
     const error = err.code === 'CSV_QUOTE_NOT_CLOSED'
       ? 'unterminated quoted field: the file ends inside it (cut short?)'
       : 'malformed quoting'
@@ -274,6 +340,11 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
       if (failure) throw failure
       lines.add(buffer)
       parser.write(buffer) // parsed at once: its records reach onRecord before write returns
+      written += buffer.length
+      if (!done && written - recordStart > MAX_RECORD_BYTES) {
+        batch.push({ label: `line ${lines.lineOf(recordStart).line}`, error: tooLong('record') })
+        done = true
+      }
       if (batch.length > 0) {
         yield batch
         batch = []
@@ -306,13 +377,19 @@ async function * readNdjsonBatches (path: string, onBytes?: OnBytes): AsyncGener
     const batch: RawRecord[] = []
     for (const text of lines) {
       n++
+      const label = `line ${n}`
+      if (text === LONG_LINE) {
+        batch.push({ label, error: tooLong('line') })
+        continue
+      }
       if (text.trim() === '') continue
       // a last line without its line break is taken when it is a whole object: a cut one never parses
       const value = parseJson(text)
-      const label = `line ${n}`
       if (value === NOT_JSON) batch.push({ label, error: unterminated ? NDJSON_CUT_SHORT : 'not valid JSON' })
       else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
         batch.push({ label, error: 'not a JSON object' })
+      } else if (deeperThan(value, MAX_RECORD_DEPTH)) {
+        batch.push({ label, error: TOO_DEEP })
       } else batch.push({ label, fields: value as Record<string, unknown> })
     }
     if (batch.length > 0) yield batch
@@ -321,102 +398,245 @@ async function * readNdjsonBatches (path: string, onBytes?: OnBytes): AsyncGener
 
 const INCOMPLETE_COLLECTION =
   'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)'
+const NOT_COLLECTION = 'the file is not a GeoJSON FeatureCollection (no top-level object)'
+
+const [SPACE, TAB, LF, CR, QUOTE, BACKSLASH, COMMA] = [32, 9, 10, 13, 34, 92, 44]
+const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET] = [123, 125, 91, 93]
+const isSpace = (c: number) => c === SPACE || c === LF || c === CR || c === TAB
 
 /**
- * GeoJSON FeatureCollection, streamed: stream-json's tokenizer reads the file, each element of the
- * top-level "features" array is assembled on its own (the rest of the file is never held).
+ * The elements of a "features" array, read from the text after its `[`. Each element's extent is
+ * found by its brackets and strings, then the element alone is parsed (JSON.parse): a syntax error
+ * is reported at the feature it is in (a tokenizer fed a whole read loses the features of that
+ * read before the error), and a feature over MAX_RECORD_BYTES or MAX_RECORD_DEPTH is refused
+ * without being held or built.
+ */
+class FeatureArray {
+  /** features read, in every "features" array of the file */
+  n = 0
+  /** an element has begun and not ended */
+  inElement = false
+  /** an element was not valid JSON: reading stops (where the next begins is not known) */
+  broken = false
+  private expect: 'first' | 'element' | 'separator' = 'first'
+  private literal = false // a number, true, false or null: it ends where a separator begins
+  private pieces: string[] = [] // its text, in pieces, while within the bound
+  private size = 0 // its characters
+  private depth = 0 // arrays and objects open in it
+  private deepest = 0
+  private inString = false
+  private escaped = false
+
+  open () {
+    this.expect = 'first'
+  }
+
+  /**
+   * Reads `text` from `from`, pushing a record per element into `out`: where the array's `]` is in
+   * the text, text.length when the array goes on in the next read, or -1 after a syntax error.
+   */
+  read (text: string, from: number, out: RawRecord[]): number {
+    for (let i = from; i < text.length;) {
+      if (this.inElement) {
+        const end = this.scan(text, i)
+        this.hold(text.slice(i, end < 0 ? text.length : end))
+        if (end < 0) return text.length
+        out.push(this.element())
+        if (this.broken) return -1
+        i = end
+        continue
+      }
+      const c = text.charCodeAt(i)
+      if (isSpace(c)) {
+        i++
+      } else if (this.expect === 'separator' && c === COMMA) {
+        this.expect = 'element'
+        i++
+      } else if (c === CLOSE_BRACKET && this.expect !== 'element') {
+        return i
+      } else if (this.expect === 'separator' || c === CLOSE_BRACKET) {
+        // a comma missing between two features, or one too many before the `]`
+        out.push({ label: `feature ${this.n + 1}`, error: 'not valid JSON' })
+        return -1
+      } else {
+        this.inElement = true
+        this.literal = c !== OPEN_BRACE && c !== OPEN_BRACKET && c !== QUOTE
+      }
+    }
+    return text.length
+  }
+
+  /** Where the element ends in `text` (the index after it), or -1 when it goes on in the next read. */
+  private scan (text: string, from: number): number {
+    if (this.literal) {
+      for (let i = from; i < text.length; i++) {
+        const c = text.charCodeAt(i)
+        if (isSpace(c) || c === COMMA || c === CLOSE_BRACKET) return i
+      }
+      return -1
+    }
+    for (let i = from; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      if (this.inString) {
+        if (this.escaped) this.escaped = false
+        else if (c === BACKSLASH) this.escaped = true
+        else if (c === QUOTE) {
+          this.inString = false
+          if (this.depth === 0) return i + 1 // a string element
+        }
+      } else if (c === QUOTE) {
+        this.inString = true
+      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        this.deepest = Math.max(this.deepest, ++this.depth)
+      } else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --this.depth === 0) {
+        return i + 1
+      }
+    }
+    return -1
+  }
+
+  /** Keeps a piece of the element while the element is within the bound. */
+  private hold (piece: string) {
+    this.size += piece.length
+    if (this.size <= MAX_RECORD_BYTES) this.pieces.push(piece)
+    else this.pieces = []
+  }
+
+  /** The element read, as a record; the state made ready for the next. */
+  private element (): RawRecord {
+    const label = `feature ${++this.n}`
+    const text = this.pieces.join('')
+    const { size, deepest } = this
+    this.inElement = false
+    this.expect = 'separator'
+    this.pieces = []
+    this.size = this.depth = this.deepest = 0
+    if (size > MAX_RECORD_BYTES || overBound(text)) return { label, error: tooLong('feature') }
+    if (deepest > MAX_RECORD_DEPTH) return { label, error: TOO_DEEP }
+    const value = parseJson(text)
+    if (value !== NOT_JSON) return featureRecord(value, this.n)
+    this.broken = true
+    return { label, error: 'not valid JSON' }
+  }
+}
+
+/**
+ * GeoJSON FeatureCollection, streamed: the elements of the top-level "features" array are read one
+ * by one (FeatureArray), the rest of the file by stream-json's tokenizer, which is given the text
+ * up to each array opened in the top-level object, to tell whether it is "features".
  */
 async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   const tokenize = jsonParser({ streamValues: false }) // whole keys, strings and numbers: one token each
-  const assembler = new Assembler()
-  let depth = 0 // 1: in the top-level object, 2: in its "features" array
+  const features = new FeatureArray()
+  let depth = 0 // the tokens': 1 in the top-level object, 2 in one of its arrays or objects
   let key: string | undefined // the top-level key whose value comes next
   let typeValue: unknown
   let sawFeatures = false
-  let inFeatures = false
-  let inElement = false // an element of "features" is being assembled
-  let started = false
-  let n = 0
+  let inFeatures = false // the tokens are in the "features" array
+  let owned = false // FeatureArray reads the text: the tokenizer has had the array's `[`, not its `]`
+  let textDepth = 0 // the same depth, in the text read so far
+  let inString = false
+  let escaped = false
+  let started = false // a character other than whitespace was read
   let parsed: RawRecord[] = []
-  const notCollection = () => {
-    parsed.push({ label: 'feature 0', error: 'the file is not a GeoJSON FeatureCollection (no top-level object)' })
-    return false
-  }
-  /** false: reading stops */
-  const onToken = (token: Token): boolean => {
-    if (inElement) {
-      assembler.consume(token)
-      if (assembler.done) {
-        inElement = false
-        parsed.push(featureRecord(assembler.current, ++n))
-      }
-      return true
-    }
-    if (!started) {
-      started = true
-      if (token.name !== 'startObject') return notCollection()
-    }
+
+  const onToken = (token: Token) => {
     switch (token.name) {
       case 'startObject': case 'startArray':
-        if (inFeatures && depth === 2) {
-          inElement = true
-          assembler.consume(token)
-          return true
-        }
         if (depth === 1 && key === 'features' && token.name === 'startArray') inFeatures = sawFeatures = true
         depth++
         key = undefined
-        return true
+        return
       case 'endObject': case 'endArray':
         depth--
         if (depth === 1) inFeatures = false
-        return true
+        return
       case 'keyValue':
         if (depth === 1) key = token.value
-        return true
+        return
       default: // a value of its own: a string, number, true, false or null
-        if (inFeatures && depth === 2) parsed.push(featureRecord(tokenValue(token), ++n))
-        else if (depth === 1 && key === 'type') typeValue = (token as { value?: unknown }).value
+        if (depth === 1 && key === 'type') typeValue = (token as { value?: unknown }).value
         if (depth === 1) key = undefined
-        return true
     }
   }
-  /** false: reading stops */
+  /** Gives the tokenizer `text` (none: the end of the file); false, with the problem reported, on a syntax error. */
   const feed = (text: string | typeof none): boolean => {
     let tokens: unknown
     try {
-      tokens = tokenize(text as string) // none: the end of the file
+      tokens = tokenize(text as string)
     } catch {
-      const error = text === none ? INCOMPLETE_COLLECTION : 'not valid JSON'
-      if (!started) notCollection()
-      else parsed.push({ label: `feature ${inElement ? n + 1 : n}`, error })
+      const where = sawFeatures ? ' after the "features" array' : ''
+      if (text === none) parsed.push({ label: `feature ${features.n}`, error: INCOMPLETE_COLLECTION })
+      else parsed.push({ label: 'feature 0', error: `not valid JSON${where}` })
       return false
     }
-    if (isMany(tokens)) {
-      for (const token of getManyValues(tokens) as Token[]) if (!onToken(token)) return false
-    }
+    if (isMany(tokens)) for (const token of getManyValues(tokens) as Token[]) onToken(token)
     return true
+  }
+  /** Reads a chunk of the file; false: reading stops. */
+  const read = (text: string): boolean => {
+    let from = 0 // the text before this was given to the tokenizer or FeatureArray
+    for (let i = 0; i < text.length;) {
+      if (owned) {
+        const end = features.read(text, i, parsed)
+        if (end < 0) return false
+        if (end === text.length) return true
+        owned = false // the array's `]`, at `end`, goes to the tokenizer
+        from = i = end
+        continue
+      }
+      const c = text.charCodeAt(i++)
+      if (!started) {
+        if (isSpace(c)) continue
+        started = true
+        if (c !== OPEN_BRACE) {
+          parsed.push({ label: 'feature 0', error: NOT_COLLECTION })
+          return false
+        }
+      }
+      if (inString) {
+        if (escaped) escaped = false
+        else if (c === BACKSLASH) escaped = true
+        else if (c === QUOTE) inString = false
+      } else if (c === QUOTE) {
+        inString = true
+      } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        textDepth--
+      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        textDepth++
+        // an array opened in the top-level object: the tokenizer's keys tell whether it is "features"
+        if (c === OPEN_BRACKET && textDepth === 2) {
+          if (!feed(text.slice(from, i))) return false
+          from = i
+          if (inFeatures) {
+            owned = true
+            features.open()
+          }
+        }
+      }
+    }
+    return from === text.length || feed(text.slice(from))
   }
 
   for await (const chunk of chunks(path, onBytes)) {
-    const more = feed(chunk)
+    const more = read(chunk)
     if (parsed.length > 0) yield parsed
     parsed = []
     if (!more) return
   }
-  if (!feed(none)) {
+  if (owned) {
+    const n = features.inElement ? features.n + 1 : features.n
+    yield [{ label: `feature ${n}`, error: INCOMPLETE_COLLECTION }]
+  } else if (!started) {
+    yield [{ label: 'feature 0', error: NOT_COLLECTION }]
+  } else if (!feed(none)) {
     yield parsed
   } else if (!sawFeatures || depth !== 0) {
-    yield [...parsed, { label: `feature ${inElement ? n + 1 : n}`, error: INCOMPLETE_COLLECTION }]
+    yield [{ label: `feature ${features.n}`, error: INCOMPLETE_COLLECTION }]
   } else if (typeValue !== 'FeatureCollection') {
-    yield [...parsed, { label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }]
-  } else if (parsed.length > 0) {
-    yield parsed
+    yield [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }]
   }
 }
-
-const tokenValue = (token: Token): unknown =>
-  token.name === 'numberValue' ? Number(token.value) : (token as { value?: unknown }).value
 
 function featureRecord (value: unknown, n: number): RawRecord {
   const label = `feature ${n}`

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { tmpDataDir } from '../helper.ts'
-import { admin, startServer, type Server } from '../run.ts'
+import { admin, metricsUrlOf, parseMetrics, startServer, type Server } from '../run.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
 
 if (!skippedWithoutRedis(t)) {
@@ -157,11 +157,17 @@ if (!skippedWithoutRedis(t)) {
     return Date.now() - started
   }
 
+  /** Partner rows each instance has read from Redis since it started. */
+  const rowsRead = () => Promise.all(servers.map(async (s) =>
+    parseMetrics(await (await fetch(metricsUrlOf(s))).text()).get('lsp_partner_rows_read_total')!))
+
   t.test('a suspension and a rotation made once reach every instance within 5 s', async (t) => {
+    const before = await rowsRead()
     const suspended = admin(['partners', 'update', 'steady', '--status', 'suspended'], env)
     t.equal(suspended.status, 0, suspended.stderr)
     const ms = await within5s('suspension everywhere', () => allAnswer(steady, 403))
     t.pass(`suspended everywhere after ${ms} ms`)
+    t.same((await rowsRead()).map((n, i) => n - before[i]), [1, 1, 1], 'each instance read that partner alone')
     t.equal(admin(['partners', 'update', 'steady', '--status', 'active'], env).status, 0)
     await within5s('reactivation everywhere', () => allAnswer(steady, 200))
     const rotated = admin(['partners', 'rotate', 'steady', '--json'], env)

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PartnerDirectory } from '../../src/partners/directory.ts'
-import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
+import { CHANGES_KEPT, RedisPartnerStore } from '../../src/partners/redis-store.ts'
 import { PartnerStore } from '../../src/partners/store.ts'
 import { scriptDeadline } from '../../src/shared-state/script-deadline.ts'
 import { tokenDigest } from '../../src/partners/tokens.ts'
@@ -83,7 +83,7 @@ if (!skippedWithoutRedis(t)) {
   const reasonOf = (p: Promise<unknown>) => p.then(() => 'no error', (err: { reason?: string }) => err.reason)
   /** Every key of a partners' store: deleting them is a Redis that lost its data. */
   const partnerKeys = (prefix: string) =>
-    [`${prefix}partners`, `${prefix}partner-digests`, `${prefix}partners:version`, `${prefix}partners:epoch`]
+    ['partners', 'partner-digests', 'partners:version', 'partners:epoch', 'partners:changes'].map((k) => prefix + k)
 
   t.test('partners in Redis: unique slugs, the digest index kept right, rows checked', async (t) => {
     const store = new RedisPartnerStore(clients[1], 'ptest:')
@@ -142,16 +142,80 @@ if (!skippedWithoutRedis(t)) {
     const alpha = await shared.create({ name: 'Alpha' })
     const bravo = await shared.create({ name: 'Bravo' })
     const directory = new PartnerDirectory(control, shared)
-    t.equal(await directory.refreshShared(), 'changed')
+    t.same(await directory.refreshShared(), { restored: false, changed: 2 })
     t.equal(directory.byToken(alpha.token)?.slug, 'alpha')
     // Redis restarts empty; the CLI creates a partner before this instance looks again
     await clients[0].del(...partnerKeys('rtest-dir:'))
     const charlie = await shared.create({ name: 'Charlie' })
-    t.equal(await directory.refreshShared(), 'restored')
+    t.same(await directory.refreshShared(), { restored: true, changed: 3 })
     t.same([alpha, bravo, charlie].map((p) => directory.byToken(p.token)?.slug), ['alpha', 'bravo', 'charlie'])
     t.same((await shared.exportRows()).map((r) => r.slug), ['alpha', 'bravo', 'charlie'],
       'and put back into Redis for every instance')
-    t.equal(await directory.refreshShared(), 'same')
+    t.same(await directory.refreshShared(), { restored: false, changed: 0 })
+    const rotated = await shared.rotate('bravo')
+    t.same(await directory.refreshShared(), { restored: false, changed: 1 }, 'after the loss, changes one by one again')
+    t.same([directory.byToken(bravo.token), directory.byToken(rotated.token)?.slug], [undefined, 'bravo'])
+  })
+
+  t.test('an instance reads again only the partners written since its last look', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const control = new PartnerStore(join(dir, 'control.db'))
+    t.teardown(() => control.close())
+    const shared = new RedisPartnerStore(clients[0], 'rtest-changes:')
+    const tokens: string[] = []
+    for (let i = 0; i < 50; i++) tokens.push((await shared.create({ name: `Partner ${i}` })).token)
+    const directory = new PartnerDirectory(control, shared)
+    t.same(await directory.refreshShared(), { restored: false, changed: 50 })
+    t.equal(directory.rowsRead, 50)
+    t.same(await directory.refreshShared(), { restored: false, changed: 0 }, 'nothing written: nothing read')
+    t.equal(directory.rowsRead, 50)
+
+    await shared.update('partner-7', { status: 'suspended' })
+    t.same(await directory.refreshShared(), { restored: false, changed: 1 })
+    t.equal(directory.rowsRead, 51, 'one row read')
+    t.equal(directory.byToken(tokens[7])?.status, 'suspended')
+    const rotated = await shared.rotate('partner-8')
+    await shared.update('partner-8', { maxResults: 8 })
+    await shared.update('partner-9', { maxResults: 9 })
+    t.same(await directory.refreshShared(), { restored: false, changed: 2 }, 'three writes of two partners')
+    t.same([directory.byToken(tokens[8]), directory.byToken(rotated.token)?.maxResults], [undefined, 8])
+    const rows = await shared.exportRows()
+    const row = (slug: string) => rows.find((r) => r.slug === slug)!
+    // an import swaps two partners' digests and adds one
+    const added = { ...row('partner-1'), slug: 'added', id: 'ptn_00000000beef', token_sha256: tokenDigest('lsp_added') }
+    await shared.importRows([{ ...row('partner-1'), token_sha256: row('partner-2').token_sha256 },
+      { ...row('partner-2'), token_sha256: row('partner-1').token_sha256 }, added])
+    t.same(await directory.refreshShared(), { restored: false, changed: 3 })
+    t.same([tokens[1], tokens[2], 'lsp_added'].map((token) => directory.byToken(token)?.slug),
+      ['partner-2', 'partner-1', 'added'])
+    t.equal(directory.rowsRead, 56)
+    t.equal(directory.size, 51)
+  })
+
+  t.test('a write without its change noted (an older CLI), or a list that no longer reaches back: ' +
+    'everything read again', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const control = new PartnerStore(join(dir, 'control.db'))
+    t.teardown(() => control.close())
+    const shared = new RedisPartnerStore(clients[0], 'rtest-unnoted:')
+    for (const name of ['Alpha', 'Bravo', 'Charlie']) await shared.create({ name })
+    const directory = new PartnerDirectory(control, shared)
+    await directory.refreshShared()
+    // as a build before the changes list wrote: the row and the version, nothing else
+    const alpha = { ...JSON.parse((await clients[0].hget('rtest-unnoted:partners', 'alpha'))!), max_results: 5 }
+    await clients[0].hset('rtest-unnoted:partners', 'alpha', JSON.stringify(alpha))
+    await clients[0].incr('rtest-unnoted:partners:version')
+    await shared.update('bravo', { maxResults: 6 }) // noted: the list alone would miss alpha
+    t.same(await directory.refreshShared(), { restored: false, changed: 3 })
+    t.equal((await shared.get('alpha')).maxResults, 5)
+    const token = (await shared.rotate('alpha')).token
+    t.same(await directory.refreshShared(), { restored: false, changed: 1 }, 'then one by one again')
+    t.equal(directory.byToken(token)?.maxResults, 5)
+    for (let i = 0; i <= CHANGES_KEPT; i++) await shared.update('charlie', { maxResults: 1 + (i % 100) })
+    t.equal(await clients[0].llen('rtest-unnoted:partners:changes'), CHANGES_KEPT)
+    t.same(await directory.refreshShared(), { restored: false, changed: 3 }, 'further behind than the list')
   })
 
   t.test('the epoch changes only when Redis lost the partners', async (t) => {

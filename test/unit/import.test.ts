@@ -429,3 +429,135 @@ t.test('a lone surrogate escape in a name is refused at its line or feature, not
   const fromFeatures = await importSites({ file: geojson, format: 'geojson', target, precision: 3 })
   t.same([fromFeatures.ok, fromFeatures.errors], [false, [`feature 3: ${reason('dbff')}`]])
 })
+
+/** A valid record's fields; `name` and `extra` to make it long or deep. */
+const record = (id: string, name = 'N', extra: Record<string, unknown> = {}) =>
+  ({ id, category: 4, name, region: 'EUR', country: 'GB', latitude: 51.5, longitude: -0.1, tags: ['~a'], ...extra })
+const featureOf = (fields: ReturnType<typeof record>) => {
+  const { latitude, longitude, ...properties } = fields
+  return { type: 'Feature', geometry: { type: 'Point', coordinates: [longitude, latitude] }, properties }
+}
+/** A FeatureCollection's text, a feature a line, as exporters write it. */
+const collection = (features: string[]) => `{"type":"FeatureCollection","features":[\n${features.join(',\n')}\n]}\n`
+const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
+
+t.test('GeoJSON: a syntax error is reported at the feature it is in, whatever the reads ' +
+  '(it was feature 0 or a feature of an earlier read)', async (t) => {
+  const good = (i: number) => JSON.stringify(featureOf(record(`g${i}`)))
+  const five = collection([1, 2, 3, 4, 5].map((i) => i === 3 ? good(i).replace('"Feature"', '"Feature" x') : good(i)))
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const size of [1, 2, 3, 7, 64, 65536]) {
+    readOptions.chunkBytes = size
+    t.same((await collect('geojson', five)).map((r) => [r.label, r.error ?? r.fields!.id]),
+      [['feature 1', 'g1'], ['feature 2', 'g2'], ['feature 3', 'not valid JSON']], `reads of ${size} bytes`)
+  }
+  readOptions.chunkBytes = original
+  const many = collection(Array.from({ length: 3000 }, (_, i) =>
+    i + 1 === 2001 ? good(i + 1).replace('"properties":{', '"properties":{,') : good(i + 1)))
+  const records = await collect('geojson', many)
+  t.same([records.length, records.at(-1)], [2001, { label: 'feature 2001', error: 'not valid JSON' }],
+    'feature 2001 of 3000, the read it is in holding about a hundred')
+  t.ok(records.slice(0, 2000).every((r, i) => r.fields?.id === `g${i + 1}`), 'the 2000 before it read')
+
+  const errors = async (text: string) => (await collect('geojson', text)).filter((r) => r.error)
+  t.same(await errors(collection([good(1), good(2)]).replace('},\n{', '}\n{')),
+    [{ label: 'feature 2', error: 'not valid JSON' }], 'a comma missing before feature 2')
+  t.same(await errors(collection([good(1), ''])), [{ label: 'feature 2', error: 'not valid JSON' }],
+    'one comma too many')
+  t.same(await errors(`{"type":"FeatureCollection" "features":[${good(1)}]}`),
+    [{ label: 'feature 0', error: 'not valid JSON' }], 'before the features')
+  t.same(await errors(`{"type":"FeatureCollection","features":[${good(1)}],}`),
+    [{ label: 'feature 0', error: 'not valid JSON after the "features" array' }])
+  t.same(await errors(`{"type":"FeatureCollection","features":[${good(1)}, tru]}`),
+    [{ label: 'feature 2', error: 'not valid JSON' }])
+  const others = '{"bbox":[1,2,3,4],"crs":{"features":[1]},"type":"FeatureCollection",' +
+    `"features":[${good(1)}, "x", null, [${good(2)}], ${good(3)}]}`
+  t.same((await collect('geojson', others)).map((r) => [r.label, r.error ?? r.fields!.id]), [
+    ['feature 1', 'g1'], ['feature 2', 'not a JSON object'], ['feature 3', 'not a JSON object'],
+    ['feature 4', 'not a JSON object'], ['feature 5', 'g3']
+  ], 'other arrays are not features; any JSON value is an element')
+})
+
+t.test('a record over 64 KiB, or nested over 32 levels, is refused at its line or feature ' +
+  '(a 10 MB line was read whole and built)', async (t) => {
+  const line = (fields: object) => JSON.stringify(fields)
+  // a line of exactly 65,536 bytes, in two-byte characters near the end: 65,537 is one too many
+  const sized = (id: string, bytes: number) => {
+    const base = line(record(id, ''))
+    const name = 'n'.repeat(bytes - Buffer.byteLength(base) - 2) + '\u00e9'
+    return line(record(id, name))
+  }
+  t.equal(Buffer.byteLength(sized('b', 65536)), 65536)
+  const deep = { other: JSON.parse(nested(31)) } // with the record itself: 32 levels
+  const ndjson = [
+    line(record('n1')), sized('n2', 65536), sized('n3', 65537), line(record('n4', 'N', deep)),
+    line(record('n5', 'N', { other: [JSON.parse(nested(31))] })), 'x'.repeat(200_000), nested(40_000),
+    line(record('n8'))
+  ].join('\n') + '\n'
+  const TOO_LONG = 'the line is longer than 64 KiB (65,536 bytes), the most one record may take'
+  const TOO_DEEP = 'arrays and objects nested more than 32 levels deep'
+  const expected = [
+    ['line 1', 'n1'], ['line 2', 'n2'], ['line 3', TOO_LONG], ['line 4', 'n4'], ['line 5', TOO_DEEP],
+    ['line 6', TOO_LONG], ['line 7', TOO_LONG], ['line 8', 'n8']
+  ]
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const size of [7, 4096, 65536, 1 << 20]) {
+    readOptions.chunkBytes = size
+    t.same((await collect('ndjson', ndjson)).map((r) => [r.label, r.error ?? r.fields!.id]), expected,
+      `NDJSON in reads of ${size} bytes`)
+    t.same((await collect('ndjson', ndjson.slice(0, -1) + 'x'.repeat(70_000))).at(-1),
+      { label: 'line 8', error: TOO_LONG }, `a last line without its line break, reads of ${size} bytes`)
+  }
+
+  const feature = (fields: ReturnType<typeof record>) => JSON.stringify(featureOf(fields))
+  const featureSized = (id: string, bytes: number) => {
+    const name = 'n'.repeat(bytes - Buffer.byteLength(feature(record(id, ''))) - 2) + '\u00e9'
+    return feature(record(id, name))
+  }
+  // in a feature, properties are the second level: 30 more make 32
+  const geojson = collection([
+    feature(record('g1')), featureSized('g2', 65536), featureSized('g3', 65537),
+    feature(record('g4', 'N', { other: JSON.parse(nested(30)) })),
+    feature(record('g5', 'N', { other: [JSON.parse(nested(30))] })), JSON.stringify('x'.repeat(70_000)),
+    nested(40_000), feature(record('g8'))
+  ])
+  const FEATURE_TOO_LONG = 'the feature is longer than 64 KiB (65,536 bytes), the most one record may take'
+  for (const size of [7, 4096, 65536, 1 << 20]) {
+    readOptions.chunkBytes = size
+    t.same((await collect('geojson', geojson)).map((r) => [r.label, r.error ?? r.fields!.id]), [
+      ['feature 1', 'g1'], ['feature 2', 'g2'], ['feature 3', FEATURE_TOO_LONG], ['feature 4', 'g4'],
+      ['feature 5', TOO_DEEP], ['feature 6', FEATURE_TOO_LONG], ['feature 7', FEATURE_TOO_LONG], ['feature 8', 'g8']
+    ], `GeoJSON in reads of ${size} bytes`)
+  }
+
+  const csvLine = (id: string, name: string) => `${id},4,"${name}",EUR,GB,1,1,~a`
+  const csvBase = Buffer.byteLength(csvLine('c2', '')) + 1 // with its line break
+  const csv = [HEADER, csvLine('c1', 'N'), csvLine('c2', 'n'.repeat(65536 - csvBase)),
+    csvLine('c3', 'n'.repeat(65537 - csvBase)), csvLine('c4', 'N')].join('\n') + '\n'
+  for (const size of [7, 4096, 65536, 1 << 20]) {
+    readOptions.chunkBytes = size
+    t.same((await collect('csv', csv)).map((r) => [r.label, r.error ?? r.fields!.id]), [
+      ['line 2', 'c1'], ['line 3', 'c2'],
+      ['line 4', 'the record is longer than 64 KiB (65,536 bytes), the most one record may take']
+    ], `CSV in reads of ${size} bytes: reading stops at the record`)
+    t.same((await collect('csv', `${HEADER}\nc1,4,N,EUR,GB,1,1,\nx${','.repeat(200_000)}\nc3,4,N,EUR,GB,1,1,\n`))
+      .map((r) => [r.label, r.error ?? r.fields!.id]),
+    [['line 2', 'c1'], ['line 3', 'the record is longer than 64 KiB (65,536 bytes), the most one record may take']],
+    `a line of commas, reads of ${size} bytes`)
+  }
+})
+
+t.test('records over the bounds refuse the import as any invalid row: 20 listed, the count, ' +
+  'the old file untouched', async (t) => {
+  const target = datasetPath(tmpDataDir(t), 'production')
+  writeDataset(target, [site('old', 4, 1, 1)], { source: 'old', precision: 3 })
+  const before = readFileSync(target)
+  const file = join(dir, 'long-lines.ndjson')
+  writeFileSync(file, Array.from({ length: 25 }, (_, i) => 'x'.repeat(66_000 + i)).join('\n') + '\n')
+  const result = await importSites({ file, format: 'ndjson', target, precision: 3 })
+  t.same([result.ok, result.errorCount, result.errors.length], [false, 25, 20])
+  t.equal(result.errors[19], 'line 20: the line is longer than 64 KiB (65,536 bytes), the most one record may take')
+  t.same(readFileSync(target), before, 'the old file is untouched')
+})

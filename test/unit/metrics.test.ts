@@ -7,7 +7,7 @@ import { createMetrics, type MetricSources } from '../../src/metrics/metrics.ts'
 
 const sources: MetricSources = {
   datasets: { served: () => [] },
-  partners: { size: 0 },
+  partners: { size: 0, rowsRead: 0 },
   controlDb: { writable: true },
   cache: { size: 0, lookups: { hit: 0, miss: 0 } }
 }
