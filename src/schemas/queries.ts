@@ -30,6 +30,9 @@ const perPage = Type.Integer({
   description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}`
 })
 
+/** What narrows a route's or a box's sites, and the answer's form, as on /sites. */
+const filters = { category_id: Type.Optional(CategoryId), tag: Type.Optional(Tag), demo: DemoFlag, format: Format }
+
 /** `x-parse` names the reader of a value made of several coordinates (src/http/area-params.ts). */
 export const AlongRouteQuery = Type.Object({
   path: Type.Unsafe<Route>({
@@ -44,10 +47,7 @@ export const AlongRouteQuery = Type.Object({
     description: 'Half-width of the corridor in km; default 10; above the partner cap (75 by default) it is clamped ' +
       'to the cap'
   }),
-  category_id: Type.Optional(CategoryId),
-  tag: Type.Optional(Tag),
-  demo: DemoFlag,
-  format: Format
+  ...filters
 })
 export type AlongRouteQuery = Static<typeof AlongRouteQuery>
 
@@ -60,10 +60,7 @@ export const ByBboxQuery = Type.Object({
   }),
   page,
   per_page: perPage,
-  category_id: Type.Optional(CategoryId),
-  tag: Type.Optional(Tag),
-  demo: DemoFlag,
-  format: Format
+  ...filters
 })
 export type ByBboxQuery = Static<typeof ByBboxQuery>
 

@@ -45,25 +45,22 @@ export const MapMinimalRecord = Type.Object({
 }, { additionalProperties: false, description: 'Map-minimal site record' })
 export type MapMinimalRecord = Static<typeof MapMinimalRecord>
 
-/** The paging fields of a tag page, in both its JSON and its GeoJSON form. */
-export const tagPaging = {
-  tag: Type.String(),
+/** The paging fields of a page of sites, after what the page is of (a tag, a box), in JSON and GeoJSON. */
+const paging = (totalIs: string) => ({
   page: Type.Integer(),
   per_page: Type.Integer(),
-  total: Type.Integer({ description: 'Sites of the tag the partner may see' }),
+  total: Type.Integer({ description: totalIs }),
   total_pages: Type.Integer()
-}
+})
+
+export const tagPaging = { tag: Type.String(), ...paging('Sites of the tag the partner may see') }
 
 export const TagPage = Type.Object({ ...tagPaging, sites: Type.Array(MapMinimalRecord) })
 export type TagPage = Static<typeof TagPage>
 
-/** The paging fields of a box page, in both its JSON and its GeoJSON form. */
 export const bboxPaging = {
   bbox: Type.Array(Type.Number(), { minItems: 4, maxItems: 4, description: 'west, south, east, north, as asked' }),
-  page: Type.Integer(),
-  per_page: Type.Integer(),
-  total: Type.Integer({ description: 'Sites in the box the partner may see' }),
-  total_pages: Type.Integer()
+  ...paging('Sites in the box the partner may see')
 }
 
 export const BboxPage = Type.Object({ ...bboxPaging, sites: Type.Array(MapMinimalRecord) })
