@@ -277,6 +277,25 @@ if (!skippedWithoutRedis(t)) {
     await back(a, b)
   })
 
+  t.test('50,000 a day, 60,000 requests over two instances, Redis restarted empty: exactly 50,000', async (t) => {
+    const limits: Limits = { minute: null, hour: null, day: 50_000 }
+    now += 3_600_000
+    let accepted = 0
+    for (let i = 0; i < 600; i++) {
+      const hits = Array.from({ length: 100 }, (_, j) => [a, b][j % 2].limiter.hit('busy', limits))
+      accepted += (await Promise.all(hits)).filter((r) => r.allowed).length
+      now += 1000
+    }
+    t.equal(accepted, 50_000)
+    t.equal((await used(b.limiter, 'busy', limits))[2], 50_000)
+    await down()
+    await redis.start()
+    await until('both connected again', async () => a.client.status === 'ready' && b.client.status === 'ready')
+    await back(a, b)
+    for (const i of [a, b]) t.equal((await used(i.limiter, 'busy', limits))[2], 50_000, 'each put back once')
+    t.equal((await a.limiter.hit('busy', limits)).allowed, false)
+  })
+
   t.test('Redis restarted empty: the instance back first waits for the others to put back theirs, ' +
     'and for an instance that never comes back, INSTANCE_STALE_MS', async (t) => {
     const limits: Limits = { minute: 30, hour: null, day: null }
