@@ -34,7 +34,9 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     cache: app.responseCache,
     log: options.log,
     fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.fragmentBytes(datasets.get(name)) })),
-    fragmentMemory: records.memory
+    fragmentMemory: records.memory,
+    // the usage plugin, registered after this one, decorates it
+    sharedState: () => app.sharedState
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {

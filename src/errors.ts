@@ -32,6 +32,11 @@ export const ERRORS = {
   svc_partner_api_prepare_failed: {
     status: 500, message: 'The query could not be prepared. Retry later; report persistent failures.'
   },
+  svc_partner_api_unavailable: {
+    status: 503,
+    message: 'The rate limits cannot be checked right now. Retry after {retry_after} seconds; ' +
+      'this request was not counted.'
+  },
   svc_partner_api_too_many_connections: {
     status: 503,
     message: 'Too many open connections, from this address or in all. Close idle connections or retry later.'

@@ -49,7 +49,8 @@ export async function startRedis (t: { teardown (fn: () => unknown): void }): Pr
   let child: ChildProcess | undefined
   const start = () => new Promise<void>((resolve, reject) => {
     const c = spawn('redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no',
+        '--enable-debug-command', 'local']) // DEBUG SLEEP: a Redis that stalls
     child = c
     let out = ''
     const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10_000)

@@ -1,17 +1,22 @@
 // The shared limiter store with a way down: Redis while it answers, and limiting alone while it
-// does not. Requests keep being answered either way (no 5xx): when a Redis command fails or times
-// out, the instance limits alone, says so once in the log and in /readyz, and probes Redis every
-// second. Alone, no window over-admits: the instance counts what Redis last told it was accepted
-// for the partner and admits at most its share of what is left (AloneWindows). When Redis is back,
-// it puts back what Redis lost (restarted empty) and adds the requests it accepted alone, then
-// uses Redis again, leaving room for the instances that have not done so yet.
+// does not. Requests keep being answered either way: when a Redis command fails or times out, the
+// instance limits alone, says so once in the log and in /readyz, and probes Redis (with a write)
+// several times a second. Alone, no window over-admits: the instance counts what Redis last told it was
+// accepted for the partner, and its own requests since, those whose answer it has not had included,
+// and admits at most its share of what is left (AloneWindows). Where it knows nothing of a limited
+// window, it refuses with `unavailable` (a 503, counted nowhere), not with a made-up full window.
+// Every request it accepts is kept with the name it has in Redis's log (OwnRequests): when Redis is
+// back, it adds those accepted alone, or, if Redis lost its data (restarted empty), puts back all of
+// them, each once, and waits for the other instances to do the same before it uses Redis again.
 // It also keeps this instance's heartbeat in Redis, which is how instances count each other.
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
+import { ReplyError, type Redis } from 'ioredis'
 import { INSTANCE_STALE_MS } from '../instances/instances.ts'
+import { WINDOWS, WINDOW_SECONDS } from '../partners/tiers.ts'
 import { AcceptLog } from './accept-log.ts'
 import { logCapacity, type AsyncLimiterStore, type HitResult, type WindowSpec, type WindowState } from './limiter.ts'
-import type { Accepted, Answer, RedisStore } from './redis-store.ts'
+import { OwnRequests } from './own-requests.ts'
+import type { Answer, RedisStore } from './redis-store.ts'
 
 /** Where the way down says what happened (the app's logger). */
 interface StoreLog {
@@ -24,6 +29,9 @@ const PROBE_MS = 1_000
 const DAY_MS = 86_400_000
 /** partners put back or merged at once on the way back */
 const REJOIN_BATCH = 100
+const SECONDS = WINDOWS.map((w) => WINDOW_SECONDS[w])
+/** A partner whose windows cannot be known is told to ask again after this: a few probes of Redis later. */
+export const UNAVAILABLE_RETRY_MS = 5_000
 
 export interface SharedStateStatus {
   backend: 'redis'
@@ -33,6 +41,8 @@ export interface SharedStateStatus {
   error: string | null
   /** instances sharing the state, as last seen */
   instances: number
+  /** requests answered 503 since degraded_since: the windows of their partner could not be known */
+  unavailable_answers: number
 }
 
 type Limited = WindowSpec & { limit: number }
@@ -42,27 +52,33 @@ type Limited = WindowSpec & { limit: number }
  * from its last answer about the partner, as a count per window at a time; each of those requests
  * is taken to be as recent as it can be (one in the hour's count but not the minute's was
  * accepted at least a minute before), so it stays in every window at least as long as it did.
- * The instance admits a request while its own, counted once for every instance (each may do as
- * it does), fit in what is left: its own stay within its share of what is left, rounded down.
- * No answer in the last day: nothing is known, so every limited window counts as full for a
- * window's length.
+ * The instance's own requests since count too: those it accepts alone, and those whose script had
+ * been sent but not answered when this started (Redis may have admitted them, answered in time or
+ * not). It admits a request while its own, counted once for every instance (each may do as it
+ * does), fit in what is left: its own stay within its share of what is left, rounded down.
+ * No answer in the last day: nothing is known of a limited window for a window's length (another
+ * instance may have used it all): the instance cannot decide there (unknown).
  */
 class AloneWindows {
-  /** the requests this instance accepted alone */
+  /** this instance's requests counted since the answer */
   readonly log: AcceptLog
+  /** the requests whose scripts were unanswered when this started: counted at once, in log */
+  readonly placeholders: Set<number>
   /** the requests known to be in Redis's log: counts[k] of them at times[k], newest first */
   private readonly times: number[] = []
   private readonly counts: number[] = []
-  private readonly unknownSince: number | null = null
-  /** entries of the log from this sequence number on are not in Redis yet */
-  mergedSeq = 0
+  private unknownSince: number | null = null
 
-  constructor (known: Answer | undefined, now: number, public windows: WindowSpec[]) {
+  constructor (known: Answer | undefined, now: number, public windows: WindowSpec[], pending: Iterable<number>) {
     this.log = new AcceptLog(logCapacity(windows))
-    if (!known || known.at <= now - DAY_MS) {
-      this.unknownSince = now
-      return
-    }
+    this.placeholders = new Set(pending)
+    for (let i = 0; i < this.placeholders.size; i++) this.log.push(now)
+    if (!known || known.at <= now - DAY_MS) this.unknownSince = now
+    else this.know(known)
+  }
+
+  /** Takes Redis's answer as what is known (read while nothing was). */
+  know (known: Answer) {
     let counted = 0
     let time = known.at
     for (const w of known.windows) {
@@ -73,6 +89,20 @@ class AloneWindows {
       }
       time = known.at - w.seconds * 1000
     }
+    this.unknownSince = null
+  }
+
+  get knowsNothing (): boolean {
+    return this.unknownSince !== null
+  }
+
+  /**
+   * Whether this window cannot be decided alone: nothing known of it (no answer within a window's
+   * length), or a share of the limit under one request (a limit below the instance count).
+   */
+  unknown (w: Limited, now: number, instances: number): boolean {
+    if (this.unknownSince !== null && this.unknownSince > now - w.seconds * 1000) return true
+    return Math.floor(w.limit / instances) < 1
   }
 
   /** Known requests still in the window that ends at `now`. */
@@ -103,7 +133,7 @@ class AloneWindows {
     return out
   }
 
-  /** Whether a window admits a request now; if not, the ms until it would (none coming in between). */
+  /** Whether a window (not unknown) admits a request now; if not, the ms until it would (none coming in between). */
   waitMs (w: Limited, now: number, instances: number): number {
     const windowMs = w.seconds * 1000
     if (this.own(windowMs, now) < this.share(w, now, instances)) return 0
@@ -120,20 +150,19 @@ class AloneWindows {
       }
       start = end
     }
-    return windowMs // a share of 0 (a limit below the instance count): nothing until Redis is back
+    return windowMs // not reached: a window whose share of the limit is under one is unknown
   }
 
   /**
    * A window as this instance enforces it: limit its share of the limit, remaining what it may
-   * still admit, used the rest (its share of what is known to be used, and its own requests).
+   * still admit, used the rest (its share of what is known to be used, and its own requests);
+   * `rows` those of its own requests in the window.
    */
-  state (w: WindowSpec, now: number, instances: number, withRows: boolean): WindowState {
+  state (w: WindowSpec, now: number, instances: number, rows: number): WindowState {
     const { name, seconds, limit } = w
     const windowMs = seconds * 1000
     const from = this.log.windowStart(windowMs, now - windowMs)
     const own = this.log.size - from
-    let rows = 0
-    if (withRows) for (let i = from; i < this.log.size; i++) rows += this.log.rowsAt(i)
     if (limit === null) {
       return { name, seconds, limit, used: own + this.known(windowMs, now), remaining: null, rows, resetsInMs: null }
     }
@@ -143,23 +172,19 @@ class AloneWindows {
     const resetsInMs = next === Infinity ? 0 : next - now
     return { name, seconds, limit: shareOfLimit, used: shareOfLimit - remaining, remaining, rows, resetsInMs }
   }
+}
 
-  /** The requests accepted alone and not yet in Redis (time and rows of each), and where they end. */
-  unmerged (): { accepted: Accepted[], upTo: number } {
-    const accepted: Accepted[] = []
-    const first = this.log.nextSeq - this.log.size
-    for (let i = Math.max(0, this.mergedSeq - first); i < this.log.size; i++) {
-      accepted.push({ time: this.log.at(i), rows: this.log.rowsAt(i) })
-    }
-    return { accepted, upTo: this.log.nextSeq }
-  }
+/** A failure's reason: for a transaction Redis refused, the command's (maxmemory reached, say). */
+function reason (err: unknown): string {
+  const cause = (err as { previousErrors?: unknown[] } | null)?.previousErrors?.[0] ?? err
+  return cause instanceof Error ? cause.message : String(cause)
 }
 
 export interface FailoverOptions {
   prefix?: string
   /** the limiter's clock, for the answers recorded on the way back */
   clock?: () => number
-  /** how often the heartbeat (or, while degraded, the probe) runs; 0: only when tick() is called */
+  /** how often the heartbeat runs (degraded, the probe runs four times as often); 0: only when tick() is called */
   probeMs?: number
 }
 
@@ -167,8 +192,21 @@ export class FailoverStore implements AsyncLimiterStore {
   readonly synchronous = false
   /** per partner, its windows while limiting alone */
   readonly alone = new Map<string, AloneWindows>()
+  /** per partner, the requests this instance accepted in the last day */
+  private readonly own = new Map<string, OwnRequests>()
+  /** per partner, the requests whose scripts are sent and not answered yet */
+  private readonly pending = new Map<string, Set<number>>()
+  /** per partner, requests refused alone after their scripts failed here: Redis may have run them */
+  private readonly takeOut = new Map<string, number[]>()
+  /** partners whose windows are being read while nothing is known of them */
+  private readonly reading = new Map<string, Promise<void>>()
   private degradedSince: number | null = null
   private error: string | null = null
+  /** Redis answers, with errors (it refuses writes): the windows of a partner can still be read */
+  private readable = false
+  private unavailableNow = 0
+  /** requests answered `unavailable`, since this store was made */
+  unavailableAnswers = 0
   private share = 1
   /** the other instances, as last seen */
   private peers: string[] = []
@@ -181,9 +219,9 @@ export class FailoverStore implements AsyncLimiterStore {
   private readonly reserved = new WeakMap<WindowSpec[], { reserve: number, share: number, windows: WindowSpec[] }>()
   /** the random value Redis held under the epoch key: another one is a Redis that lost its data */
   private epoch: string | null = null
-  /** Redis lost its data: what this instance knew is still to be put back */
-  private restoring = false
-  private readonly timer: NodeJS.Timeout | undefined
+  /** Redis lost its data: since when this instance knows, and whether it has put back its requests */
+  private lost: { epoch: string, since: number, putBack: boolean } | null = null
+  private readonly timers: NodeJS.Timeout[] = []
   private recovering = false
   private readonly prefix: string
   private readonly clock: () => number
@@ -206,8 +244,11 @@ export class FailoverStore implements AsyncLimiterStore {
     redis.on('ready', this.reconnected)
     const probeMs = options.probeMs ?? PROBE_MS
     if (probeMs > 0) {
-      this.timer = setInterval(() => { this.tick().catch(() => {}) }, probeMs)
-      this.timer.unref()
+      // alone, a probe four times as often: a Redis that stalls in step with the probes is still
+      // seen between its stalls (the others stop keeping room for a silent instance)
+      const often = () => { if (this.degradedSince !== null) this.tick().catch(() => {}) }
+      this.timers.push(setInterval(() => { this.tick().catch(() => {}) }, probeMs), setInterval(often, probeMs / 4))
+      for (const timer of this.timers) timer.unref()
     }
   }
 
@@ -226,23 +267,80 @@ export class FailoverStore implements AsyncLimiterStore {
       connected: this.degradedSince === null,
       degraded_since: this.degradedSince === null ? null : new Date(this.degradedSince).toISOString(),
       error: this.error,
-      instances: this.share
+      instances: this.share,
+      unavailable_answers: this.unavailableNow
     }
+  }
+
+  private ownOf (key: string): OwnRequests {
+    let own = this.own.get(key)
+    if (!own) this.own.set(key, own = new OwnRequests())
+    return own
+  }
+
+  private knows (key: string, now: number): boolean {
+    const answer = this.remote.answers.get(key)
+    return answer !== undefined && answer.at > now - DAY_MS
   }
 
   private windowsAlone (key: string, windows: WindowSpec[], now: number): AloneWindows {
     let alone = this.alone.get(key)
-    if (!alone) this.alone.set(key, alone = new AloneWindows(this.remote.answers.get(key), now, windows))
+    if (!alone) {
+      const known = this.remote.answers.get(key)
+      this.alone.set(key, alone = new AloneWindows(known, now, windows, this.pending.get(key) ?? []))
+    } else if (alone.knowsNothing && this.knows(key, now)) {
+      alone.know(this.remote.answers.get(key)!)
+    }
     alone.windows = windows
     return alone
   }
 
-  private hitAlone (key: string, windows: WindowSpec[], now: number): HitResult {
+  /**
+   * Alone; first, while Redis answers reads but refuses writes, the partner's windows are read if
+   * nothing is known of them, so that it is limited with its share of what is left, not refused.
+   */
+  private aloneHit (key: string, windows: WindowSpec[], now: number, timedOut?: number): Promise<HitResult> {
+    if (!this.readable || this.knows(key, now)) return Promise.resolve(this.hitAlone(key, windows, now, timedOut))
+    return this.read(key, windows, now).then(() => this.hitAlone(key, windows, now, timedOut))
+  }
+
+  private read (key: string, windows: WindowSpec[], now: number): Promise<void> {
+    let reading = this.reading.get(key)
+    if (!reading) {
+      reading = this.remote.state(key, windows, now).then(() => {}, () => {})
+        .finally(() => this.reading.delete(key))
+      this.reading.set(key, reading)
+    }
+    return reading
+  }
+
+  /**
+   * `timedOut`: the request's number, when its script was sent and failed here (Redis may have run
+   * it). Room kept for instances not back from an earlier outage stays kept: what they accepted
+   * alone is in no answer this instance had.
+   */
+  private hitAlone (key: string, given: WindowSpec[], now: number, timedOut?: number): HitResult {
+    const windows = this.reserve > 0 ? this.withReserve(given) : given
     const alone = this.windowsAlone(key, windows, now)
     const log = alone.log
+    // such a request counts here once, whatever is decided: Redis may hold it
+    const counted = timedOut !== undefined && alone.placeholders.delete(timedOut)
     // the clock stepped back: logged at the newest entry's time (the log stays in order), but
     // checked at now, entries ahead of it counted, so that waits are on the clock clients wait by
     const time = now < log.newest ? log.newest : now
+    const states = () => windows.map((w) => alone.state(w, now, this.share, 0))
+    const refuse = (result: HitResult) => {
+      if (timedOut === undefined) return result
+      if (!counted) log.push(time)
+      let out = this.takeOut.get(key)
+      if (!out) this.takeOut.set(key, out = [])
+      out.push(timedOut)
+      return result
+    }
+    if (windows.some((w) => w.limit !== null && alone.unknown(w as Limited, now, this.share))) {
+      this.answeredUnavailable()
+      return refuse({ allowed: false, unavailable: true, retryAfterMs: UNAVAILABLE_RETRY_MS, windows: states() })
+    }
     let refusedBy: WindowSpec['name'] | undefined
     let retryAfterMs = 0
     for (const w of windows) {
@@ -253,17 +351,30 @@ export class FailoverStore implements AsyncLimiterStore {
         refusedBy = w.name
       }
     }
-    const states = () => windows.map((w) => alone.state(w, now, this.share, false))
-    if (refusedBy !== undefined) return { allowed: false, refusedBy, retryAfterMs, windows: states() }
+    if (refusedBy !== undefined) return refuse({ allowed: false, refusedBy, retryAfterMs, windows: states() })
     log.dropUntil(now - DAY_MS)
-    const seq = log.push(time)
-    // negative: an entry of the log kept alone
-    return { allowed: true, seq: -1 - seq, windows: states() }
+    if (!counted) log.push(time)
+    // the number its script had, if it had one: Redis then holds one request under that name, not two
+    const id = timedOut ?? this.remote.newId()
+    this.ownOf(key).push(id, time, false)
+    // negative: accepted alone
+    return { allowed: true, seq: -id, time, windows: states() }
   }
 
-  private stateAlone (key: string, windows: WindowSpec[], now: number): WindowState[] {
+  private answeredUnavailable () {
+    this.unavailableAnswers++
+    if (this.unavailableNow++ === 0) {
+      this.log.warn({ error: this.error },
+        'requests answered 503 (unavailable): the shared state (Redis) cannot be read or written and this ' +
+        'instance knows nothing of a limited window of their partner')
+    }
+  }
+
+  private stateAlone (key: string, given: WindowSpec[], now: number): WindowState[] {
+    const windows = this.reserve > 0 ? this.withReserve(given) : given
     const alone = this.windowsAlone(key, windows, now)
-    return windows.map((w) => alone.state(w, now, this.share, true))
+    const own = this.own.get(key)
+    return windows.map((w) => alone.state(w, now, this.share, own?.rowsAfter(now - w.seconds * 1000) ?? 0))
   }
 
   /** Just back from an outage: each limit less the shares of the instances not back yet. */
@@ -280,33 +391,52 @@ export class FailoverStore implements AsyncLimiterStore {
 
   // a promise even while alone: the partner routes take this store's answers as promises, always
   hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
-    if (this.degradedSince !== null) return Promise.resolve(this.hitAlone(key, windows, now))
-    return this.remote.hit(key, this.reserve > 0 ? this.withReserve(windows) : windows, now).catch((err: unknown) => {
+    if (this.degradedSince !== null) return this.aloneHit(key, windows, now)
+    const id = this.remote.newId()
+    let pending = this.pending.get(key)
+    if (!pending) this.pending.set(key, pending = new Set())
+    pending.add(id)
+    const windowsNow = this.reserve > 0 ? this.withReserve(windows) : windows
+    return this.remote.hit(key, windowsNow, now, id).then((result) => {
+      pending.delete(id)
+      if (result.allowed) this.ownOf(key).push(id, result.time!, true)
+      return result
+    }, (err: unknown) => {
+      pending.delete(id)
       this.degrade(err)
-      return this.hitAlone(key, windows, now)
+      return this.aloneHit(key, windows, now, id)
     })
   }
 
   setRows (key: string, seq: number, rows: number): Promise<void> {
-    if (seq < 0) {
-      this.alone.get(key)?.log.setRows(-1 - seq, rows)
-      return Promise.resolve()
-    }
+    // negative: a request accepted alone, whose rows go to Redis with it
+    this.own.get(key)?.setRows(Math.abs(seq), rows)
+    if (seq < 0) return Promise.resolve()
     return this.remote.setRows(key, seq, rows).catch((err: unknown) => this.degrade(err))
   }
 
   state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
-    if (this.degradedSince !== null) return Promise.resolve(this.stateAlone(key, windows, now))
+    if (this.degradedSince !== null) {
+      if (!this.readable || this.knows(key, now)) return Promise.resolve(this.stateAlone(key, windows, now))
+      return this.read(key, windows, now).then(() => this.stateAlone(key, windows, now))
+    }
     return this.remote.state(key, windows, now).catch((err: unknown) => {
       this.degrade(err)
       return this.stateAlone(key, windows, now)
     })
   }
 
+  /** Notes why Redis failed; a reply (an error Redis answered with) leaves its windows readable. */
+  private failed (err: unknown) {
+    this.error = reason(err)
+    this.readable = err instanceof ReplyError
+  }
+
   private degrade (err: unknown) {
-    this.error = err instanceof Error ? err.message : String(err)
+    this.failed(err)
     if (this.degradedSince !== null) return
     this.degradedSince = Date.now()
+    this.unavailableNow = 0
     this.log.error({ error: this.error, share: this.share },
       `shared state (Redis) unavailable: limiting alone with 1/${this.share} of what is left of each limit; ` +
       'requests are served on')
@@ -320,13 +450,18 @@ export class FailoverStore implements AsyncLimiterStore {
   async tick () {
     if (this.degradedSince !== null) {
       if (this.recovering) return
+      this.recovering = true
       try {
-        await this.redis.ping()
+        // a write: a Redis that answers but refuses writes (maxmemory reached) is still away
+        await this.redis.set(`${this.prefix}probe`, this.instanceId, 'PX', 60_000)
+        // writes work: until this instance is back, what it reads may lack requests not yet put back
+        this.readable = false
+        await this.recover()
       } catch (err) {
-        this.error = err instanceof Error ? err.message : String(err)
-        return
+        this.failed(err)
+      } finally {
+        this.recovering = false
       }
-      await this.recover()
       if (this.degradedSince !== null) return
     }
     const now = Date.now()
@@ -371,75 +506,128 @@ export class FailoverStore implements AsyncLimiterStore {
     let missing = 0
     for (const id of this.awaiting ?? []) if (!peers.includes(id)) missing++
     this.share = peers.length + 1 + missing
+    this.forgetOld()
+  }
+
+  /** Drops the requests of more than a day ago, and the partners left with none. */
+  private forgetOld () {
+    const dayAgo = this.clock() - DAY_MS
+    for (const [key, own] of this.own) {
+      own.dropUntil(dayAgo)
+      if (own.size === 0) this.own.delete(key)
+    }
+    for (const [key, pending] of this.pending) if (pending.size === 0) this.pending.delete(key)
   }
 
   /**
-   * Redis answers again. If it lost its data (restarted empty: the epoch key is gone), what this
-   * instance knew was in each partner's log is put back where nobody did so first; the requests
-   * accepted alone are added; then Redis is used again, with room kept for the instances that
-   * have not added theirs yet.
+   * Redis answers again. If it lost its data (restarted empty: the epoch key is gone or another),
+   * this instance puts back every request it accepted in the last day, says so in Redis, and
+   * limits alone until every instance it counted has done the same (or has been silent for
+   * INSTANCE_STALE_MS): until then Redis lacks their requests. Then the requests accepted alone
+   * are added, and Redis is used again, with room kept for the instances that have not added
+   * theirs yet. Adding is by name: whatever is sent twice is in Redis once. Throws when Redis
+   * fails meanwhile: the next probe tries again.
    */
   private async recover () {
-    this.recovering = true
     const backAt = Date.now()
-    try {
-      const epochKey = `${this.prefix}epoch`
-      const replies = await this.redis.multi()
-        .set(epochKey, randomUUID(), 'NX')
-        .get(epochKey)
-        .exec() as [Error | null, unknown][]
-      const epoch = replies[1][1] as string
-      if (epoch !== this.epoch) this.restoring = true // kept until done: a failed attempt is tried again
-      this.epoch = epoch
-      const now = this.clock()
-      const putBack = new Set<string>()
-      if (this.restoring) {
-        for (const [key, answer] of this.remote.answers) if (answer.at > now - DAY_MS) putBack.add(key)
-      }
-      // passes until one finds nothing new: requests keep arriving (and are limited alone) while
-      // they await Redis; after the last pass the switch happens with no await in between
-      let merged = 0
-      for (let pending = true; pending;) {
-        const work: (() => Promise<void>)[] = []
-        for (const key of new Set([...putBack, ...this.alone.keys()])) {
-          const alone = this.alone.get(key)
-          const { accepted, upTo } = alone ? alone.unmerged() : { accepted: [], upTo: 0 }
-          const known = putBack.has(key) ? this.remote.answers.get(key) : undefined
-          if (!known && accepted.length === 0) continue
-          const seconds = (known ? known.windows : alone!.windows).map((w) => w.seconds)
-          work.push(() => this.remote.rejoin(key, seconds, known, accepted, now).then(() => {
-            putBack.delete(key)
-            if (alone) alone.mergedSeq = upTo
-            merged += accepted.length
-          }))
-        }
-        pending = work.length > 0
-        // a batch at a time: every script must reach Redis within the command timeout
-        for (let i = 0; i < work.length; i += REJOIN_BATCH) {
-          await Promise.all(work.slice(i, i + REJOIN_BATCH).map((job) => job()))
-        }
-      }
-      this.alone.clear()
-      const lost = this.restoring
-      this.restoring = false
-      const since = this.degradedSince
-      this.degradedSince = null
-      this.error = null
-      this.awaiting = new Set(this.peers)
-      this.backAt = backAt
-      this.reserve = this.awaiting.size
-      this.shareAlone = this.share
-      this.log.info({ merged, lost, degraded_ms: since === null ? 0 : Date.now() - since },
-        'shared state (Redis) available again: the requests accepted alone were added to it')
-    } catch (err) {
-      this.error = err instanceof Error ? err.message : String(err)
-    } finally {
-      this.recovering = false
+    const epochKey = `${this.prefix}epoch`
+    const replies = await this.redis.multi()
+      .set(epochKey, randomUUID(), 'NX')
+      .get(epochKey)
+      .exec() as [Error | null, unknown][]
+    const epoch = replies[1][1] as string
+    if (this.epoch !== null && epoch !== this.epoch) {
+      this.lost = { epoch, since: Date.now(), putBack: false }
+      this.log.warn({}, 'the shared state (Redis) lost its data: this instance puts back the requests it accepted ' +
+        'in the last day, and limits alone until the other instances have done the same')
     }
+    this.epoch = epoch
+    let putBack = 0
+    if (this.lost !== null && !this.lost.putBack) {
+      putBack = await this.add(true)
+      const restored = `${this.prefix}restored`
+      await this.redis.multi().hset(restored, this.instanceId, epoch).pexpire(restored, DAY_MS).exec()
+      this.lost.putBack = true
+    }
+    if (this.lost !== null && !(await this.othersRestored())) return
+    // passes until one finds nothing new: requests keep arriving (and are limited alone) while
+    // they await Redis; after the last pass the switch happens with no await in between
+    let merged = 0
+    for (;;) {
+      const added = await this.add(false)
+      if (added === 0) break
+      merged += added
+    }
+    this.alone.clear()
+    const lost = this.lost !== null
+    this.lost = null
+    const since = this.degradedSince
+    this.degradedSince = null
+    this.error = null
+    this.awaiting = new Set(this.peers)
+    this.backAt = backAt
+    this.reserve = this.awaiting.size
+    this.shareAlone = this.share
+    this.log.info({
+      merged, lost, put_back: putBack, unavailable: this.unavailableNow,
+      degraded_ms: since === null ? 0 : Date.now() - since
+    }, 'shared state (Redis) available again: the requests accepted alone were added to it')
+  }
+
+  /**
+   * Adds to Redis the requests it lacks (`all`: every request of the last day, into a Redis that
+   * lost its data) and takes out those refused alone; the number of requests sent, 0 when there
+   * was nothing to send. After a loss, the counts are remembered only once every instance is back.
+   */
+  private async add (all: boolean): Promise<number> {
+    const now = this.clock()
+    const remember = !all
+    let sent = 0
+    const work: (() => Promise<void>)[] = []
+    for (const key of new Set([...this.own.keys(), ...this.takeOut.keys()])) {
+      const own = this.own.get(key)
+      const { requests, upTo } = own ? own.toAdd(all) : { requests: [], upTo: 0 }
+      const out = this.takeOut.get(key) ?? []
+      if (requests.length === 0 && out.length === 0) continue
+      const taken = out.slice()
+      sent += requests.length + taken.length
+      work.push(() => this.remote.putBack(key, SECONDS, requests, taken, now, remember).then(() => {
+        own?.added(upTo)
+        out.splice(0, taken.length)
+        if (out.length === 0) this.takeOut.delete(key)
+      }))
+    }
+    // a batch at a time: every script must reach Redis within the command timeout
+    for (let i = 0; i < work.length; i += REJOIN_BATCH) {
+      await Promise.all(work.slice(i, i + REJOIN_BATCH).map((job) => job()))
+    }
+    return sent
+  }
+
+  /**
+   * After a loss: whether every instance counted has put back its requests, or this one has
+   * waited INSTANCE_STALE_MS (those still silent are taken as gone, their requests with them).
+   */
+  private async othersRestored (): Promise<boolean> {
+    const lost = this.lost!
+    let waiting: string[] = []
+    if (this.peers.length > 0) {
+      const marks = await this.redis.hmget(`${this.prefix}restored`, ...this.peers)
+      waiting = this.peers.filter((_, i) => marks[i] !== lost.epoch)
+    }
+    if (waiting.length === 0) return true
+    if (Date.now() - lost.since < INSTANCE_STALE_MS) {
+      this.error = `the shared state lost its data: waiting for ${waiting.length} other instance(s) ` +
+        'to put back the requests they accepted'
+      return false
+    }
+    this.log.warn({ instances: waiting }, 'instances did not put back their requests into the shared state (Redis) ' +
+      `within ${INSTANCE_STALE_MS / 1000} s: what they accepted in the last day is missing from the windows`)
+    return true
   }
 
   async close () {
-    if (this.timer) clearInterval(this.timer)
+    for (const timer of this.timers) clearInterval(timer)
     this.redis.off('ready', this.reconnected)
     try {
       await this.redis.zrem(`${this.prefix}instances`, this.instanceId)

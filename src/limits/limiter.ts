@@ -25,10 +25,17 @@ export interface HitResult {
   allowed: boolean
   /** the accepted request's entry, for its rows */
   seq?: number
+  /** when the accepted request was logged (the shared store's answer says; the log keeps time order) */
+  time?: number
   windows: WindowState[]
   refusedBy?: WindowName
-  /** ms until a request would be accepted by every window */
+  /** ms until a request would be accepted by every window; when unavailable, until it is worth asking again */
   retryAfterMs?: number
+  /**
+   * Refused because the windows could not be read or written (the shared state away, and nothing
+   * known of a limited window): no window is full, and `windows` describe none.
+   */
+  unavailable?: true
 }
 
 export interface SecondBucket { second: number, requests: number, rows: number }

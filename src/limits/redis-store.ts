@@ -1,10 +1,13 @@
 // The limiter's store on Redis (STATE_URL), for several instances sharing a partner's windows.
 // The same exact sliding log as LocalStore, kept per partner in a sorted set (score: time in ms,
-// member: a sequence number), and every check-and-record is one Lua script, which Redis runs
-// atomically: N instances under any concurrency admit exactly what one process would.
-// Rows are a second sorted set of `seq:rows` at the request's time. Everything expires a day
+// member: the request's name, the instance's tag and a number it gave), and every
+// check-and-record is one Lua script, which Redis runs atomically: N instances under any
+// concurrency admit exactly what one process would. A request keeps its name when it is put back
+// into a Redis that lost its data, so putting it back twice adds it once.
+// Rows are a second sorted set of `name:rows` at the request's time. Everything expires a day
 // after the partner's last accepted request. The counts of each partner's last answer are kept,
 // for limiting without Redis while it is away (failover-store.ts).
+import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
 import type { AsyncLimiterStore, HitResult, WindowSpec, WindowState } from './limiter.ts'
@@ -26,20 +29,20 @@ local function latest (log, t)
 end
 `
 
-// KEYS: log, seq, rows. ARGV: now, deadline, then limit (-1: unlimited) and length in ms of each
-// window. Returns: allowed (-1: too late), seq, the newest entry's time (now if later), refused
-// window (1-based, 0: none), wait ms, then used and the oldest entry's time of each window.
+// KEYS: log, rows. ARGV: now, deadline, the request's name, then limit (-1: unlimited) and length
+// in ms of each window. Returns: allowed (-1: too late), the newest entry's time (now if later),
+// refused window (1-based, 0: none), wait ms, then used and the oldest entry's time of each window.
 // A clock behind the log's newest entry (stepped back, or an instance behind another): the request
 // is logged at that entry's time (the log stays in order), but the windows are checked at now,
 // counting the entries ahead of it, so that waits are on the clock the client waits by.
 const HIT = `${TOO_LATE}${LATEST}
-local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
+local log, rowsKey = KEYS[1], KEYS[2]
 local now = tonumber(ARGV[1])
 local time = latest(log, now)
-local windows = (#ARGV - 2) / 2
+local windows = (#ARGV - 3) / 2
 local refused, wait = 0, 0
 for i = 1, windows do
-  local limit, ms = tonumber(ARGV[i * 2 + 1]), tonumber(ARGV[i * 2 + 2])
+  local limit, ms = tonumber(ARGV[i * 2 + 2]), tonumber(ARGV[i * 2 + 3])
   if limit >= 0 then
     local w = 0
     if limit == 0 then
@@ -51,19 +54,16 @@ for i = 1, windows do
     if w > wait then wait = w; refused = i end
   end
 end
-local seq = 0
 if refused == 0 then
   local expired = string.format('%.0f', now - ${DAY_MS})
   redis.call('ZREMRANGEBYSCORE', log, '-inf', expired)
   redis.call('ZREMRANGEBYSCORE', rowsKey, '-inf', expired)
-  seq = redis.call('INCR', seqKey)
-  redis.call('ZADD', log, time, seq)
+  redis.call('ZADD', log, time, ARGV[3])
   redis.call('PEXPIRE', log, ${KEEP_MS})
-  redis.call('PEXPIRE', seqKey, ${KEEP_MS})
 end
-local out = { refused == 0 and 1 or 0, seq, time, refused, wait }
+local out = { refused == 0 and 1 or 0, time, refused, wait }
 for i = 1, windows do
-  local from = string.format('(%.0f', now - tonumber(ARGV[i * 2 + 2]))
+  local from = string.format('(%.0f', now - tonumber(ARGV[i * 2 + 3]))
   local used = redis.call('ZCOUNT', log, from, '+inf')
   local oldest = 0
   if used > 0 then oldest = tonumber(redis.call('ZRANGEBYSCORE', log, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) end
@@ -73,7 +73,7 @@ end
 return out
 `
 
-// KEYS: log, rows. ARGV: seq, rows.
+// KEYS: log, rows. ARGV: the request's name, rows.
 const SET_ROWS = `
 local t = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not t then return 0 end
@@ -104,41 +104,33 @@ end
 return out
 `
 
-// KEYS: log, seq, rows. ARGV: now, deadline, the number of windows n, their lengths in ms
-// (shortest first), the time of the counts known (-1: none), the known used count of each window,
-// then the time and rows of each request accepted alone. After an outage: what was known to be in
-// the log is put back where the log lacks it (a Redis restarted empty), each request at the latest
-// time it can have (in the hour's count but not the minute's: a minute before), so that it stays
-// in every window at least as long as it did; where the log still has it (or another instance put
-// it back) nothing is added. Then the requests accepted alone are added, with their rows.
-// Returns: now (-1: too late), then used of each window.
-const REJOIN = `${TOO_LATE}${LATEST}
-local log, seqKey, rowsKey = KEYS[1], KEYS[2], KEYS[3]
-local now, n = tonumber(ARGV[1]), tonumber(ARGV[3])
-local function add (time, rows)
-  local seq = redis.call('INCR', seqKey)
-  redis.call('ZADD', log, time, seq)
-  if rows ~= '0' then redis.call('ZADD', rowsKey, time, seq .. ':' .. rows) end
-end
-local at = tonumber(ARGV[4 + n])
-if at >= 0 then
-  local tier = at
-  for i = 1, n do
-    local ms = tonumber(ARGV[3 + i])
-    local have = redis.call('ZCOUNT', log, string.format('(%.0f', at - ms), string.format('%.0f', at))
-    local missing = tonumber(ARGV[4 + n + i]) - have
-    for _ = 1, missing do add(string.format('%.0f', tier), '0') end
-    tier = at - ms
+// KEYS: log, rows. ARGV: now, the number of windows n, their lengths in ms, this instance's tag,
+// the count r of requests to take out, their numbers, then the number, time and rows of each
+// request to put in. After an outage: the requests this instance accepted are added where the log
+// lacks them, by name (so a second put-back, or one that arrives late, adds nothing), with their
+// rows; those it refused alone after their script had failed here (Redis may have run it) are
+// taken out. Returns: the newest entry's time (now if later), then used of each window.
+const PUT_BACK = `${LATEST}
+local log, rowsKey = KEYS[1], KEYS[2]
+local now, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tag = ARGV[3 + n] .. ':'
+local first = 5 + n
+local taken = tonumber(ARGV[4 + n])
+for i = first, first + taken - 1 do redis.call('ZREM', log, tag .. ARGV[i]) end
+local expired = now - ${DAY_MS}
+for i = first + taken, #ARGV, 3 do
+  local name, time, rows = tag .. ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if tonumber(time) > expired then
+    redis.call('ZADD', log, 'NX', time, name)
+    if rows ~= '0' then redis.call('ZADD', rowsKey, time, name .. ':' .. rows) end
   end
 end
-for i = 5 + 2 * n, #ARGV, 2 do add(ARGV[i], ARGV[i + 1]) end
-redis.call('PEXPIRE', log, ${KEEP_MS})
-redis.call('PEXPIRE', seqKey, ${KEEP_MS})
+if redis.call('EXISTS', log) == 1 then redis.call('PEXPIRE', log, ${KEEP_MS}) end
 if redis.call('EXISTS', rowsKey) == 1 then redis.call('PEXPIRE', rowsKey, ${KEEP_MS}) end
 now = latest(log, now)
 local out = { now }
 for i = 1, n do
-  out[#out + 1] = redis.call('ZCOUNT', log, string.format('(%.0f', now - tonumber(ARGV[3 + i])), '+inf')
+  out[#out + 1] = redis.call('ZCOUNT', log, string.format('(%.0f', now - tonumber(ARGV[2 + i])), '+inf')
 end
 return out
 `
@@ -146,10 +138,10 @@ return out
 const TOO_LATE_MESSAGE = 'Redis ran the limiter script after its command had timed out here (it had hung)'
 
 interface Scripts {
-  lspHit (log: string, seq: string, rows: string, ...args: number[]): Promise<number[]>
-  lspSetRows (log: string, rows: string, seq: number, count: number): Promise<number>
+  lspHit (log: string, rows: string, ...args: (number | string)[]): Promise<number[]>
+  lspSetRows (log: string, rows: string, name: string, count: number): Promise<number>
   lspState (log: string, rows: string, ...args: number[]): Promise<number[]>
-  lspRejoin (log: string, seq: string, rows: string, ...args: number[]): Promise<number[]>
+  lspPutBack (log: string, rows: string, ...args: (number | string)[]): Promise<number[]>
 }
 
 function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, now: number): WindowState {
@@ -166,11 +158,20 @@ export interface Answer {
   windows: readonly { seconds: number, used: number }[]
 }
 
-/** A request an instance accepted alone, added to Redis's log when it answers again. */
-export interface Accepted { time: number, rows: number }
+/** A request this instance accepted (through Redis or alone), by the number that names it. */
+export interface OwnRequest { id: number, time: number, rows: number }
+
+/** requests put back by one script: each script must reach Redis within the command timeout */
+const PUT_BACK_BATCH = 1000
 
 export class RedisStore implements AsyncLimiterStore {
   readonly synchronous = false
+  /**
+   * Names this store's requests in Redis's logs (with a number): random, so that instances, and
+   * this process's runs, never name two requests alike.
+   */
+  readonly tag = randomBytes(6).toString('base64url')
+  private lastId = 0
   private readonly scripts: Scripts
   /**
    * Per partner, the last answer: what an instance knows was accepted when Redis goes away.
@@ -182,35 +183,45 @@ export class RedisStore implements AsyncLimiterStore {
 
   constructor (redis: Redis, private readonly prefix = 'lsp:') {
     this.deadlines = scriptDeadline(redis)
-    redis.defineCommand('lspHit', { numberOfKeys: 3, lua: HIT })
+    redis.defineCommand('lspHit', { numberOfKeys: 2, lua: HIT })
     redis.defineCommand('lspSetRows', { numberOfKeys: 2, lua: SET_ROWS })
     redis.defineCommand('lspState', { numberOfKeys: 2, lua: STATE })
-    redis.defineCommand('lspRejoin', { numberOfKeys: 3, lua: REJOIN })
+    redis.defineCommand('lspPutBack', { numberOfKeys: 2, lua: PUT_BACK })
     this.scripts = redis as unknown as Scripts
   }
 
   // one hash tag per partner: its keys live together on a cluster
   private keys (key: string) {
     const base = `${this.prefix}rl:{${key}}:`
-    return { log: `${base}log`, seq: `${base}seq`, rows: `${base}rows` }
+    return { log: `${base}log`, rows: `${base}rows` }
   }
 
-  async hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
+  /** A number for a request of this store, never given before. */
+  newId (): number {
+    return ++this.lastId
+  }
+
+  private name (id: number): string {
+    return `${this.tag}:${id}`
+  }
+
+  /** Checks and records a request; `id` names it (a new number unless given). Its `seq` is that number. */
+  async hit (key: string, windows: WindowSpec[], now: number, id = this.newId()): Promise<HitResult> {
     const k = this.keys(key)
-    const args = [now, this.deadlines.now()]
+    const args: (number | string)[] = [now, this.deadlines.now(), this.name(id)]
     for (const w of windows) args.push(w.limit ?? -1, w.seconds * 1000)
-    const r = await this.scripts.lspHit(k.log, k.seq, k.rows, ...args)
+    const r = await this.scripts.lspHit(k.log, k.rows, ...args)
     if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
     // the counts are remembered at the newest entry's time: none of them is later
-    const states = windows.map((w, i) => stateOf(w, r[5 + i * 2], r[6 + i * 2], 0, now))
-    this.remember(key, r[2], states)
-    if (r[0] === 1) return { allowed: true, seq: r[1], windows: states }
-    return { allowed: false, refusedBy: windows[r[3] - 1].name, retryAfterMs: r[4], windows: states }
+    const states = windows.map((w, i) => stateOf(w, r[4 + i * 2], r[5 + i * 2], 0, now))
+    this.remember(key, r[1], states)
+    if (r[0] === 1) return { allowed: true, seq: id, time: r[1], windows: states }
+    return { allowed: false, refusedBy: windows[r[2] - 1].name, retryAfterMs: r[3], windows: states }
   }
 
   async setRows (key: string, seq: number, rows: number): Promise<void> {
     const k = this.keys(key)
-    await this.scripts.lspSetRows(k.log, k.rows, seq, rows)
+    await this.scripts.lspSetRows(k.log, k.rows, this.name(seq), rows)
   }
 
   async state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
@@ -244,29 +255,30 @@ export class RedisStore implements AsyncLimiterStore {
   }
 
   /**
-   * After an outage: puts back what `known` says the partner's log held, where the log lacks it,
-   * and adds `accepted`, requests accepted alone, with their rows; the answer then is remembered.
-   * `seconds`: the windows' lengths, shortest first (those of `known` when given).
+   * After an outage: adds `requests` (this store's, accepted through Redis or alone) where the
+   * partner's log lacks them, with their rows, and takes out `takenOut` (requests refused alone
+   * whose script may have run). Idempotent: each request is added once, whoever puts it back and
+   * however often. `remember`: the answer is then this instance's knowledge of the partner (not
+   * while other instances may still have requests to put back). `seconds`: the windows' lengths.
    */
-  async rejoin (
+  async putBack (
     key: string,
     seconds: readonly number[],
-    known: Answer | undefined,
-    accepted: readonly Accepted[],
-    now: number
+    requests: readonly OwnRequest[],
+    takenOut: readonly number[],
+    now: number,
+    remember = true
   ): Promise<void> {
     const k = this.keys(key)
-    const head = [now, 0, seconds.length, ...seconds.map((s) => s * 1000)]
+    const head = [now, seconds.length, ...seconds.map((s) => s * 1000), this.tag]
     let r: number[] = []
     let i = 0
     do {
-      const counts = i === 0 && known ? [known.at, ...known.windows.map((w) => w.used)] : [-1, ...seconds.map(() => 0)]
-      head[1] = this.deadlines.now()
-      const batch = accepted.slice(i, i + 1000).flatMap((a) => [a.time, a.rows])
-      r = await this.scripts.lspRejoin(k.log, k.seq, k.rows, ...head, ...counts, ...batch)
-      if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
-      i += 1000
-    } while (i < accepted.length)
-    this.remember(key, r[0], seconds.map((s, w) => ({ seconds: s, used: r[1 + w] })))
+      const out = i === 0 ? [takenOut.length, ...takenOut] : [0]
+      const batch = requests.slice(i, i + PUT_BACK_BATCH).flatMap((q) => [q.id, q.time, q.rows])
+      r = await this.scripts.lspPutBack(k.log, k.rows, ...head, ...out, ...batch)
+      i += PUT_BACK_BATCH
+    } while (i < requests.length)
+    if (remember) this.remember(key, r[0], seconds.map((s, w) => ({ seconds: s, used: r[1 + w] })))
   }
 }

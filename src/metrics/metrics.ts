@@ -17,6 +17,8 @@ export interface MetricSources {
   fragmentBytes?: () => { dataset: string, bytes: number }[]
   /** all record fragments' chunks, within FRAGMENTS_MAX_MB */
   fragmentMemory?: { bytes: number, forgotten: number }
+  /** the shared state (STATE_URL), read at scrape time; undefined without it */
+  sharedState?: () => { degraded: boolean, unavailableAnswers: number } | undefined
 }
 
 export interface Metrics {
@@ -44,7 +46,7 @@ type Sample = { labels: Labels, value: number, metricName?: string }
  * A metric whose samples are made when Prometheus scrapes: what a request does is add to plain
  * numbers (prom-client's own counters hash their labels on every increment).
  */
-function scraped (name: string, help: string, type: 'counter' | 'histogram', samples: () => Sample[]) {
+function scraped (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: () => Sample[]) {
   return {
     name,
     help,
@@ -114,6 +116,16 @@ export function createMetrics (sources: MetricSources): Metrics {
     [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
   register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
     [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
+  register(scraped('lsp_shared_state_unavailable_total',
+    'Requests answered 503 svc_partner_api_unavailable: the shared state (Redis) could not be read or written and ' +
+    'nothing was known of a limited window of the partner', 'counter',
+    () => [{ labels: {}, value: sources.sharedState?.()?.unavailableAnswers ?? 0 }]))
+  register(scraped('lsp_shared_state_connected',
+    '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
+    'absent without STATE_URL', 'gauge', () => {
+      const shared = sources.sharedState?.()
+      return shared ? [{ labels: {}, value: shared.degraded ? 0 : 1 }] : []
+    }))
   register(scraped('lsp_log_lines_dropped_total',
     'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter',
     () => [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))

@@ -16,7 +16,8 @@ import { searchCategories } from './sites.ts'
 export const AREA_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param',
   'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
-  'svc_partner_api_category_not_permitted', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited'
+  'svc_partner_api_category_not_permitted', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited',
+  'svc_partner_api_unavailable'
 ]
 
 const nm = (radians: number) => nmFromKm(radians * EARTH_RADIUS_KM)

@@ -11,7 +11,7 @@ import { tagPage } from '../sites/dataset.ts'
 
 export const BY_TAG_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param',
-  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited'
+  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable'
 ]
 
 const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -126,6 +126,12 @@ async function partnerApi (app: FastifyInstance) {
   const admit = (
     request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void, result: HitResult, now: number
   ) => {
+    if (result.unavailable) {
+      // no window is known full: no rate-limit fields, and nothing counted (nor recorded as usage)
+      const retryAfter = retryAfterSeconds(result.retryAfterMs!)
+      reply.header('retry-after', String(retryAfter))
+      return done(new ApiError('svc_partner_api_unavailable', { retry_after: retryAfter }))
+    }
     const refusal = result.allowed ? undefined : { window: result.refusedBy!, retryAfterMs: result.retryAfterMs! }
     reply.headers(rateLimitHeaders(result.windows, now, request.partner.ratelimitPolicy, refusal))
     if (!result.allowed) {
@@ -246,6 +252,7 @@ async function partnerApi (app: FastifyInstance) {
   const record = (endpoint: Endpoint): onSendHookHandler => (request, reply, payload, done) => {
     if (request.partner === null) return done(null, payload) // refused before the token was known: no one's usage
     const status = reply.statusCode
+    if (status === 503) return done(null, payload) // unavailable: the limits could not be checked; counted nowhere
     const rows = status === 200 && request.method !== 'HEAD' ? request.rows : 0 // a HEAD answers no records
     if (request.limitSeq !== undefined && rows > 0) setRows(request.partner.id, request.limitSeq, rows)
     telemetry.record(request.partner.id, {

@@ -11,7 +11,10 @@ export const ErrorBody = Type.Object({
       Type.Record(Type.String(), Type.String(), { description: 'Reason per malformed parameter (rest_invalid_param)' })
     ])),
     window: Type.Optional(Type.String({ description: 'Window that refused the request (429)' })),
-    retry_after: Type.Optional(Type.Integer({ description: 'Seconds until a request is accepted again (429)' })),
+    retry_after: Type.Optional(Type.Integer({
+      description: 'Seconds until a request is accepted again (429), or until the limits can be checked again (503 ' +
+        'svc_partner_api_unavailable)'
+    })),
     reason: Type.Optional(Type.String({
       description: 'Why the key could not be read (401: api_key_repeated, not_bearer or keys_differ), or what ' +
         'would open the endpoint (403 feature_disabled: tier or approval)'

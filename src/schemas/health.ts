@@ -31,9 +31,16 @@ const SharedState = Type.Union([
     connected: Type.Boolean(),
     degraded_since: Type.Union([Type.String(), Type.Null()],
       { description: 'since when this instance limits alone (Redis unavailable)' }),
-    error: Type.Union([Type.String(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()], {
+      description: 'why this instance limits alone: Redis\'s error (its refusal of writes, say), a timeout, ' +
+        'or the wait for the other instances after Redis lost its data'
+    }),
     instances: Type.Integer({
       description: 'instances sharing the state, as last seen; alone, each limit is divided by this'
+    }),
+    unavailable_answers: Type.Integer({
+      description: 'requests answered 503 svc_partner_api_unavailable since degraded_since: this instance could ' +
+        'neither read nor know a limited window of their partner'
     })
   })
 ])

@@ -20,6 +20,7 @@ const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiE
   rest_missing_callback_param: { params: ['lat'] },
   rest_invalid_param: { params: { radius: 'radius must be a number greater than 0' } },
   svc_partner_api_rate_limited: { window: 'minute', retry_after: 17 },
+  svc_partner_api_unavailable: { retry_after: 5 },
   svc_partner_api_invalid_coordinates: { params: { lat: 'lat must be a number from -90 to 90' } }
 }
 
@@ -58,6 +59,9 @@ export const BEFORE_LIMITER: readonly ErrorCode[] = [
   'svc_partner_api_feature_disabled'
 ]
 
+/** Refused because the limits could not be checked: no window to describe, so no rate-limit headers either. */
+const WINDOWS_UNKNOWN: readonly ErrorCode[] = ['svc_partner_api_unavailable']
+
 interface Header { description: string, required?: true, schema: { type: 'string' | 'integer' } }
 const header = (description: string, type: 'string' | 'integer' = 'string', required = false): Header =>
   required ? { description, required: true, schema: { type } } : { description, schema: { type } }
@@ -86,6 +90,9 @@ const RATE_LIMIT: Record<string, [string, 'string' | 'integer']> = {
 const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing window has room again: ' +
   'a request sent that much later is accepted, unless others were sent meanwhile', 'integer', true)
 
+const RETRY_UNAVAILABLE = header('Whole seconds (a few) until the rate limits may be checked again: retry then; ' +
+  'the refused request was not counted', 'integer', true)
+
 /** What withHeaders reads of a route. */
 interface DocumentedRoute {
   endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string
@@ -94,7 +101,8 @@ interface DocumentedRoute {
 /**
  * The response headers of a partner operation, added to its documented responses (OpenAPI form):
  * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
- * operations, not refused before it), Retry-After on 429; on cached operations ETag, Cache-Control
+ * operations, not refused before it, nor because the limits could not be checked), Retry-After on
+ * 429 and on that 503; on cached operations ETag, Cache-Control
  * and Vary on 200, and a 304 with them; Cache-Control: no-store on every error and every other
  * partner answer; Vary on the 200 of the other operations whose answers are compressed.
  */
@@ -131,11 +139,12 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
       const schema = response.content?.['application/json']?.schema as
         { properties?: { code?: { enum?: ErrorCode[] } } } | undefined
       const codes = schema?.properties?.code?.enum ?? []
-      const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code))
+      const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code) && !WINDOWS_UNKNOWN.includes(code))
       if (route.counted && counted.length > 0) {
         Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
       }
       if (status === '429') headers['Retry-After'] = RETRY_AFTER
+      if (codes.some((code) => WINDOWS_UNKNOWN.includes(code))) headers['Retry-After'] = RETRY_UNAVAILABLE
       headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
     }
     headers['X-Request-Id'] = REQUEST_ID

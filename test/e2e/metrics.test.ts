@@ -24,6 +24,8 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   t.equal(before.get('lsp_dataset_sites{dataset="production"}'), 0)
   t.equal(before.get('lsp_partners'), 1)
   t.equal(before.get('lsp_control_db_writable'), 1)
+  t.equal(before.get('lsp_shared_state_connected'), undefined, 'no shared state: no such gauge')
+  t.equal(before.get('lsp_shared_state_unavailable_total'), 0)
   t.ok((before.get('lsp_process_resident_memory_bytes') ?? 0) > 0, 'process metrics')
   t.equal(before.get('lsp_record_fragment_bytes{dataset="sandbox"}'), 0,
     'no record\'s JSON made before a request needs it')

@@ -9,6 +9,7 @@ import { buildApp } from '../../src/app.ts'
 import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
 import { site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
+import { parseMetrics } from '../run.ts'
 
 if (!skippedWithoutRedis(t)) {
   const redis = await startRedis(t)
@@ -141,15 +142,29 @@ if (!skippedWithoutRedis(t)) {
     for (const app of both) t.same(await window(app, 'partial', 'minute'), { limit: 30, used: 30, remaining: 0 })
     t.same(tally(await statuses(a, 'pinned', 40)), [20, 20], 'a knew of the 20: half of the 40 left')
     const pinned = await statuses(b, 'pinned', 40)
-    t.same(tally(pinned), [0, 40], 'b never had an answer about this partner: nothing for a minute')
-    t.equal((await get(b, 'pinned')).headers['retry-after'], '60')
+    t.same(pinned, Array(40).fill(503),
+      'b never had an answer about this partner: it cannot know its windows, and none is full')
+    const unavailable = await get(b, 'pinned')
+    t.same(unavailable.json(), {
+      code: 'svc_partner_api_unavailable',
+      message: 'The rate limits cannot be checked right now. Retry after 5 seconds; this request was not counted.',
+      data: { status: 503, retry_after: 5 }
+    })
+    const limitFields = Object.keys(unavailable.headers).filter((h) => /^(retry-after|x-ratelimit|ratelimit)/.test(h))
+    t.same(limitFields, ['retry-after'], 'Retry-After alone: no window to describe')
+    t.same([unavailable.headers['retry-after'], unavailable.headers['cache-control']], ['5', 'no-store'])
+    t.match(unavailable.headers['x-request-id'], /^[0-9a-f-]{36}$/)
+    t.match(JSON.parse((await b.inject('/readyz')).body).shared_state,
+      { connected: false, error: /timed out/i, unavailable_answers: 41 })
+    const metrics = parseMetrics(await b.metrics.registry.metrics())
+    t.same([metrics.get('lsp_shared_state_unavailable_total'), metrics.get('lsp_shared_state_connected')], [41, 0])
     t.same(await window(b, 'pinned', 'minute'), { limit: 30, used: 30, remaining: 0 })
     redis.resume()
     await allBack()
     for (const app of both) {
       t.same(await window(app, 'partial', 'minute'), { limit: 60, used: 60, remaining: 0 },
         'the 40 accepted alone added, and nothing else')
-      t.same(await window(app, 'pinned', 'minute'), { limit: 60, used: 40, remaining: 20 })
+      t.same(await window(app, 'pinned', 'minute'), { limit: 60, used: 40, remaining: 20 }, 'the 503s counted nowhere')
     }
     t.equal((await get(b, 'partial')).statusCode, 429)
   })

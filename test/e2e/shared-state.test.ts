@@ -50,7 +50,9 @@ if (!skippedWithoutRedis(t)) {
       async () => (await Promise.all(servers.map(readyz))).every((r) => r.shared_state.instances === 3))
     const r = await readyz(servers[0])
     t.equal(r.status, 'ready')
-    t.same(r.shared_state, { backend: 'redis', connected: true, degraded_since: null, error: null, instances: 3 })
+    t.same(r.shared_state, {
+      backend: 'redis', connected: true, degraded_since: null, error: null, instances: 3, unavailable_answers: 0
+    })
   })
 
   t.test('100 simultaneous requests over three instances at a limit of 30: exactly 30', async (t) => {

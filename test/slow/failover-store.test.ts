@@ -18,13 +18,16 @@ if (!skippedWithoutRedis(t)) {
   let now = Date.UTC(2026, 10, 21, 12)
   const clock = () => now
   const quiet = { error () {}, info () {}, warn () {} } as unknown as FastifyBaseLogger
+  /** a's warnings */
+  const warned: string[] = []
   const instance = async (id: string) => {
     // as plugins/shared-state.ts connects, with reconnections a little faster
     const client = new Redis(redis.url,
       { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 50 })
     client.on('error', () => {})
     await once(client, 'ready')
-    const store = new FailoverStore(client, new RedisStore(client, 'fo:'), id, quiet,
+    const log = id === 'a' ? { ...quiet, warn: (_: object, msg: string) => { warned.push(msg) } } : quiet
+    const store = new FailoverStore(client, new RedisStore(client, 'fo:'), id, log,
       { prefix: 'fo:', clock, probeMs: 0 })
     t.teardown(async () => { await store.close(); client.disconnect() })
     return { client, store, limiter: new RateLimiter(store, clock) }
@@ -55,13 +58,25 @@ if (!skippedWithoutRedis(t)) {
     await a.store.tick()
     await b.store.tick()
   }
+  /** Redis hangs (answers nothing, keeps its data): each instance's heartbeat times out */
+  const hang = async () => {
+    redis.pause()
+    await Promise.all([a.store.tick(), b.store.tick()])
+  }
+  /**
+   * Ticks the instances in turn, in this order, until each uses Redis again; both: until each has
+   * seen the other back, so that no room is kept for it any more (alone again, it would be kept).
+   */
   const back = async (...which: typeof a[]) => {
-    for (const i of which) {
-      await until('Redis answering again', async () => {
-        await i.store.tick()
-        return !i.store.degraded
-      })
-    }
+    await until('Redis answering again', async () => {
+      for (const i of which) await i.store.tick()
+      return which.every((i) => !i.store.degraded)
+    })
+    if (which.length < 2) return
+    await until('each instance seeing the other back', async () => {
+      for (const i of which) await i.store.tick()
+      return which.every((i) => !i.store.rejoining)
+    })
   }
 
   t.test('alone: each window\'s share of what the last answer left, and when it admits again', async (t) => {
@@ -91,6 +106,10 @@ if (!skippedWithoutRedis(t)) {
       'until those 8 leave the hour')
     t.same(await used(b.limiter, 'tiers', limits), [5, 10, 0],
       'b never had an answer about the partner: nothing left to it for a window\'s length')
+    const unknown = await b.limiter.hit('tiers', limits)
+    t.same([unknown.allowed, unknown.unavailable, unknown.retryAfterMs], [false, true, 5000],
+      'nor does it refuse as if a window were full: it cannot know, and says when to ask again')
+    t.equal(unknown.refusedBy, undefined)
     await redis.start()
     await back(a, b)
     await a.store.tick()
@@ -102,14 +121,15 @@ if (!skippedWithoutRedis(t)) {
     now += 3_600_000
     for (let i = 0; i < 20; i++) t.equal((await [a, b][i % 2].limiter.hit('catch-up', limits)).allowed, true)
     t.same(await used(a.limiter, 'catch-up', limits), [20, 20, 20])
-    await down()
+    await hang()
+    t.same([a.store.degraded, b.store.degraded], [true, true])
     t.equal(await admitted(a.limiter, 'catch-up', limits, 30), 20, 'a: half of the 40 left')
     t.equal(await admitted(b.limiter, 'catch-up', limits, 30), 20, 'b: the other half')
-    await redis.start()
+    redis.resume()
     await back(a)
     t.equal(b.store.degraded, true, 'b has not added its 20 yet')
     t.equal(a.store.rejoining, true)
-    t.same(await used(a.limiter, 'catch-up', limits), [40, 40, 40], 'the 20 of before put back, a\'s 20 added')
+    t.same(await used(a.limiter, 'catch-up', limits), [40, 40, 40], 'the 20 of before, and a\'s 20 added')
     const hit = await a.limiter.hit('catch-up', limits)
     t.same([hit.allowed, hit.windows[0].limit], [false, 30],
       'b\'s share kept free: 20 left in Redis, but b may have used them')
@@ -141,6 +161,35 @@ if (!skippedWithoutRedis(t)) {
     t.same([a.store.rejoining, b.store.rejoining], [false, false])
   })
 
+  t.test('Redis restarted empty three times: each request put back once, whichever instance comes back first',
+    async (t) => {
+      const limits: Limits = { minute: null, hour: 250, day: null }
+      now += 3_600_000
+      const start = now
+      // taking turns a second apart: b's last answer is a second later than a's, and knows one more
+      for (let i = 0; i < 100; i++) {
+        t.equal((await [a, b][i % 2].limiter.hit('thrice', limits)).allowed, true)
+        now += 1000
+      }
+      // asked of b: its answer is now the latest, a's the one of its last request
+      const before = await used(b.limiter, 'thrice', limits)
+      t.same(before, [59, 100, 100], `the windows (a and b degraded: ${a.store.degraded}, ${b.store.degraded})`)
+      for (let restart = 1; restart <= 3; restart++) {
+        await down()
+        await redis.start()
+        await until('both connected again', async () => a.client.status === 'ready' && b.client.status === 'ready')
+        await back(b, a)
+        for (const i of [a, b]) {
+          t.same(await used(i.limiter, 'thrice', limits), before, `restart ${restart}: the same windows`)
+        }
+      }
+      for (const i of [a, b]) await i.store.tick() // each has seen the other back: no share kept free
+      t.equal(await admitted(a.limiter, 'thrice', limits, 200), 150, 'the 150 left of the hour, no more')
+      const refused = await b.limiter.hit('thrice', limits)
+      t.same([refused.refusedBy, refused.retryAfterMs], ['hour', start + 3_600_000 - now],
+        'until the first request of the hour leaves it: its own time, not a time made up')
+    })
+
   t.test('a Redis restarted empty between two probes, no command failing: noticed on reconnection', async (t) => {
     const limits: Limits = { minute: 30, hour: null, day: null }
     now += 3_600_000
@@ -155,6 +204,56 @@ if (!skippedWithoutRedis(t)) {
     await back(a, b)
     t.same(await used(a.limiter, 'quick', limits), [30, 30, 30], 'put back')
     t.equal((await a.limiter.hit('quick', limits)).allowed, false)
+  })
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+  t.test('Redis hangs with requests in flight: those it admits count in the instance\'s own view, ' +
+    'answered in time or not', async (t) => {
+    const limits: Limits = { minute: 20, hour: null, day: null }
+    now += 3_600_000
+    t.same(await used(a.limiter, 'stalled', limits), [0, 0, 0], 'an answer: nothing used')
+    redis.pause()
+    const first = a.limiter.hit('stalled', limits) // times out here 500 ms on: a limits alone from then
+    await sleep(300)
+    const inFlight = Array.from({ length: 8 }, () => a.limiter.hit('stalled', limits))
+    await sleep(220) // the first has timed out: Redis goes on and runs the others in time
+    redis.resume()
+    const results = await Promise.all([first, ...inFlight])
+    t.equal(a.store.degraded, true)
+    t.same(results.map((r) => r.allowed), Array(9).fill(true), 'the first admitted alone, the 8 others by Redis')
+    t.same(results.map((r) => r.seq! < 0), [true, ...Array(8).fill(false)])
+    t.equal(await admitted(a.limiter, 'stalled', limits, 10), 1,
+      'a\'s share is 10 of the 20: the 8 admitted by Redis after a went alone count in it')
+    await back(a)
+    t.same(await used(b.limiter, 'stalled', limits), [10, 10, 10], 'each request in Redis once')
+    await back(a, b)
+  })
+
+  t.test('Redis refuses writes (maxmemory reached): limiting alone with the windows it can still read, ' +
+    'saying why', async (t) => {
+    const limits: Limits = { minute: 10, hour: null, day: null }
+    now += 3_600_000
+    const admin = new Redis(redis.url)
+    t.teardown(() => admin.disconnect())
+    t.same(await used(a.limiter, 'full', limits), [0, 0, 0], 'a has an answer about the partner; b none')
+    await admin.config('SET', 'maxmemory-policy', 'noeviction')
+    await admin.config('SET', 'maxmemory', '1')
+    for (const i of [a, b]) {
+      await i.store.tick() // the heartbeat is refused
+      t.match(i.store.status(), { connected: false, error: /^OOM command not allowed/ }, 'Redis\'s reason in /readyz')
+    }
+    t.equal(await admitted(a.limiter, 'full', limits, 10), 5, 'a: half of the 10 left')
+    t.equal(await admitted(b.limiter, 'full', limits, 10), 5,
+      'b read the windows it knew nothing of: half of the 10 left, not a refusal')
+    for (const i of [a, b]) {
+      await i.store.tick()
+      t.match(i.store.status(), { connected: false, error: /^OOM command not allowed/, unavailable_answers: 0 },
+        'still alone after a probe (a write)')
+    }
+    await admin.config('SET', 'maxmemory', '0')
+    await back(a, b)
+    t.same(await used(a.limiter, 'full', limits), [10, 10, 10], 'the 10 accepted alone added')
   })
 
   t.test('alone, with the clock stepped back: a retry after Retry-After is accepted', async (t) => {
@@ -176,5 +275,62 @@ if (!skippedWithoutRedis(t)) {
     now = start + 60_000
     await redis.start()
     await back(a, b)
+  })
+
+  t.test('50,000 a day, 60,000 requests over two instances, Redis restarted empty: exactly 50,000', async (t) => {
+    const limits: Limits = { minute: null, hour: null, day: 50_000 }
+    now += 3_600_000
+    let accepted = 0
+    for (let i = 0; i < 600; i++) {
+      const hits = Array.from({ length: 100 }, (_, j) => [a, b][j % 2].limiter.hit('busy', limits))
+      accepted += (await Promise.all(hits)).filter((r) => r.allowed).length
+      now += 1000
+    }
+    t.equal(accepted, 50_000)
+    t.equal((await used(b.limiter, 'busy', limits))[2], 50_000)
+    await down()
+    await redis.start()
+    await until('both connected again', async () => a.client.status === 'ready' && b.client.status === 'ready')
+    await back(a, b)
+    for (const i of [a, b]) t.equal((await used(i.limiter, 'busy', limits))[2], 50_000, 'each put back once')
+    t.equal((await a.limiter.hit('busy', limits)).allowed, false)
+  })
+
+  t.test('Redis restarted empty: the instance back first waits for the others to put back theirs, ' +
+    'and for an instance that never comes back, INSTANCE_STALE_MS', async (t) => {
+    const limits: Limits = { minute: 30, hour: null, day: null }
+    now += 3_600_000
+    const c = await instance('c')
+    for (const i of [c, a, b]) await i.store.tick()
+    t.equal(a.store.status().instances, 3)
+    for (let i = 0; i < 15; i++) t.equal((await [a, b, c][i % 3].limiter.hit('waited', limits)).allowed, true)
+    t.same(await used(a.limiter, 'waited', limits), [15, 15, 15])
+    await down()
+    await c.store.tick()
+    await redis.start()
+    await until('all connected again', async () => [a, b, c].every((i) => i.client.status === 'ready'))
+    warned.length = 0
+    await a.store.tick()
+    t.match(a.store.status(), {
+      connected: false, error: 'the shared state lost its data: waiting for 2 other instance(s) to put back the ' +
+        'requests they accepted'
+    }, 'a put back its 5, and limits alone until b and c have put back theirs')
+    t.same(await used(b.limiter, 'waited', limits), [5, 14, 14],
+      'b, alone too, knows 14 used (c\'s last request came after its last answer): its share, 5')
+    t.equal(await admitted(a.limiter, 'waited', limits, 10), 5, 'a: a third of the 15 left')
+    await b.store.tick()
+    await a.store.tick()
+    t.equal(a.store.degraded, true, 'c, silent, has not put back its 5')
+    const waited = Date.now()
+    await until('a to stop waiting for c', async () => {
+      await a.store.tick()
+      return !a.store.degraded
+    })
+    t.ok(Date.now() - waited > 5000, 'a waited for c until INSTANCE_STALE_MS after it saw the loss')
+    t.match(warned, [/lost its data/, /instances did not put back their requests .* within 10 s/])
+    await back(b)
+    t.same(await used(a.limiter, 'waited', limits), [15, 15, 15],
+      'a\'s and b\'s 10 put back, a\'s 5 accepted alone added; c\'s 5 went with it')
+    await c.store.close()
   })
 }

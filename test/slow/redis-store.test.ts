@@ -48,8 +48,9 @@ if (!skippedWithoutRedis(t)) {
     const limits: Limits = { minute: 5, hour: null, day: null }
     const a = await limiters[0].hit('rows', limits)
     const b = await limiters[1].hit('rows', limits)
-    await limiters[2].setRows('rows', a.seq!, 12)
-    await limiters[0].setRows('rows', b.seq!, 3)
+    // each instance records the rows of the requests it admitted (their numbers are its own)
+    await limiters[0].setRows('rows', a.seq!, 12)
+    await limiters[1].setRows('rows', b.seq!, 3)
     await limiters[0].setRows('rows', 999_999, 50) // unknown seq: ignored
     const { windows } = await limiters[2].state('rows', limits)
     t.same(windows.map((w) => [w.used, w.rows, w.remaining, w.resetsInMs]),
@@ -252,35 +253,40 @@ if (!skippedWithoutRedis(t)) {
     t.equal(await reasonOf(store.update('nobody', { status: 'active' })), 'not_found')
   })
 
-  t.test('after an outage: what was known put back where the log lacks it, ' +
-    'then the requests accepted alone', async (t) => {
+  t.test('after an outage: each request put back once, by its name, with its rows; ' +
+    'those refused alone taken out', async (t) => {
     const store = new RedisStore(clients[0], 'test:')
     const limits: Limits = { minute: 10, hour: null, day: null }
     const seconds = [60, 3600, 86400]
-    const alone = [
-      { time: now - 5000, rows: 7 }, { time: now - 4000, rows: 0 }, { time: now - 3000, rows: 1 },
-      { time: now - 70_000, rows: 100 }
+    const admitted = await store.hit('merged', windowSpecs(limits), now - 2000)
+    const late = await store.hit('merged', windowSpecs(limits), now - 1000) // its answer lost here: refused alone
+    t.same([admitted.allowed, late.allowed], [true, true])
+    const requests = [
+      { id: admitted.seq!, time: now - 2000, rows: 5 }, // in Redis already, its rows not yet
+      { id: store.newId(), time: now - 5000, rows: 7 }, { id: store.newId(), time: now - 4000, rows: 0 },
+      { id: store.newId(), time: now - 70_000, rows: 100 }, { id: store.newId(), time: now - 86_400_000, rows: 1 }
     ]
-    await store.rejoin('merged', seconds, undefined, alone, now)
-    let { windows } = await limiters[1].state('merged', limits)
-    t.same([windows[0].used, windows[1].used], [3, 4])
-    t.same([windows[0].rows, windows[1].rows], [8, 108], 'their rows too')
+    await store.putBack('merged', seconds, requests, [late.seq!], now)
+    const { windows } = await limiters[1].state('merged', limits)
+    t.same(windows.map((w) => w.used), [3, 4, 4],
+      'the one in Redis once, the one refused alone taken out, the one of a day ago left out')
+    t.same([windows[0].rows, windows[1].rows], [12, 112], 'their rows too')
     const used = (minute: number, hour: number, day: number) =>
       [{ seconds: 60, used: minute }, { seconds: 3600, used: hour }, { seconds: 86400, used: day }]
     t.same(store.answers.get('merged'), { at: now, windows: used(3, 4, 4) }, 'the answer remembered')
-
-    // known now: 2 a minute, 5 an hour, 9 a day; the log has 3, 4 and 4 of them
-    const known = { at: now, windows: used(2, 5, 9) }
-    await store.rejoin('merged', seconds, known, [], now)
-    ;({ windows } = await limiters[1].state('merged', limits))
-    t.same(windows.map((w) => w.used), [3, 5, 9], 'the minute had them; one more in the hour, four more in the day')
-    const log = await clients[0].zrange('test:rl:{merged}:log', 0, -1, 'WITHSCORES')
-    t.same(log.filter((_, i) => i % 2 === 1).map((s) => Number(s) - now),
-      [-3_600_000, -3_600_000, -3_600_000, -3_600_000, -70_000, -60_000, -5000, -4000, -3000],
-      'each put back at the latest time it can have')
-    await store.rejoin('merged', seconds, known, [], now)
-    t.same((await limiters[1].state('merged', limits)).windows.map((w) => w.used), [3, 5, 9],
-      'put back once: a second instance knowing the same adds nothing')
+    const log = async () => await clients[0].zrange('test:rl:{merged}:log', 0, -1, 'WITHSCORES')
+    const before = await log()
+    t.same(before.filter((_, i) => i % 2 === 1).map((time) => Number(time) - now), [-70_000, -5000, -4000, -2000],
+      'each at its own time')
+    await store.putBack('merged', seconds, requests, [late.seq!], now, false)
+    await store.putBack('merged', seconds, requests.slice(1, 3), [], now, false)
+    t.same(await log(), before, 'put back again, whole or in part: nothing added')
+    t.same((await limiters[1].state('merged', limits)).windows.map((w) => w.rows), [12, 112, 112])
+    const other = new RedisStore(clients[1], 'test:')
+    t.not(other.tag, store.tag, 'another instance names its requests otherwise')
+    await other.putBack('merged', seconds, [{ id: requests[1].id, time: now - 5000, rows: 0 }], [], now)
+    t.equal((await limiters[1].state('merged', limits)).windows[0].used, 4,
+      'the same number from another instance is another request')
   })
 
   t.test('a script that reaches Redis after its command timed out here changes nothing', async (t) => {
@@ -291,8 +297,6 @@ if (!skippedWithoutRedis(t)) {
     const limiter = new RateLimiter(store, () => now)
     store.clockOffsetMs = -60_000 // as if it had waited a minute in a Redis that hung
     await t.rejects(store.hit('late', windowSpecs(limits), now), { message: /after its command had timed out here/ })
-    await t.rejects(store.rejoin('late', [60], undefined, [{ time: now, rows: 3 }], now),
-      { message: /after its command had timed out here/ })
     t.same((await limiters[0].state('late', limits)).windows.map((w) => w.used), [0, 0, 0])
     store.clockOffsetMs = 0
     t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
