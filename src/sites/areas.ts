@@ -45,28 +45,43 @@ export interface AreaQuery {
 export interface BoundingBox { west: number, south: number, east: number, north: number }
 
 /**
+ * Calls `visit` with each site of the allowed categories (and tag) in id order: one pass over the
+ * tag's sites or every site, where an index would not pay (a small tag, a large share of the sites).
+ */
+function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => void): void {
+  const { categories, tag } = query
+  const list = tag === undefined ? undefined : ds.tagSites.get(tag) ?? new Uint32Array(0)
+  const count = list === undefined ? ds.count : list.length
+  for (let i = 0; i < count; i++) {
+    const p = list === undefined ? i : list[i]
+    if (categories.includes(ds.categories[p])) visit(p)
+  }
+}
+
+/**
  * Positions (= id order) of the sites in the box, edges included, of the allowed categories (and
  * tag). The indexes find them; once they are more than a sixteenth of the dataset, sorting them
  * would cost more than a pass over every site in id order, which is made instead.
  */
 export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery): Uint32Array {
-  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
-  const { south, north } = bbox
-  const boxes = bbox.west <= bbox.east
+  const { west, south, north } = bbox
+  // as given: 180 and -180 are two longitudes here (a box from 180 to -180 holds both)
+  const boxes = west <= bbox.east
     ? [bbox]
-    : [{ west: bbox.west, south, east: 180, north }, { west: -180, south, east: bbox.east, north }]
-  const [one, two] = boxes
+    : [{ west, south, east: 180, north }, { west: -180, south, east: bbox.east, north }]
   const inBox = (p: number) => {
     const lat = ds.lats[p]
-    if (lat < south || lat > north) return false
     const lng = ds.lngs[p]
-    return (lng >= one.west && lng <= one.east) || (two !== undefined && lng >= two.west && lng <= two.east)
+    return lat >= south && lat <= north && boxes.some((b) => lng >= b.west && lng <= b.east)
   }
+  const inOrder = () => {
+    const all = new Growing()
+    eachSite(ds, query, (p) => { if (inBox(p)) all.push(p) })
+    return all.done()
+  }
+  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
+  if (scan !== undefined) return inOrder()
   const found = new Growing()
-  if (scan !== undefined) {
-    for (const p of scan) if ((!accept || accept(p)) && inBox(p)) found.push(p)
-    return found.done() // a tag's sites are in id order already
-  }
   const most = ds.count / 16
   for (const index of indexes) {
     const positions = index.slotPositions
@@ -76,18 +91,10 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery): Ui
         if (!accept || accept(p)) found.push(p)
         return found.count > most
       })
+      if (found.count > most) return inOrder()
     }
   }
-  if (found.count <= most) return found.done().sort()
-  const all = new Growing()
-  const { categories, tag } = query
-  const keep = (p: number) => inBox(p) && categories.includes(ds.categories[p])
-  if (tag !== undefined) {
-    for (const p of ds.tagSites.get(tag)!) if (keep(p)) all.push(p)
-  } else {
-    for (let p = 0; p < ds.count; p++) if (keep(p)) all.push(p)
-  }
-  return all.done()
+  return found.done().sort()
 }
 
 export interface RouteQuery extends AreaQuery {
@@ -121,15 +128,7 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
   const { lats, lngs } = ds
   const found = new Found(query.limit)
   if (scan !== undefined || radius >= WIDE) {
-    const { categories, tag } = query
-    // a small tag's sites, a tag's sites, or every site
-    const list = scan ?? (tag === undefined ? undefined : ds.tagSites.get(tag) ?? new Uint32Array(0))
-    const count = list === undefined ? ds.count : list.length
-    for (let i = 0; i < count; i++) {
-      const p = list === undefined ? i : list[i]
-      if (!categories.includes(ds.categories[p])) continue
-      if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route)
-    }
+    eachSite(ds, query, (p) => { if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route) })
     return found.sorted()
   }
   const pieceLength = Math.max(radius / 2, route.length / MAX_PIECES)
