@@ -2,7 +2,7 @@
 // (kdbush's range search), with the same choice of indexes as the nearest-first search.
 import { searchPlan, type Dataset } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
-import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
+import { cosOfLat, EARTH_RADIUS_KM, searchNearby, type SubIndex } from './spatial.ts'
 
 /**
  * Calls `visit` with the tree slot of each site of the index inside the box, edges included, until
@@ -131,6 +131,8 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     eachSite(ds, query, (p) => { if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route) })
     return found.sorted()
   }
+  const behind = sitesBehindStart(ds, route, query, radius, found)
+  if (behind === 'all') return found.sorted()
   const pieceLength = Math.max(radius / 2, route.length / MAX_PIECES)
   for (let leg = 0; leg < route.legs.length; leg++) {
     const pieces = Math.max(1, Math.ceil(route.legs[leg] / pieceLength))
@@ -145,7 +147,9 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
             const p = positions[slot]
             if (accept && !accept(p)) return
             if (route.locate(coords[2 * slot + 1], coords[2 * slot], leg, radius, cosLats[slot]) > radius) return
-            if (route.leg === leg && pieceOf(route.t) === k) found.add(p, route)
+            if (route.leg !== leg || pieceOf(route.t) !== k) return
+            if (behind === 'held' && leg === 0 && route.t === 0) return
+            found.add(p, route)
           })
         }
       }
@@ -155,6 +159,48 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     }
   }
   return found.sorted()
+}
+
+/**
+ * The sites behind the route's start (the start their nearest point) all lie at along 0, in the order of their
+ * distance from it: a nearest-first search from the start finds the first of them without locating every site of
+ * the first piece (a route from a city's helipad has thousands there). 'all': `found` holds the answer; 'held': it
+ * holds every site behind the start and no other; 'none': it holds nothing.
+ */
+function sitesBehindStart (
+  ds: Dataset, route: Route, query: RouteQuery, radius: number, found: Found
+): 'all' | 'held' | 'none' {
+  const { indexes, accept } = searchPlan(ds, query.categories, query.tag)
+  const { lats, lngs } = ds
+  const start = route.points[0]
+  const locate = (p: number) => route.locate(lats[p], lngs[p], 0, radius, cosOfLat(lats[p]))
+  const behind = (p: number) => (!accept || accept(p)) && locate(p) <= radius && route.leg === 0 && route.t === 0
+  const area = { lat: start.lat, lng: start.lng, radiusKm: radius * EARTH_RADIUS_KM * (1 + 1e-9), limit: query.limit }
+  const hits = searchNearby(indexes, area, behind)
+  if (hits.length < query.limit) {
+    // the search ran out of sites: every site behind the start is among the hits
+    for (const { position } of hits) {
+      locate(position)
+      found.add(position, route)
+    }
+    return hits.length === 0 ? 'none' : 'held'
+  }
+  // The first `limit` sites within 1 µm of along 0, ties at the last hit's offset included: every site up to a
+  // hair past it. Every other site comes after them.
+  let farthest = 0
+  for (const { position } of hits) farthest = Math.max(farthest, locate(position))
+  for (const box of capBoxes(start, farthest + 2 * TIE_RADIANS + 1e-12)) {
+    for (const index of indexes) {
+      const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
+      eachInBox(index, box, (slot) => {
+        const p = positions[slot]
+        if (accept && !accept(p)) return
+        if (route.locate(coords[2 * slot + 1], coords[2 * slot], 0, radius, cosLats[slot]) > radius) return
+        if (route.along <= TIE_RADIANS) found.add(p, route)
+      })
+    }
+  }
+  return 'all'
 }
 
 /** Positions in a typed array that doubles as it fills. */

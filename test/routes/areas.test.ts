@@ -52,6 +52,10 @@ const named: SiteRow[] = [
   // 0,50 → 0,51 with radius 27.8 km is searched in 4 pieces of 0.25°: as far along (0.8 µm apart) on
   // either side of the first pieces' boundary, pc-b nearer the route
   site('pc-a', 4, 0.01, 50.25 - PIECE_TIE_DEG), site('pc-b', 4, -0.005, 50.25 + PIECE_TIE_DEG),
+  // a crowded start, -30,60 → -29.9,60: sites on it and behind it (along 0, by their distance from it), two as
+  // far behind on either side of the meridian, and one just ahead of it
+  site('cs-on', 7, -30, 60), ...[1, 2, 3, 6].map((k) => site(`cs-${k}`, 4, -30 - k / 1000, 60)),
+  site('cs-tie-b', 4, -30.004, 60.002), site('cs-tie-a', 7, -30.004, 59.998), site('cs-ahead', 4, -29.9995, 60),
   ...fSites
 ]
 const { app, tokens } = await buildTestApp(t, {
@@ -68,6 +72,7 @@ const { app, tokens } = await buildTestApp(t, {
       limitOverrides: UNLIMITED
     },
     { name: 'One', slug: 'one', tier: 'growth', maxResults: 1, limitOverrides: UNLIMITED },
+    { name: 'Five', slug: 'five', tier: 'growth', maxResults: 5, limitOverrides: UNLIMITED },
     { name: 'Capped', slug: 'capped', tier: 'growth', radiusCapKm: 5, limitOverrides: UNLIMITED },
     { name: 'Live', slug: 'live', tier: 'growth', environment: 'production', limitOverrides: UNLIMITED },
     { name: 'Demo', slug: 'demo', tier: 'demo', limitOverrides: UNLIMITED },
@@ -181,6 +186,19 @@ t.test('the corridor\'s edge; ties in along', async (t) => {
   const pieces = '/sites/along-route?path=0,50|0,51&radius=27.8'
   t.same((await json('growth', pieces)).map((s: { id: string }) => s.id), ['pc-b', 'pc-a'])
   t.same(await json('one', pieces), [at('pc-b', kmOfDeg(0.25), kmOfDeg(0.005))], 'max_results 1: the nearer')
+})
+
+t.test('a crowded start: the sites behind it lie at along 0, nearest first', async (t) => {
+  const path = '-30,60|-29.9,60'
+  const behind = ['cs-on', 'cs-1', 'cs-2', 'cs-3', 'cs-tie-a', 'cs-tie-b', 'cs-6']
+  const all = byReference(points(path), [...behind, 'cs-ahead'])
+  t.same(all.map((s) => s.along_nm), [0, 0, 0, 0, 0, 0, 0, nm(0.5 / 1000 * DEG * EARTH_KM)])
+  t.same(await json('growth', `/sites/along-route?path=${path}&radius=2`), all, 'fewer behind it than max_results')
+  t.same(await json('five', `/sites/along-route?path=${path}&radius=2`), all.slice(0, 5),
+    'more behind it than max_results: the nearest, ties by id')
+  t.same(await json('one', `/sites/along-route?path=${path}&radius=2`), all.slice(0, 1))
+  t.same(await json('five', `/sites/along-route?path=${path}&radius=2&category_id=4`),
+    all.filter((s) => s.category === '4').slice(0, 5), 'of one category: cs-tie-b in, after cs-3')
 })
 
 const fIds = (filter: (s: SiteRow) => boolean, n: number) =>
