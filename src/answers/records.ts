@@ -363,14 +363,15 @@ export class FragmentStore implements ChunkHolder {
   }
 
   /**
-   * `[` the sites' fragments, each with its last `cut` bytes replaced by its ASCII `ends[i]`, joined by `,` `]`,
-   * `head` before and `tail` after.
+   * `[` the sites' fragments, each with ASCII `fields[i]` put before its closing braces (`close`, all `}`),
+   * joined by `,` `]`, `head` before and `tail` after.
    */
-  extended (positions: ArrayLike<number>, ends: string[], cut: number, head = '', tail = ''): Buffer {
+  extended (positions: ArrayLike<number>, fields: string[], close: string, head = '', tail = ''): Buffer {
     this.settle()
+    const cut = close.length
     let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
-    for (let i = 0; i < positions.length; i++) total += this.length(positions[i]) - cut + ends[i].length
-    const out = Buffer.allocUnsafe(total)
+    for (let i = 0; i < positions.length; i++) total += this.length(positions[i]) + fields[i].length
+    const out = this.allocate(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [
     for (let i = 0; i < positions.length; i++) {
@@ -378,7 +379,8 @@ export class FragmentStore implements ChunkHolder {
       const p = positions[i]
       this.use(this.span[2 * p])
       at += this.copyBytes(this.span[2 * p], this.span[2 * p + 1] - cut, out, at)
-      at += out.write(ends[i], at, 'latin1')
+      at += out.write(fields[i], at, 'latin1')
+      for (let c = 0; c < cut; c++) out[at++] = 0x7d // }
     }
     out[at++] = 0x5d // ]
     out.write(tail, at, 'latin1')
@@ -485,13 +487,13 @@ export class RecordJson {
 
   /** JSON array of full records, each with ASCII `fields` (`,"name":value…`) added at its end. */
   sitesWith (ds: Dataset, positions: ArrayLike<number>, fields: string[]): Buffer {
-    return this.fragmentsOf(ds).full.extended(positions, fields.map((f) => f + '}'), 1)
+    return this.fragmentsOf(ds).full.extended(positions, fields, '}')
   }
 
   /** GeoJSON FeatureCollection of full records, each with ASCII `fields` added at the end of its properties. */
   sitesWithGeo (ds: Dataset, positions: ArrayLike<number>, fields: string[]): Buffer {
     return this.fragmentsOf(ds).fullFeature()
-      .extended(positions, fields.map((f) => f + '}}'), 2, '{"type":"FeatureCollection","features":', '}')
+      .extended(positions, fields, '}}', '{"type":"FeatureCollection","features":', '}')
   }
 
   /**

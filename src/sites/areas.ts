@@ -2,7 +2,7 @@
 // (kdbush's range search), with the same choice of indexes as the nearest-first search.
 import { searchPlan, type Dataset } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
-import { cosOfLat, EARTH_RADIUS_KM, searchNearby, type SubIndex } from './spatial.ts'
+import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
 
 /**
  * Calls `visit` with the tree slot of each site of the index inside the box, edges included, until
@@ -148,7 +148,7 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
             if (accept && !accept(p)) return
             if (route.locate(coords[2 * slot + 1], coords[2 * slot], leg, radius, cosLats[slot]) > radius) return
             if (route.leg !== leg || pieceOf(route.t) !== k) return
-            if (behind === 'held' && leg === 0 && route.t === 0) return
+            if (behind === 'held' && route.along <= TIE_RADIANS) return
             found.add(p, route)
           })
         }
@@ -162,45 +162,38 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
 }
 
 /**
- * The sites behind the route's start (the start their nearest point) all lie at along 0, in the order of their
- * distance from it: a nearest-first search from the start finds the first of them without locating every site of
- * the first piece (a route from a city's helipad has thousands there). 'all': `found` holds the answer; 'held': it
- * holds every site behind the start and no other; 'none': it holds nothing.
+ * The sites behind the route's start (the start their nearest point) all lie at along 0, ordered by their distance
+ * from it: the first `limit` of them are found in a cap around the start grown until it holds that many, without
+ * locating every site of the first piece (a route from a city's helipad has thousands there). 'all': `found` holds
+ * the answer; 'held': it holds every site within 1 µm of along 0 and no other; 'none': it holds nothing.
  */
 function sitesBehindStart (
   ds: Dataset, route: Route, query: RouteQuery, radius: number, found: Found
 ): 'all' | 'held' | 'none' {
   const { indexes, accept } = searchPlan(ds, query.categories, query.tag)
-  const { lats, lngs } = ds
   const start = route.points[0]
-  const locate = (p: number) => route.locate(lats[p], lngs[p], 0, radius, cosOfLat(lats[p]))
-  const behind = (p: number) => (!accept || accept(p)) && locate(p) <= radius && route.leg === 0 && route.t === 0
-  const area = { lat: start.lat, lng: start.lng, radiusKm: radius * EARTH_RADIUS_KM * (1 + 1e-9), limit: query.limit }
-  const hits = searchNearby(indexes, area, behind)
-  if (hits.length < query.limit) {
-    // the search ran out of sites: every site behind the start is among the hits
-    for (const { position } of hits) {
-      locate(position)
-      found.add(position, route)
+  let reach = radius / 8
+  for (;;) {
+    let within = 0
+    for (const box of capBoxes(start, reach + 2 * TIE_RADIANS)) {
+      for (const index of indexes) {
+        const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
+        eachInBox(index, box, (slot) => {
+          const p = positions[slot]
+          if (accept && !accept(p)) return
+          const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], 0, radius, cosLats[slot])
+          if (offset > radius || route.along > TIE_RADIANS) return
+          found.add(p, route)
+          if (offset <= reach) within++
+        })
+      }
     }
-    return hits.length === 0 ? 'none' : 'held'
+    if (within >= query.limit) return 'all'
+    if (reach === radius) return found.count === 0 ? 'none' : 'held'
+    found.clear()
+    // the next cap should hold `limit`, if the sites are spread as evenly as in this one
+    reach = Math.min(radius, within === 0 ? 4 * reach : 1.2 * reach * Math.sqrt(query.limit / within))
   }
-  // The first `limit` sites within 1 µm of along 0, ties at the last hit's offset included: every site up to a
-  // hair past it. Every other site comes after them.
-  let farthest = 0
-  for (const { position } of hits) farthest = Math.max(farthest, locate(position))
-  for (const box of capBoxes(start, farthest + 2 * TIE_RADIANS + 1e-12)) {
-    for (const index of indexes) {
-      const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
-      eachInBox(index, box, (slot) => {
-        const p = positions[slot]
-        if (accept && !accept(p)) return
-        if (route.locate(coords[2 * slot + 1], coords[2 * slot], 0, radius, cosLats[slot]) > radius) return
-        if (route.along <= TIE_RADIANS) found.add(p, route)
-      })
-    }
-  }
-  return 'all'
 }
 
 /** Positions in a typed array that doubles as it fills. */
@@ -246,6 +239,10 @@ class Found {
     const dd = this.offset[i] - offset
     if (dd > TIE_RADIANS || dd < -TIE_RADIANS) return dd > 0
     return this.positions[i] > position
+  }
+
+  clear (): void {
+    this.count = 0
   }
 
   /** The along of the last site held once `limit` are held, else Infinity. */

@@ -56,6 +56,7 @@ const named: SiteRow[] = [
   // far behind on either side of the meridian, and one just ahead of it
   site('cs-on', 7, -30, 60), ...[1, 2, 3, 6].map((k) => site(`cs-${k}`, 4, -30 - k / 1000, 60)),
   site('cs-tie-b', 4, -30.004, 60.002), site('cs-tie-a', 7, -30.004, 59.998), site('cs-ahead', 4, -29.9995, 60),
+  site('cs-c2', 4, -30.002, 59.998), site('cs-c1', 7, -30.002, 60.002), site('cs-s', 4, -30.0025, 60),
   ...fSites
 ]
 const { app, tokens } = await buildTestApp(t, {
@@ -190,15 +191,16 @@ t.test('the corridor\'s edge; ties in along', async (t) => {
 
 t.test('a crowded start: the sites behind it lie at along 0, nearest first', async (t) => {
   const path = '-30,60|-29.9,60'
-  const behind = ['cs-on', 'cs-1', 'cs-2', 'cs-3', 'cs-tie-a', 'cs-tie-b', 'cs-6']
+  // cs-s is nearer than cs-c1 and cs-c2, yet only they lie in a box of cs-2's distance around the start
+  const behind = ['cs-on', 'cs-1', 'cs-2', 'cs-s', 'cs-c1', 'cs-c2', 'cs-3', 'cs-tie-a', 'cs-tie-b', 'cs-6']
   const all = byReference(points(path), [...behind, 'cs-ahead'])
-  t.same(all.map((s) => s.along_nm), [0, 0, 0, 0, 0, 0, 0, nm(0.5 / 1000 * DEG * EARTH_KM)])
+  t.same(all.map((s) => s.along_nm), [...behind.map(() => 0), nm(0.5 / 1000 * DEG * EARTH_KM)])
   t.same(await json('growth', `/sites/along-route?path=${path}&radius=2`), all, 'fewer behind it than max_results')
   t.same(await json('five', `/sites/along-route?path=${path}&radius=2`), all.slice(0, 5),
     'more behind it than max_results: the nearest, ties by id')
   t.same(await json('one', `/sites/along-route?path=${path}&radius=2`), all.slice(0, 1))
   t.same(await json('five', `/sites/along-route?path=${path}&radius=2&category_id=4`),
-    all.filter((s) => s.category === '4').slice(0, 5), 'of one category: cs-tie-b in, after cs-3')
+    all.filter((s) => s.category === '4').slice(0, 5), 'of one category')
 })
 
 const fIds = (filter: (s: SiteRow) => boolean, n: number) =>
