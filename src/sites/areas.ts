@@ -5,16 +5,16 @@ import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
 import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
 
 /**
- * Calls `visit` with the tree slot of each site of the index inside the box, edges included, until
- * `visit` returns true.
+ * Appends to `slots` the tree slot of each site of the index inside the box, edges included; stops once `slots`
+ * holds more than `most`.
  */
-export function eachInBox (index: SubIndex, box: Box, visit: (slot: number) => boolean | void): void {
+export function slotsInBox (index: SubIndex, box: Box, slots: Growing, most = Infinity): void {
   const { kd } = index
   const coords = kd.coords
   const nodeSize = kd.nodeSize
   const { west, south, east, north } = box
   const stack = [0, kd.ids.length - 1, 0]
-  while (stack.length > 0) {
+  while (stack.length > 0 && slots.count <= most) {
     const axis = stack.pop()!
     const right = stack.pop()!
     const left = stack.pop()!
@@ -22,14 +22,14 @@ export function eachInBox (index: SubIndex, box: Box, visit: (slot: number) => b
       for (let i = left; i <= right; i++) {
         const x = coords[2 * i]
         const y = coords[2 * i + 1]
-        if (x >= west && x <= east && y >= south && y <= north && visit(i) === true) return
+        if (x >= west && x <= east && y >= south && y <= north) slots.push(i)
       }
       continue
     }
     const m = (left + right) >> 1
     const x = coords[2 * m]
     const y = coords[2 * m + 1]
-    if (x >= west && x <= east && y >= south && y <= north && visit(m) === true) return
+    if (x >= west && x <= east && y >= south && y <= north) slots.push(m)
     if (axis === 0 ? west <= x : south <= y) stack.push(left, m - 1, 1 - axis)
     if (axis === 0 ? east >= x : north >= y) stack.push(m + 1, right, 1 - axis)
   }
@@ -81,20 +81,24 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery): Ui
   }
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return inOrder()
-  const found = new Growing()
   const most = ds.count / 16
+  walked.count = 0
   for (const index of indexes) {
     const positions = index.slotPositions
     for (const box of boxes) {
-      eachInBox(index, box, (slot) => {
-        const p = positions[slot]
-        if (!accept || accept(p)) found.push(p)
-        return found.count > most
-      })
-      if (found.count > most) return inOrder()
+      // the slots found, replaced by their positions in place (those of other categories left out)
+      let kept = walked.count
+      slotsInBox(index, box, walked, most)
+      const { items, count } = walked
+      if (count > most) return inOrder() // the walk stopped there
+      for (let i = kept; i < count; i++) {
+        const p = positions[items[i]]
+        if (!accept || accept(p)) items[kept++] = p
+      }
+      walked.count = kept
     }
   }
-  return found.done().sort()
+  return walked.done().sort().slice()
 }
 
 export interface RouteQuery extends AreaQuery {
@@ -143,14 +147,17 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
         for (const index of indexes) {
           // the coordinates by tree slot: read where the walk is, not at random places of lats and lngs
           const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
-          eachInBox(index, box, (slot) => {
+          walked.count = 0
+          slotsInBox(index, box, walked)
+          for (let i = 0; i < walked.count; i++) {
+            const slot = walked.items[i]
             const p = positions[slot]
-            if (accept && !accept(p)) return
-            if (route.locate(coords[2 * slot + 1], coords[2 * slot], leg, radius, cosLats[slot]) > radius) return
-            if (route.leg !== leg || pieceOf(route.t) !== k) return
-            if (behind === 'held' && route.along <= TIE_RADIANS) return
+            if (accept && !accept(p)) continue
+            if (route.locate(coords[2 * slot + 1], coords[2 * slot], leg, radius, cosLats[slot]) > radius) continue
+            if (route.leg !== leg || pieceOf(route.t) !== k) continue
+            if (behind === 'held' && route.along <= TIE_RADIANS) continue
             found.add(p, route)
-          })
+          }
         }
       }
       // every site still to be found lies along the route at or past this piece's end
@@ -178,14 +185,17 @@ function sitesBehindStart (
     for (const box of capBoxes(start, reach + 2 * TIE_RADIANS)) {
       for (const index of indexes) {
         const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
-        eachInBox(index, box, (slot) => {
+        walked.count = 0
+        slotsInBox(index, box, walked)
+        for (let i = 0; i < walked.count; i++) {
+          const slot = walked.items[i]
           const p = positions[slot]
-          if (accept && !accept(p)) return
+          if (accept && !accept(p)) continue
           const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], 0, radius, cosLats[slot])
-          if (offset > radius || route.along > TIE_RADIANS) return
+          if (offset > radius || route.along > TIE_RADIANS) continue
           found.add(p, route)
           if (offset <= reach) within++
-        })
+        }
       }
     }
     if (within >= query.limit) return 'all'
@@ -198,7 +208,7 @@ function sitesBehindStart (
 
 /** Positions in a typed array that doubles as it fills. */
 class Growing {
-  private items = new Uint32Array(64)
+  items = new Uint32Array(64)
   count = 0
 
   push (p: number): void {
@@ -214,6 +224,9 @@ class Growing {
     return this.items.subarray(0, this.count)
   }
 }
+
+/** Slots found by a walk, used again by the next (a process answers one request at a time). */
+const walked = new Growing()
 
 /**
  * The first `limit` sites found along a route, by along, then offset, then position (values within
