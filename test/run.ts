@@ -37,15 +37,22 @@ export async function adminInProcess (args: string[], env: Record<string, string
   return { status, stdout, stderr }
 }
 
-/** The CLI without blocking this process, so that a test can keep sending requests meanwhile. */
-export function adminAsync (args: string[], env: Record<string, string>): Promise<CliResult> {
+/**
+ * The CLI without blocking this process, so that a test can keep sending requests meanwhile;
+ * killed after `timeoutMs` if given (status -1 then).
+ */
+export function adminAsync (args: string[], env: Record<string, string>, timeoutMs?: number): Promise<CliResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args],
     { cwd: REPO_ROOT, env: baseEnv(env) })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })
   child.stderr.on('data', (d) => { stderr += d })
-  return new Promise((resolve) => child.on('close', (code) => resolve({ status: code ?? -1, stdout, stderr })))
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+  return new Promise((resolve) => child.on('close', (code) => {
+    clearTimeout(timer)
+    resolve({ status: code ?? -1, stdout, stderr })
+  }))
 }
 
 export interface Server {

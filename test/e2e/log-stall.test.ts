@@ -121,10 +121,12 @@ t.test('a SIGTERM while the reader is slow: every line is written before exit 0'
 })
 
 t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM ends it all the same', async (t) => {
-  // tsx makes stdout non-blocking itself; this needs the service without it
+  // tsx makes stdout non-blocking itself; this needs the service without it. Compiled without the
+  // type check (npm test's own tsc does that): only the JavaScript is needed here.
   const build = tmpDataDir(t, 'lsp-build-')
   const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'),
-    '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false'], { encoding: 'utf8' })
+    '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false', '--noCheck'],
+  { encoding: 'utf8' })
   t.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(build, 'node_modules'))
   writeFileSync(join(build, 'package.json'), '{"type":"module"}')

@@ -12,16 +12,18 @@ import { join } from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
 import Database from 'better-sqlite3'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { admin, startServer, type Server } from '../run.ts'
+import { adminInProcess, startServer, type Server } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-function setup (t: Test, extra: Record<string, string> = {}) {
+// the partner through the CLI's main() in this process: the processes under test are the servers
+async function setup (t: Test, extra: Record<string, string> = {}) {
   const dir = tmpDataDir(t)
   const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '5000', NODE_ENV: 'production', ...extra }
-  const created = JSON.parse(admin(['partners', 'create', '--name', 'Load', '--tier', 'scale', '--json'], env).stdout)
-  const r = admin(['partners', 'update', created.slug, '--limit-minute', 'unlimited', '--limit-hour', 'unlimited',
-    '--limit-day', 'unlimited'], env)
+  const created = JSON.parse((await adminInProcess(['partners', 'create', '--name', 'Load', '--tier', 'scale',
+    '--json'], env)).stdout)
+  const r = await adminInProcess(['partners', 'update', created.slug, '--limit-minute', 'unlimited',
+    '--limit-hour', 'unlimited', '--limit-day', 'unlimited'], env)
   if (r.status !== 0) throw new Error(r.stderr)
   return { dir, env, token: created.token as string }
 }
@@ -30,7 +32,7 @@ const used = async (server: Server, token: string) =>
   (await (await fetch(`${server.url}/v1/usage?api_key=${token}`)).json()).windows.day.used as number
 
 t.test('SIGTERM under load: requests in flight answered in full, counters saved exactly', async (t) => {
-  const { env, token } = setup(t, { COUNTER_SAVE_MS: '5000' })
+  const { env, token } = await setup(t, { COUNTER_SAVE_MS: '5000' })
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   let received = 0
@@ -76,7 +78,7 @@ t.test('SIGTERM under load: requests in flight answered in full, counters saved 
 })
 
 t.test('a request that never finishes cannot hold the close past SHUTDOWN_TIMEOUT_MS', async (t) => {
-  const { env, token } = setup(t, { SHUTDOWN_TIMEOUT_MS: '1000', COUNTER_SAVE_MS: '5000' })
+  const { env, token } = await setup(t, { SHUTDOWN_TIMEOUT_MS: '1000', COUNTER_SAVE_MS: '5000' })
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   for (let i = 0; i < 9; i++) {
@@ -100,7 +102,7 @@ t.test('a request that never finishes cannot hold the close past SHUTDOWN_TIMEOU
 })
 
 t.test('SIGKILL loses at most the last 5 s of counts and restarts cleanly', async (t) => {
-  const { env, token } = setup(t, { COUNTER_SAVE_MS: '2000' })
+  const { env, token } = await setup(t, { COUNTER_SAVE_MS: '2000' })
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   const hit = async (n: number) => {
@@ -124,7 +126,7 @@ t.test('SIGKILL loses at most the last 5 s of counts and restarts cleanly', asyn
 const digest = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex')
 
 t.test('imports cut short or killed half-way leave the old file serving, and nothing behind', async (t) => {
-  const { dir, env } = setup(t)
+  const { dir, env } = await setup(t)
   const production = join(dir, 'production.db')
   const lines = ['id,category,name,region,country,latitude,longitude,tags']
   for (let i = 0; i < 300_000; i++) {
@@ -134,19 +136,19 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   }
   const csv = join(dir, 'big.csv')
   writeFileSync(csv, lines.join('\n') + '\n')
-  t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', csv], env).status, 0)
+  t.equal((await adminInProcess(['datasets', 'import', '--dataset', 'production', '--file', csv], env)).status, 0)
   const before = digest(production)
 
   // a file cut in the middle of a row
   const cut = join(dir, 'cut.csv')
   writeFileSync(cut, lines.slice(0, 1001).join('\n') + '\ns1000,4,Site 1000,EU')
-  const r = admin(['datasets', 'import', '--dataset', 'production', '--file', cut], env)
+  const r = await adminInProcess(['datasets', 'import', '--dataset', 'production', '--file', cut], env)
   t.equal(r.status, 1)
   t.match(r.stderr, /^line 1002: /m, 'names the cut line')
   const geo = join(dir, 'cut.geojson')
   writeFileSync(geo, '{"type":"FeatureCollection","features":[{"type":"Feature",' +
     '"geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"a","categ')
-  const g = admin(['datasets', 'import', '--dataset', 'production', '--file', geo], env)
+  const g = await adminInProcess(['datasets', 'import', '--dataset', 'production', '--file', geo], env)
   t.equal(g.status, 1)
   t.match(g.stderr, /feature 1: .*cut short/)
   t.equal(digest(production), before, 'the old file is untouched')
@@ -175,15 +177,13 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   const ready = await (await fetch(`${server.url}/readyz`)).json()
   t.equal(ready.datasets.production.site_count, 300_000, 'the old file serves')
   t.equal(await server.stop('SIGTERM'), 0)
-  t.equal(
-    admin(['datasets', 'import', '--dataset', 'production', '--file', cut.replace('cut.csv', 'big.csv')], env).status, 0
-  )
+  t.equal((await adminInProcess(['datasets', 'import', '--dataset', 'production', '--file', csv], env)).status, 0)
   t.same(leftovers(), [], 'the next import removed what the dead one left, journal included')
 })
 
 t.test('a dataset file lost after the first boot: ' +
   'the service refuses to start and says which and what to do', async (t) => {
-  const { dir, env } = setup(t) // partners made with the CLI first: the server's first boot is still to come
+  const { dir, env } = await setup(t) // partners made with the CLI first: the server's first boot is still to come
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
   t.match(server.output(), /"msg":"created missing data file"/, 'the first boot created the datasets')
@@ -214,7 +214,7 @@ t.test('a dataset file lost after the first boot: ' +
 
   const csv = join(dir, 'sites.csv')
   writeFileSync(csv, 'id,category,name,region,country,latitude,longitude,tags\np1,4,Back,EUR,GB,51.5,-0.1,\n')
-  t.equal(admin(['datasets', 'import', '--dataset', 'production', '--file', csv], env).status, 0)
+  t.equal((await adminInProcess(['datasets', 'import', '--dataset', 'production', '--file', csv], env)).status, 0)
   const again = await startServer(env)
   t.teardown(() => again.stop('SIGKILL'))
   const ready = await (await fetch(`${again.url}/readyz`)).json()
@@ -234,7 +234,7 @@ t.test('a control.db that is not a database: the service and the CLI name it, an
   })
   t.same([refused.status, refused.stdout, refused.stderr],
     [1, '', `start-up failed: ${control} cannot be used: file is not a database\n`])
-  const listed = admin(['partners', 'list'], { DATA_DIR: dir })
+  const listed = await adminInProcess(['partners', 'list'], { DATA_DIR: dir })
   t.same([listed.status, listed.stdout, listed.stderr],
     [1, '', `error: ${control} cannot be used: file is not a database\n`])
   t.same(readFileSync(control), before, 'the file is untouched')

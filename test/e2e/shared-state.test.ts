@@ -5,7 +5,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { tmpDataDir } from '../helper.ts'
-import { admin, metricsUrlOf, parseMetrics, startServer, type Server } from '../run.ts'
+import { adminInProcess, metricsUrlOf, parseMetrics, startServer, type Server } from '../run.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
 
 if (!skippedWithoutRedis(t)) {
@@ -14,15 +14,16 @@ if (!skippedWithoutRedis(t)) {
   const dirs = [tmpDataDir(t), tmpDataDir(t), tmpDataDir(t)]
   const dir = dirs[0]
   const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', NODE_ENV: 'production', STATE_URL: redis.url }
-  const partner = (name: string, ...update: string[]) => {
-    const created = JSON.parse(admin(['partners', 'create', '--name', name, '--json'], env).stdout)
-    if (update.length > 0) admin(['partners', 'update', created.slug, ...update], env)
+  // the CLI's main() in this process: the processes under test are the three instances
+  const partner = async (name: string, ...update: string[]) => {
+    const created = JSON.parse((await adminInProcess(['partners', 'create', '--name', name, '--json'], env)).stdout)
+    if (update.length > 0) await adminInProcess(['partners', 'update', created.slug, ...update], env)
     return created.token as string
   }
-  const crowd = partner('Crowd') // demo tier: 30 a minute
-  const steady = partner('Steady',
+  const crowd = await partner('Crowd') // demo tier: 30 a minute
+  const steady = await partner('Steady',
     '--limit-minute', 'unlimited', '--limit-hour', 'unlimited', '--limit-day', 'unlimited')
-  const alone = partner('Alone', '--limit-hour', 'unlimited', '--limit-day', 'unlimited') // 30 a minute
+  const alone = await partner('Alone', '--limit-hour', 'unlimited', '--limit-day', 'unlimited') // 30 a minute
   const servers: Server[] = []
   for (let i = 0; i < 3; i++) {
     const s = await startServer({ ...env, DATA_DIR: dirs[i] })
@@ -178,14 +179,14 @@ if (!skippedWithoutRedis(t)) {
 
   t.test('a suspension and a rotation made once reach every instance within 5 s', async (t) => {
     const before = await settledRowsRead()
-    const suspended = admin(['partners', 'update', 'steady', '--status', 'suspended'], env)
+    const suspended = await adminInProcess(['partners', 'update', 'steady', '--status', 'suspended'], env)
     t.equal(suspended.status, 0, suspended.stderr)
     const ms = await within5s('suspension everywhere', () => allAnswer(steady, 403))
     t.pass(`suspended everywhere after ${ms} ms`)
     t.same((await rowsRead()).map((n, i) => n - before[i]), [1, 1, 1], 'each instance read that partner alone')
-    t.equal(admin(['partners', 'update', 'steady', '--status', 'active'], env).status, 0)
+    t.equal((await adminInProcess(['partners', 'update', 'steady', '--status', 'active'], env)).status, 0)
     await within5s('reactivation everywhere', () => allAnswer(steady, 200))
-    const rotated = admin(['partners', 'rotate', 'steady', '--json'], env)
+    const rotated = await adminInProcess(['partners', 'rotate', 'steady', '--json'], env)
     const fresh = JSON.parse(rotated.stdout).token as string
     await within5s('the old token refused and the new one served everywhere', async () =>
       (await Promise.all(servers.map(async (s) => [(await sites(s, steady)).status, (await sites(s, fresh)).status])))
@@ -196,27 +197,27 @@ if (!skippedWithoutRedis(t)) {
   t.test('partners export from control.db, import into Redis: the token works on every instance', async (t) => {
     const local = { ...env, STATE_URL: '' }
     const made = JSON.parse(
-      admin(['partners', 'create', '--name', 'Moved', '--tier', 'growth', '--json'], local).stdout
+      (await adminInProcess(['partners', 'create', '--name', 'Moved', '--tier', 'growth', '--json'], local)).stdout
     )
-    t.equal(admin(['partners', 'show', 'moved'], env).status, 1, 'not in Redis yet')
+    t.equal((await adminInProcess(['partners', 'show', 'moved'], env)).status, 1, 'not in Redis yet')
     const file = `${dir}/partners.json`
-    const exported = admin(['partners', 'export', '--file', file], local)
+    const exported = await adminInProcess(['partners', 'export', '--file', file], local)
     t.equal(exported.status, 0, exported.stderr)
     t.notOk(readFileSync(file, 'utf8').includes(made.token), 'the export holds digests, not tokens')
-    const imported = admin(['partners', 'import', '--file', file, '--json'], env)
+    const imported = await adminInProcess(['partners', 'import', '--file', file, '--json'], env)
     t.equal(imported.status, 0, imported.stderr)
     t.same(JSON.parse(imported.stdout), { created: 1, replaced: 0 })
     await within5s('the imported partner served everywhere', () => allAnswer(made.token, 200))
-    const again = admin(['partners', 'import', '--file', file, '--json'], env)
+    const again = await adminInProcess(['partners', 'import', '--file', file, '--json'], env)
     t.same(JSON.parse(again.stdout), { created: 0, replaced: 1 }, 'importing again replaces')
-    const shown = JSON.parse(admin(['partners', 'show', 'moved', '--json'], env).stdout)
+    const shown = JSON.parse((await adminInProcess(['partners', 'show', 'moved', '--json'], env)).stdout)
     t.same([shown.tier, shown.id], ['growth', made.id])
   })
 
   t.test('datasets reload --all reaches every instance; each reloads its own files', async (t) => {
-    t.equal(admin(['datasets', 'generate', '--dataset', 'sandbox', '--count', '500', '--seed', 'other'],
-      { ...env, DATA_DIR: dirs[2] }).status, 0)
-    const r = admin(['datasets', 'reload', '--all', '--json'], env)
+    t.equal((await adminInProcess(['datasets', 'generate', '--dataset', 'sandbox', '--count', '500', '--seed', 'other'],
+      { ...env, DATA_DIR: dirs[2] })).status, 0)
+    const r = await adminInProcess(['datasets', 'reload', '--all', '--json'], env)
     t.equal(r.status, 0, r.stderr)
     const report = JSON.parse(r.stdout)
     t.equal(report.ok, true)
@@ -226,9 +227,9 @@ if (!skippedWithoutRedis(t)) {
     const expected = servers.map((s, i) => [new URL(s.url).host, i === 2 ? 500 : 2000])
     t.same(counts.sort(), expected.sort(), 'every instance answered, with what it now serves')
     t.equal((await readyz(servers[2])).datasets.sandbox.site_count, 500)
-    const text = admin(['datasets', 'reload', '--all'], env)
+    const text = await adminInProcess(['datasets', 'reload', '--all'], env)
     t.equal(text.stdout.match(/: reloaded\n/g)?.length, 3)
-    const without = admin(['datasets', 'reload', '--all'], { ...env, STATE_URL: '' })
+    const without = await adminInProcess(['datasets', 'reload', '--all'], { ...env, STATE_URL: '' })
     t.equal(without.status, 2)
     t.match(without.stderr, /^error: --all asks the instances sharing STATE_URL/)
   })

@@ -3,10 +3,11 @@
 // `partners usage SLUG --json` shows what the partner's GET /usage?expand=telemetry shows, and
 // its history day holds the exact counts; both survive a restart. With Redis and two instances,
 // each instance's counts add up, nothing lost at a clean shutdown. `partners report` judges the
-// go-live rule.
+// go-live rule. (The partner is made, and the text and refusals read, by the CLI's main() in
+// this process: the JSON reports are the processes' own.)
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
-import { admin, adminAsync, startServer, type Server } from '../run.ts'
+import { adminAsync, adminInProcess, startServer, type Server } from '../run.ts'
 import { redisMissing, startRedis } from '../redis.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -72,8 +73,9 @@ async function knownRequests (server: Server, token: string) {
 t.test('without STATE_URL: the CLI shows /usage and the exact history, and both survive a restart', async (t) => {
   const dir = tmpDataDir(t)
   const env = { DATA_DIR: dir, SANDBOX_SITE_COUNT: '2000', NODE_ENV: 'production', COUNTER_SAVE_MS: '200' }
-  const created = JSON.parse(admin(['partners', 'create', '--name', 'Acme', '--tier', 'growth', '--json'], env).stdout)
-  t.equal(admin(['partners', 'update', 'acme', '--limit-minute', '5'], env).status, 0)
+  const created = JSON.parse(
+    (await adminInProcess(['partners', 'create', '--name', 'Acme', '--tier', 'growth', '--json'], env)).stdout)
+  t.equal((await adminInProcess(['partners', 'update', 'acme', '--limit-minute', '5'], env)).status, 0)
   const token = created.token as string
   const server = await startServer(env)
   t.teardown(() => server.stop('SIGKILL'))
@@ -117,7 +119,7 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
     'the busiest minute: the 7 before, with the one after if it came in the same minute')
   t.equal(later.telemetry.events, 8)
 
-  const text = admin(['partners', 'usage', 'acme'], env)
+  const text = await adminInProcess(['partners', 'usage', 'acme'], env)
   t.equal(text.status, 0)
   t.match(text.stdout, /^minute +5 +5 +0 /m, 'text: the windows')
   t.match(text.stdout, new RegExp(`^${today} +8 +5 +3 400:1 403:1 +0 `, 'm'), 'text: the history table')
@@ -144,7 +146,7 @@ t.test('without STATE_URL: the CLI shows /usage and the exact history, and both 
       '--days must be a whole number from 1 to 90 (USAGE_HISTORY_DAYS: the days kept)'],
     [['partners', 'usage', 'nobody'], "no partner with slug 'nobody'"]
   ] as const) {
-    const r = admin([...args], env)
+    const r = await adminInProcess([...args], env)
     t.same([r.status, r.stderr], [message.startsWith('no partner') ? 1 : 2, `error: ${message}\n`], args.join(' '))
   }
   t.equal(await again.stop('SIGTERM'), 0)
@@ -155,9 +157,10 @@ t.test('with STATE_URL and two instances: the counts add up, ' +
   const redis = await startRedis(t)
   const dirs = [tmpDataDir(t), tmpDataDir(t)]
   const env = { DATA_DIR: dirs[0], SANDBOX_SITE_COUNT: '2000', NODE_ENV: 'production', STATE_URL: redis.url }
-  const token = JSON.parse(admin(['partners', 'create', '--name', 'Shared', '--tier', 'growth', '--json'], env).stdout)
-    .token as string
-  t.equal(admin(['partners', 'update', 'shared', '--limit-minute', '5'], env).status, 0)
+  const token = JSON.parse(
+    (await adminInProcess(['partners', 'create', '--name', 'Shared', '--tier', 'growth', '--json'], env)).stdout
+  ).token as string
+  t.equal((await adminInProcess(['partners', 'update', 'shared', '--limit-minute', '5'], env)).status, 0)
   const servers = [await startServer(env), await startServer({ ...env, DATA_DIR: dirs[1] })]
   for (const s of servers) t.teardown(() => s.stop('SIGKILL'))
 
