@@ -143,23 +143,12 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     const step = route.legs[leg] / pieces
     const pieceOf = (t: number) => pieces === 1 ? 0 : Math.min(pieces - 1, Math.floor(t / step))
     for (let k = 0; k < pieces; k++) {
-      for (const box of capBoxes(route.pointAt(leg, (k + 0.5) * step), step / 2 + radius)) {
-        for (const index of indexes) {
-          // the coordinates by tree slot: read where the walk is, not at random places of lats and lngs
-          const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
-          walked.count = 0
-          slotsInBox(index, box, walked)
-          for (let i = 0; i < walked.count; i++) {
-            const slot = walked.items[i]
-            const p = positions[slot]
-            if (accept && !accept(p)) continue
-            if (route.locate(coords[2 * slot + 1], coords[2 * slot], leg, radius, cosLats[slot]) > radius) continue
-            if (route.leg !== leg || pieceOf(route.t) !== k) continue
-            if (behind === 'held' && route.along <= TIE_RADIANS) continue
-            found.add(p, route)
-          }
-        }
-      }
+      const cap = capBoxes(route.pointAt(leg, (k + 0.5) * step), step / 2 + radius)
+      eachLocated(indexes, accept, cap, route, leg, radius, (p) => {
+        if (route.leg !== leg || pieceOf(route.t) !== k) return
+        if (behind === 'held' && route.along <= TIE_RADIANS) return
+        found.add(p, route)
+      })
       // every site still to be found lies along the route at or past this piece's end
       const end = k === pieces - 1 ? route.starts[leg + 1] : route.starts[leg] + (k + 1) * step
       if (found.lastAlong < end - 2 * TIE_RADIANS) return found.sorted()
@@ -182,27 +171,41 @@ function sitesBehindStart (
   let reach = radius / 8
   for (;;) {
     let within = 0
-    for (const box of capBoxes(start, reach + 2 * TIE_RADIANS)) {
-      for (const index of indexes) {
-        const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
-        walked.count = 0
-        slotsInBox(index, box, walked)
-        for (let i = 0; i < walked.count; i++) {
-          const slot = walked.items[i]
-          const p = positions[slot]
-          if (accept && !accept(p)) continue
-          const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], 0, radius, cosLats[slot])
-          if (offset > radius || route.along > TIE_RADIANS) continue
-          found.add(p, route)
-          if (offset <= reach) within++
-        }
-      }
-    }
+    eachLocated(indexes, accept, capBoxes(start, reach + 2 * TIE_RADIANS), route, 0, radius, (p, offset) => {
+      if (route.along > TIE_RADIANS) return
+      found.add(p, route)
+      if (offset <= reach) within++
+    })
     if (within >= query.limit) return 'all'
     if (reach === radius) return found.count === 0 ? 'none' : 'held'
     found.clear()
     // the next cap should hold `limit`, if the sites are spread as evenly as in this one
     reach = Math.min(radius, within === 0 ? 4 * reach : 1.2 * reach * Math.sqrt(query.limit / within))
+  }
+}
+
+/**
+ * Locates each site of the indexes in the boxes (and of `accept`) against the route (`hint`: a leg likely near),
+ * calling `visit` with its position and offset when it lies within the radius; the route holds the rest.
+ */
+function eachLocated (
+  indexes: SubIndex[], accept: ((p: number) => boolean) | undefined, boxes: Box[], route: Route, hint: number,
+  radius: number, visit: (position: number, offset: number) => void
+): void {
+  for (const box of boxes) {
+    for (const index of indexes) {
+      // the coordinates by tree slot: read where the walk is, not at random places of lats and lngs
+      const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
+      walked.count = 0
+      slotsInBox(index, box, walked)
+      for (let i = 0; i < walked.count; i++) {
+        const slot = walked.items[i]
+        const p = positions[slot]
+        if (accept && !accept(p)) continue
+        const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], hint, radius, cosLats[slot])
+        if (offset <= radius) visit(p, offset)
+      }
+    }
   }
 }
 
