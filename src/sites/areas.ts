@@ -1,6 +1,6 @@
 // Sites along a route's corridor and sites in a box: the sub-indexes' trees walked box by box
 // (kdbush's range search), with the same choice of indexes as the nearest-first search.
-import { searchPlan, type Dataset } from './dataset.ts'
+import { searchPlan, type Dataset, type SearchPlan } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
 import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
 
@@ -128,14 +128,14 @@ const WIDE = 500 / EARTH_RADIUS_KM
  */
 export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): AlongRoute {
   const radius = query.radiusKm / EARTH_RADIUS_KM
-  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
+  const plan = searchPlan(ds, query.categories, query.tag)
   const { lats, lngs } = ds
   const found = new Found(query.limit)
-  if (scan !== undefined || radius >= WIDE) {
+  if (plan.scan !== undefined || radius >= WIDE) {
     eachSite(ds, query, (p) => { if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route) })
     return found.sorted()
   }
-  const behind = sitesBehindStart(ds, route, query, radius, found)
+  const behind = sitesBehindStart(plan, route, query.limit, radius, found)
   if (behind === 'all') return found.sorted()
   const pieceLength = Math.max(radius / 2, route.length / MAX_PIECES)
   for (let leg = 0; leg < route.legs.length; leg++) {
@@ -144,7 +144,7 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     const pieceOf = (t: number) => pieces === 1 ? 0 : Math.min(pieces - 1, Math.floor(t / step))
     for (let k = 0; k < pieces; k++) {
       const cap = capBoxes(route.pointAt(leg, (k + 0.5) * step), step / 2 + radius)
-      eachLocated(indexes, accept, cap, route, leg, radius, (p) => {
+      eachLocated(plan, cap, route, leg, radius, (p) => {
         if (route.leg !== leg || pieceOf(route.t) !== k) return
         if (behind === 'held' && route.along <= TIE_RADIANS) return
         found.add(p, route)
@@ -164,33 +164,32 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
  * the answer; 'held': it holds every site within 1 µm of along 0 and no other; 'none': it holds nothing.
  */
 function sitesBehindStart (
-  ds: Dataset, route: Route, query: RouteQuery, radius: number, found: Found
+  plan: SearchPlan, route: Route, limit: number, radius: number, found: Found
 ): 'all' | 'held' | 'none' {
-  const { indexes, accept } = searchPlan(ds, query.categories, query.tag)
   const start = route.points[0]
   let reach = radius / 8
   for (;;) {
     let within = 0
-    eachLocated(indexes, accept, capBoxes(start, reach + 2 * TIE_RADIANS), route, 0, radius, (p, offset) => {
+    eachLocated(plan, capBoxes(start, reach + 2 * TIE_RADIANS), route, 0, radius, (p, offset) => {
       if (route.along > TIE_RADIANS) return
       found.add(p, route)
       if (offset <= reach) within++
     })
-    if (within >= query.limit) return 'all'
+    if (within >= limit) return 'all'
     if (reach === radius) return found.count === 0 ? 'none' : 'held'
     found.clear()
     // the next cap should hold `limit`, if the sites are spread as evenly as in this one
-    reach = Math.min(radius, within === 0 ? 4 * reach : 1.2 * reach * Math.sqrt(query.limit / within))
+    reach = Math.min(radius, within === 0 ? 4 * reach : 1.2 * reach * Math.sqrt(limit / within))
   }
 }
 
 /**
- * Locates each site of the indexes in the boxes (and of `accept`) against the route (`hint`: a leg likely near),
- * calling `visit` with its position and offset when it lies within the radius; the route holds the rest.
+ * Locates each site of the plan's indexes in the boxes (and of its `accept`) against the route (`hint`: a leg
+ * likely near), calling `visit` with its position and offset when it lies within the radius; the route holds the rest.
  */
 function eachLocated (
-  indexes: SubIndex[], accept: ((p: number) => boolean) | undefined, boxes: Box[], route: Route, hint: number,
-  radius: number, visit: (position: number, offset: number) => void
+  { indexes, accept }: SearchPlan, boxes: Box[], route: Route, hint: number, radius: number,
+  visit: (position: number, offset: number) => void
 ): void {
   for (const box of boxes) {
     for (const index of indexes) {
@@ -268,7 +267,6 @@ class Found {
 
   add (position: number, route: Route): void {
     const { along, offset } = route
-    if (this.limit === 0) return
     if (this.count === this.limit) {
       if (!this.after(0, along, offset, position)) return
       this.sink(0, along, offset, position)
