@@ -20,7 +20,7 @@ import { unnamedCategories } from '../src/sites/categories.ts'
 import { MAX_PARTNER_CATEGORIES, MAX_RADIUS_CAP_KM } from '../src/partners/row-schema.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
-import { DATASETS, MAX_PRECISION, datasetPath, readDatasetMeta, type DatasetName } from '../src/sites/dataset-file.ts'
+import { DATASETS, MAX_PRECISION, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
 import {
   ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName
 } from '../src/partners/tiers.ts'
@@ -28,7 +28,9 @@ import {
   PartnerStore, controlPath, partnerView, type LimitOverride, type PartnerChanges
 } from '../src/partners/store.ts'
 import { exportDocument, readExportDocument } from '../src/partners/export-file.ts'
-import { keptVersions, listVersions, rollbackDataset, versionsFolder, type Replaced } from '../src/sites/versions.ts'
+import {
+  describeDatasetFile, keptVersions, listVersions, rollbackDataset, versionsFolder, type Replaced
+} from '../src/sites/versions.ts'
 import {
   changesJson, changesLine, exampleLines, keptReport, refusalLine, rollbackReport, versionJson, versionsTable
 } from './admin-versions.ts'
@@ -605,22 +607,18 @@ function withDatasetFile<T> (path: string, fn: (db: Database.Database) => T): T 
 
 function datasetInfo (config: Config, dataset: DatasetName) {
   const path = datasetPath(config.dataDir, dataset)
-  if (!existsSync(path)) return { dataset, path, error: 'missing' }
-  try {
-    const meta = withDatasetFile(path, readDatasetMeta)
-    return {
-      dataset,
-      path,
-      site_count: Number(meta.site_count),
-      built_at: meta.built_at,
-      source: meta.source,
-      precision: Number(meta.precision),
-      schema_version: meta.schema_version,
-      size_bytes: statSync(path).size,
-      kept_versions: keptVersions(path).length
-    }
-  } catch (err) {
-    return { dataset, path, error: `unreadable: ${(err as Error).message}` }
+  const { sizeBytes, meta, error } = describeDatasetFile(path)
+  if (meta === undefined) return { dataset, path, error }
+  return {
+    dataset,
+    path,
+    site_count: Number(meta.site_count),
+    built_at: meta.built_at,
+    source: meta.source,
+    precision: Number(meta.precision),
+    schema_version: meta.schema_version,
+    size_bytes: sizeBytes,
+    kept_versions: keptVersions(path).length
   }
 }
 

@@ -69,7 +69,7 @@ class AloneWindows {
   private readonly counts: number[] = []
   private unknownSince: number | null = null
 
-  constructor (known: Answer | undefined, now: number, public windows: WindowSpec[], pending: Iterable<number>) {
+  constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: Iterable<number>) {
     this.log = new AcceptLog(logCapacity(windows))
     this.placeholders = new Set(pending)
     for (let i = 0; i < this.placeholders.size; i++) this.log.push(now)
@@ -291,7 +291,6 @@ export class FailoverStore implements AsyncLimiterStore {
     } else if (alone.knowsNothing && this.knows(key, now)) {
       alone.know(this.remote.answers.get(key)!)
     }
-    alone.windows = windows
     return alone
   }
 
@@ -320,7 +319,7 @@ export class FailoverStore implements AsyncLimiterStore {
    * alone is in no answer this instance had.
    */
   private hitAlone (key: string, given: WindowSpec[], now: number, timedOut?: number): HitResult {
-    const windows = this.reserve > 0 ? this.withReserve(given) : given
+    const windows = this.withReserve(given)
     const alone = this.windowsAlone(key, windows, now)
     const log = alone.log
     // such a request counts here once, whatever is decided: Redis may hold it
@@ -371,7 +370,7 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   private stateAlone (key: string, given: WindowSpec[], now: number): WindowState[] {
-    const windows = this.reserve > 0 ? this.withReserve(given) : given
+    const windows = this.withReserve(given)
     const alone = this.windowsAlone(key, windows, now)
     const own = this.own.get(key)
     return windows.map((w) => alone.state(w, now, this.share, own?.rowsAfter(now - w.seconds * 1000) ?? 0))
@@ -379,6 +378,7 @@ export class FailoverStore implements AsyncLimiterStore {
 
   /** Just back from an outage: each limit less the shares of the instances not back yet. */
   private withReserve (windows: WindowSpec[]): WindowSpec[] {
+    if (this.reserve === 0) return windows
     const known = this.reserved.get(windows)
     if (known && known.reserve === this.reserve && known.share === this.shareAlone) return known.windows
     const { reserve, shareAlone: share } = this
@@ -396,7 +396,7 @@ export class FailoverStore implements AsyncLimiterStore {
     let pending = this.pending.get(key)
     if (!pending) this.pending.set(key, pending = new Set())
     pending.add(id)
-    const windowsNow = this.reserve > 0 ? this.withReserve(windows) : windows
+    const windowsNow = this.withReserve(windows)
     return this.remote.hit(key, windowsNow, now, id).then((result) => {
       pending.delete(id)
       if (result.allowed) this.ownOf(key).push(id, result.time!, true)

@@ -239,10 +239,6 @@ export class RedisPartnerStore {
     return (await this.exportRows()).map(fromRow)
   }
 
-  async listWithDigests (): Promise<{ partner: Partner, digest: string }[]> {
-    return (await this.exportRows()).map((row) => ({ partner: fromRow(row), digest: row.token_sha256 }))
-  }
-
   async get (slug: string): Promise<Partner> {
     return fromRow(await this.row(slug))
   }

@@ -67,8 +67,8 @@ export interface VersionInfo {
   error?: string
 }
 
-/** A file's size and meta, or why they cannot be read. */
-function describe (path: string): Pick<VersionInfo, 'sizeBytes' | 'meta' | 'error'> {
+/** A dataset file's size and meta, or why they cannot be read ('missing', or 'unreadable: <reason>'). */
+export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes' | 'meta' | 'error'> {
   let sizeBytes: number
   try {
     sizeBytes = statSync(path).size
@@ -89,12 +89,12 @@ function describe (path: string): Pick<VersionInfo, 'sizeBytes' | 'meta' | 'erro
 }
 
 const keptInfo = (v: KeptVersion): VersionInfo =>
-  ({ version: v.id, current: false, path: v.path, replacedAt: v.replacedAt, ...describe(v.path) })
+  ({ version: v.id, current: false, path: v.path, replacedAt: v.replacedAt, ...describeDatasetFile(v.path) })
 
 /** The current file, then its kept versions, newest first (one pruned meanwhile is left out). */
 export function listVersions (datasetFile: string): VersionInfo[] {
   const kept = keptVersions(datasetFile).map(keptInfo).filter((v) => v.error !== 'missing')
-  return [{ version: 'current', current: true, path: datasetFile, ...describe(datasetFile) }, ...kept]
+  return [{ version: 'current', current: true, path: datasetFile, ...describeDatasetFile(datasetFile) }, ...kept]
 }
 
 /** What tells one file at a path from another: any file moved in or out changes it. */
@@ -236,12 +236,13 @@ export interface RolledBack extends Pruned {
 }
 
 /** What a version is checked for before it is put back: what the service would refuse to serve. */
-function checkVersion (v: KeptVersion) {
+/** The meta of a kept version, checked as the service checks a dataset file at boot. */
+function checkVersion (v: KeptVersion): DatasetMeta {
   try {
     const db = openDatasetFile(v.path)
     try {
       quickCheck(db, v.path)
-      checkDatasetHead(db, v.path)
+      return checkDatasetHead(db, v.path).meta
     } finally {
       db.close()
     }
@@ -267,9 +268,11 @@ export function rollbackDataset (datasetFile: string, { keep, to }: { keep: numb
   }
   const current = identity(datasetFile)
   const picked = identity(pick.path)
-  const restored = keptInfo(pick)
-  checkVersion(pick)
-  const replaced = current === undefined ? undefined : describe(datasetFile)
+  const restored: VersionInfo = {
+    version: pick.id, current: false, path: pick.path, replacedAt: pick.replacedAt, sizeBytes: statSync(pick.path).size,
+    meta: checkVersion(pick)
+  }
+  const replaced = current === undefined ? undefined : describeDatasetFile(datasetFile)
   return withLock(datasetFile, () => {
     if (identity(datasetFile) !== current || identity(pick.path) !== picked) {
       throw new Error(`${datasetFile} or version ${pick.id} changed while the rollback ran (another import, ` +
