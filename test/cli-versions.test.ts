@@ -56,6 +56,7 @@ t.test('import: the sites it changes, and the file it replaces kept', async (t) 
     'nothing written (dry run)\n')
   const dryJson = await run('datasets', 'import', '--dataset', 'production', '--file', B, '--dry-run', '--json')
   t.equal(dryJson.status, 0)
+  t.type(JSON.parse(dryJson.stdout).seconds, 'number')
   t.same({ ...JSON.parse(dryJson.stdout), seconds: 'S' }, {
     ok: true,
     dataset: 'production',
@@ -121,6 +122,7 @@ t.test('datasets versions: the current file, then the kept ones, newest first', 
   t.same(list.map((v: { version: string }) => v.version).slice(1),
     readdirSync(join(dir, 'versions')).filter((f) => f.endsWith('.db')).map((f) => f.slice(11, -3)).reverse())
   const [current, b, a] = list
+  for (const v of list) t.match(v.built_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/, `${v.version}: built_at`)
   t.same(current, {
     dataset: 'production',
     version: 'current',

@@ -287,3 +287,36 @@ export async function modelCheck (options: {
 /** The reason given for a malformed tag, as a partner reads it. */
 export const TAG_ERROR = 'tag must be ~ then lowercase letters, digits and hyphens, at most 64 characters in all ' +
   '(e.g. ~helipad); GET /v1/tags lists them'
+
+/**
+ * An instance of the app sharing state through Redis at `stateUrl`, with a sandbox of one site near
+ * London (the partners live in Redis).
+ */
+export async function sharedInstance (t: Teardown, stateUrl: string, options: BuildOptions = {}) {
+  const dir = tmpDataDir(t)
+  writeFixture(dir, { sandbox: [site('s-1', 4, 51.5, -0.12)] })
+  const app = await buildApp(testConfig(dir, { STATE_URL: stateUrl }), options)
+  t.teardown(() => app.close())
+  return app
+}
+
+/** Partners' requests (by slug) to in-process apps: `/sites` near London, and a window of their `/usage`. */
+export function partnerCalls (tokens: Record<string, string>) {
+  const headers = (slug: string) => ({ authorization: `Bearer ${tokens[slug]}` })
+  const get = (app: FastifyInstance, slug: string) =>
+    app.inject({ method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: headers(slug) })
+  /** The statuses of n requests, one after another */
+  const statuses = async (app: FastifyInstance, slug: string, n: number) => {
+    const out: number[] = []
+    for (let i = 0; i < n; i++) out.push((await get(app, slug)).statusCode)
+    return out
+  }
+  /** [200s, 429s] */
+  const tally = (list: number[]) => [list.filter((s) => s === 200).length, list.filter((s) => s === 429).length]
+  const window = async (app: FastifyInstance, slug: string, name: 'minute' | 'hour' | 'day') => {
+    const w = JSON.parse((await app.inject({ method: 'GET', url: '/v1/usage', headers: headers(slug) })).body)
+      .windows[name]
+    return { limit: w.limit as number | null, used: w.used as number, remaining: w.remaining as number | null }
+  }
+  return { get, statuses, tally, window }
+}

@@ -7,7 +7,9 @@ import { metricsUrlOf, parseMetrics, type Server } from './run.ts'
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Waits until `check` holds; the milliseconds it took. */
-export async function until (what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<number> {
+export async function until (
+  what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000
+): Promise<number> {
   const start = Date.now()
   for (;;) {
     if (await check()) return Date.now() - start

@@ -5,9 +5,9 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
 import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
-import { site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import { partnerCalls, sharedInstance } from '../helper.ts'
+import { until } from '../latency.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
 import { parseMetrics } from '../run.ts'
 
@@ -32,56 +32,30 @@ if (!skippedWithoutRedis(t)) {
   await partner('daily', { minute: 'unlimited', hour: 'unlimited', day: 40 })
   client.disconnect()
 
-  const instance = async () => {
-    const dir = tmpDataDir(t)
-    writeFixture(dir, { sandbox: [site('s-1', 4, 51.5, -0.12)] })
-    const app = await buildApp(testConfig(dir, { STATE_URL: redis.url }), { clock })
-    t.teardown(() => app.close())
-    return app
-  }
+  const instance = () => sharedInstance(t, redis.url, { clock })
   const a = await instance()
   const b = await instance()
   const both = [a, b]
+  const { get, statuses, tally, window } = partnerCalls(tokens)
 
-  const get = (app: FastifyInstance, slug: string) => app.inject({
-    method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${tokens[slug]}` }
-  })
-  const statuses = async (app: FastifyInstance, slug: string, n: number) => {
-    const out: number[] = []
-    for (let i = 0; i < n; i++) out.push((await get(app, slug)).statusCode)
-    return out
-  }
-  const tally = (list: number[]) => [list.filter((s) => s === 200).length, list.filter((s) => s === 429).length]
   /** n requests taking turns over both instances, a first */
   const burst = async (slug: string, n: number) => {
     const out: number[] = []
     for (let i = 0; i < n; i++) out.push((await get(both[i % 2], slug)).statusCode)
     return out
   }
-  const window = async (app: FastifyInstance, slug: string, name: 'minute' | 'day') => {
-    const w = JSON.parse((await app.inject({
-      method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens[slug]}` }
-    })).body).windows[name]
-    return { limit: w.limit, used: w.used, remaining: w.remaining }
-  }
   const status = async (app: FastifyInstance) => JSON.parse((await app.inject('/readyz')).body).status
-  const until = async (what: string, check: () => Promise<boolean>) => {
-    const deadline = Date.now() + 20_000
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
   const allStatus = (wanted: string) =>
-    until(`both instances ${wanted}`, async () => (await Promise.all(both.map(status))).every((s) => s === wanted))
+    until(`both instances ${wanted}`, async () => (await Promise.all(both.map(status))).every((s) => s === wanted),
+      20_000)
   // and each has seen the other back, so no room is kept for it any more
   const allBack = async () => {
     await allStatus('ready')
-    await until('both instances to see the other back', async () => both.every((app) => !app.sharedState!.rejoining))
+    await until('both instances to see the other back', () => both.every((app) => !app.sharedState!.rejoining), 20_000)
   }
 
-  await until('both instances to count two', async () =>
-    both.every((app) => app.sharedState!.status().instances === 2))
+  await until('both instances to count two', () => both.every((app) => app.sharedState!.status().instances === 2),
+    20_000)
 
   t.test('Redis hangs after a burst that used the limit: nothing more in the window, ' +
     'while it hangs and after', async (t) => {

@@ -69,7 +69,6 @@ t.test('two idle instances on one DATA_DIR: no partner reload from each other\'s
     t.comment(`instance A used ${(100 * cpu).toFixed(1)}% of a core over 5 s`)
     t.same([reloadLines(a), reloadLines(b)], [[], []], 'no "partners reloaded" on either instance')
     t.same([await rowsRead(a), await rowsRead(b)], [PARTNERS, PARTNERS], 'and no partner row read again')
-    t.ok(cpu < 0.1, 'an idle instance uses under 10% of a core')
   })
 
 t.test('a CLI change reaches both instances within PARTNER_REFRESH_MS + 1 s, re-reading that partner alone',

@@ -6,9 +6,9 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
 import { RedisPartnerStore } from '../../src/partners/redis-store.ts'
-import { logCapture, site, testConfig, tmpDataDir, writeFixture } from '../helper.ts'
+import { logCapture, partnerCalls, sharedInstance } from '../helper.ts'
+import { until } from '../latency.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
 import { parseMetrics } from '../run.ts'
 
@@ -30,48 +30,22 @@ if (!skippedWithoutRedis(t)) {
   await partner('full', 10, 'unlimited')
 
   const logs = [logCapture(), logCapture()]
-  const instance = async (i: number) => {
-    const dir = tmpDataDir(t)
-    writeFixture(dir, { sandbox: [site('s-1', 4, 51.5, -0.12)] })
-    const app = await buildApp(testConfig(dir, { STATE_URL: redis.url }),
-      { clock, logger: { level: 'info', stream: logs[i].stream } })
-    t.teardown(() => app.close())
-    return app
-  }
+  const instance = (i: number) =>
+    sharedInstance(t, redis.url, { clock, logger: { level: 'info', stream: logs[i].stream } })
   const both = [await instance(0), await instance(1)]
   const [a, b] = both
-
-  const get = (app: FastifyInstance, slug: string) => app.inject({
-    method: 'GET', url: '/v1/sites?lat=51.5&lng=-0.12', headers: { authorization: `Bearer ${tokens[slug]}` }
-  })
-  const statuses = async (app: FastifyInstance, slug: string, n: number) => {
-    const out: number[] = []
-    for (let i = 0; i < n; i++) out.push((await get(app, slug)).statusCode)
-    return out
-  }
-  const tally = (list: number[]) => [list.filter((s) => s === 200).length, list.filter((s) => s === 429).length]
-  const window = async (app: FastifyInstance, slug: string, name: 'minute' | 'hour') => {
-    const w = JSON.parse((await app.inject({
-      method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${tokens[slug]}` }
-    })).body).windows[name]
-    return { limit: w.limit, used: w.used, remaining: w.remaining }
-  }
+  const { get, statuses, tally, window } = partnerCalls(tokens)
   const readyz = async (app: FastifyInstance) => JSON.parse((await app.inject('/readyz')).body)
-  const until = async (what: string, check: () => boolean | Promise<boolean>) => {
-    const deadline = Date.now() + 20_000
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
   const allStatus = (wanted: string) => until(`both instances ${wanted}`,
-    async () => (await Promise.all(both.map(readyz))).every((r) => r.status === wanted))
+    async () => (await Promise.all(both.map(readyz))).every((r) => r.status === wanted), 20_000)
   // and each has seen the other back, so no room is kept for it any more
   const allBack = async () => {
     await allStatus('ready')
-    await until('both instances to see the other back', () => both.every((app) => !app.sharedState!.rejoining))
+    await until('both instances to see the other back', () => both.every((app) => !app.sharedState!.rejoining),
+      20_000)
   }
-  await until('both instances to count two', () => both.every((app) => app.sharedState!.status().instances === 2))
+  await until('both instances to count two', () => both.every((app) => app.sharedState!.status().instances === 2),
+    20_000)
 
   t.test('Redis restarted empty three times: a partner\'s 100 requests are 100 in its windows each time',
     async (t) => {
