@@ -1,21 +1,18 @@
 // The limiter's Redis store against a real redis-server: the same model check as the in-process
 // store (a reference sliding log), exact under concurrency from three clients (three instances),
 // rows, usage state, a clock that steps back, and requests merged in after an outage.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Redis } from 'ioredis'
 import { RateLimiter, rateLimitHeaders, retryAfterSeconds, windowSpecs } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { PartnerDirectory } from '../../src/partners/directory.ts'
 import { CHANGES_KEPT, RedisPartnerStore } from '../../src/partners/redis-store.ts'
-import { PartnerStore } from '../../src/partners/store.ts'
+import { PartnerStore, controlPath } from '../../src/partners/store.ts'
 import { scriptDeadline } from '../../src/shared-state/script-deadline.ts'
 import { tokenDigest } from '../../src/partners/tokens.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
-import { modelCheck } from '../helper.ts'
+import { modelCheck, tmpDataDir } from '../helper.ts'
 
 if (!skippedWithoutRedis(t)) {
   const redis = await startRedis(t)
@@ -23,6 +20,12 @@ if (!skippedWithoutRedis(t)) {
   t.teardown(() => { for (const c of clients) c.disconnect() })
   let now = Date.UTC(2026, 10, 21, 12)
   const limiters = clients.map((c) => new RateLimiter(new RedisStore(c, 'test:'), () => now))
+  /** An instance's control.db, and the partners in Redis under `prefix`, for a PartnerDirectory of both. */
+  const stores = (t: Test, prefix: string) => {
+    const control = new PartnerStore(controlPath(tmpDataDir(t, 'lsp-directory-')))
+    t.teardown(() => control.close())
+    return { control, shared: new RedisPartnerStore(clients[0], prefix) }
+  }
 
   t.test('model check against a reference sliding log, the three instances taking turns', async (t) => {
     const disagreement = await modelCheck({
@@ -135,11 +138,7 @@ if (!skippedWithoutRedis(t)) {
 
   t.test('an instance puts the partners back even when an operator wrote one first ' +
     '(issue: a store with one partner refused every other token)', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    const control = new PartnerStore(join(dir, 'control.db'))
-    t.teardown(() => control.close())
-    const shared = new RedisPartnerStore(clients[0], 'rtest-dir:')
+    const { control, shared } = stores(t, 'rtest-dir:')
     const alpha = await shared.create({ name: 'Alpha' })
     const bravo = await shared.create({ name: 'Bravo' })
     const directory = new PartnerDirectory(control, shared)
@@ -159,11 +158,7 @@ if (!skippedWithoutRedis(t)) {
   })
 
   t.test('an instance reads again only the partners written since its last look', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    const control = new PartnerStore(join(dir, 'control.db'))
-    t.teardown(() => control.close())
-    const shared = new RedisPartnerStore(clients[0], 'rtest-changes:')
+    const { control, shared } = stores(t, 'rtest-changes:')
     const tokens: string[] = []
     for (let i = 0; i < 50; i++) tokens.push((await shared.create({ name: `Partner ${i}` })).token)
     const directory = new PartnerDirectory(control, shared)
@@ -196,11 +191,7 @@ if (!skippedWithoutRedis(t)) {
 
   t.test('a write without its change noted (an older CLI), or a list that no longer reaches back: ' +
     'everything read again', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'lsp-directory-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    const control = new PartnerStore(join(dir, 'control.db'))
-    t.teardown(() => control.close())
-    const shared = new RedisPartnerStore(clients[0], 'rtest-unnoted:')
+    const { control, shared } = stores(t, 'rtest-unnoted:')
     for (const name of ['Alpha', 'Bravo', 'Charlie']) await shared.create({ name })
     const directory = new PartnerDirectory(control, shared)
     await directory.refreshShared()
