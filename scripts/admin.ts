@@ -86,19 +86,11 @@ function parseCategories (value: OptionValue): number[] | undefined {
   return ids
 }
 
-/**
- * A --file path from where the operator ran the command: npm runs a script in the package's folder
- * and names the folder it was started from in INIT_CWD.
- */
-export function operatorPath (file: string): string {
-  return resolve(process.env.INIT_CWD ?? process.cwd(), file)
-}
-
 /** --dataset, --file and --format (from the file's ending unless given) of import and export. */
 function fileOptions (options: Options) {
   const dataset = oneOf('dataset', options.dataset, DATASETS)! // a mandatory option
   if (typeof options.file !== 'string' || options.file === '') throw new UsageError('--file is required')
-  const file = operatorPath(options.file)
+  const file = options.file
   const format = oneOf('format', options.format, IMPORT_FORMATS) ?? formatFromPath(file)
   if (!format) throw new UsageError(`cannot tell the format from '${file}'; give --format csv|geojson|ndjson`)
   return { dataset, file, format }
@@ -303,7 +295,7 @@ async function partnersExport ({ config, options }: Context): Promise<Result> {
   const document = JSON.stringify(exportDocument(rows), null, 2) + '\n'
   if (options.file !== undefined) {
     if (typeof options.file !== 'string' || options.file === '') throw new UsageError('--file must be a path')
-    const file = operatorPath(options.file)
+    const file = options.file
     refuseServiceFile(config, file)
     await replaceFile(file, 0o600, async (out) => { out.write(document) })
     return { json: { exported: rows.length, file }, text: `exported ${rows.length} partners to ${file}` }
@@ -313,7 +305,7 @@ async function partnersExport ({ config, options }: Context): Promise<Result> {
 
 async function partnersImport ({ config, options }: Context): Promise<Result> {
   if (typeof options.file !== 'string' || options.file === '') throw new UsageError('--file is required')
-  const file = operatorPath(options.file)
+  const file = options.file
   let text: string
   try {
     text = readFileSync(file, 'utf8')
@@ -813,6 +805,11 @@ export async function main (argv: string[], io: MainOptions = {}): Promise<numbe
       const options: Options = {}
       for (const o of cmd.options) options[o.name()] = cmd.getOptionValue(o.attributeName())
       const json = options.json === true
+      // --file names a path from where the operator ran the command: npm runs a script in the package's folder,
+      // and names the one it was started from in INIT_CWD
+      if (typeof options.file === 'string' && options.file !== '') {
+        options.file = resolve(env.INIT_CWD ?? process.cwd(), options.file)
+      }
       const config = loadConfig(env)
       mkdirSync(config.dataDir, { recursive: true }) // as the service does: a new DATA_DIR is made, not an error
       const result = await body({ config, options, args: cmd.processedArgs as string[], json, stderr })

@@ -209,14 +209,7 @@ t.test('every example of README.md and docs/partner-guide.md, from a fresh first
     t.same(args.slice(0, 3), ['npm', 'run', 'admin'], `${where(cli)}: \`${line}\` is the CLI`)
     cliRun.add(line)
     // a --file is the operator's, in the folder the command runs from (INIT_CWD, as npm names it)
-    const initCwd = process.env.INIT_CWD
-    process.env.INIT_CWD = folder
-    try {
-      return await adminInProcess(args.slice(4), env)
-    } finally {
-      if (initCwd === undefined) delete process.env.INIT_CWD
-      else process.env.INIT_CWD = initCwd
-    }
+    return await adminInProcess(args.slice(4), { ...env, INIT_CWD: folder })
   }
   const created = await runCli(cliLines.find((l) => l.includes('partners create'))!)
   t.equal(created.status, 0, 'partners create --tier growth')
