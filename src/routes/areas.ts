@@ -78,10 +78,8 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { bbox, page } = query
     const perPage = Math.min(query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
-    const sites = findInBox(ds, bbox, { categories: searchCategories(partner, query.category_id), tag: query.tag })
-    const total = sites.length
-    const from = Math.min((page - 1) * perPage, total)
-    const shown = sites.subarray(from, Math.min(from + perPage, total))
+    const area = { categories: searchCategories(partner, query.category_id), tag: query.tag }
+    const { total, page: shown } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage)
     request.rows = shown.length
     // The same bytes as JSON.stringify of {bbox, page, per_page, total, total_pages, sites}.
     const paging = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}],"page":${page},` +

@@ -58,26 +58,28 @@ function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => v
   }
 }
 
+/** A page of the sites in a box: how many the box holds, and the page's positions in id order. */
+export interface BoxPage { total: number, page: Uint32Array }
+
 /**
- * Positions (= id order) of the sites in the box, edges included, of the allowed categories (and
- * tag). The indexes find them; once they are more than a sixteenth of the dataset, sorting them
- * would cost more than a pass over every site in id order, which is made instead.
+ * The sites in the box, edges included, of the allowed categories (and tag): their count, and those of ranks
+ * `from` to `from + size - 1` in id order (position order). The indexes find them; once they are more than a
+ * sixteenth of the dataset, a pass over every site in id order is made instead.
  */
-export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery): Uint32Array {
+export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery, from: number, size: number): BoxPage {
   const { west, south, north } = bbox
   // as given: 180 and -180 are two longitudes here (a box from 180 to -180 holds both)
   const boxes = west <= bbox.east
     ? [bbox]
     : [{ west, south, east: 180, north }, { west: -180, south, east: bbox.east, north }]
-  const inBox = (p: number) => {
-    const lat = ds.lats[p]
-    const lng = ds.lngs[p]
-    return lat >= south && lat <= north && boxes.some((b) => lng >= b.west && lng <= b.east)
-  }
-  const inOrder = () => {
+  const inOrder = (): BoxPage => {
     const all = new Growing()
-    eachSite(ds, query, (p) => { if (inBox(p)) all.push(p) })
-    return all.done()
+    eachSite(ds, query, (p) => {
+      const lat = ds.lats[p]
+      const lng = ds.lngs[p]
+      if (lat >= south && lat <= north && boxes.some((b) => lng >= b.west && lng <= b.east)) all.push(p)
+    })
+    return { total: all.count, page: all.done().slice(from, from + size) }
   }
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return inOrder()
@@ -98,7 +100,37 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery): Ui
       walked.count = kept
     }
   }
-  return walked.done().sort().slice()
+  return { total: walked.count, page: pageOf(walked.done(), from, size, ds.count) }
+}
+
+/** Counts of positions by bucket, used again by every page (a process answers one request at a time). */
+const buckets = new Uint32Array(1024)
+
+/**
+ * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `count`), in order.
+ * A page is a small part of a box: the positions are counted into buckets of neighbouring positions, and only
+ * the buckets that hold the page are sorted, not every position.
+ */
+export function pageOf (positions: Uint32Array, from: number, size: number, count: number): Uint32Array {
+  const to = Math.min(from + size, positions.length)
+  if (from >= to) return new Uint32Array(0)
+  const shift = Math.max(0, Math.ceil(Math.log2(count / buckets.length)))
+  buckets.fill(0)
+  for (let i = 0; i < positions.length; i++) buckets[positions[i] >>> shift]++
+  // the page lies in buckets `first` to `last`; `before` positions lie in the buckets before them
+  let first = 0
+  let before = 0
+  while (before + buckets[first] <= from) before += buckets[first++]
+  let last = first
+  let through = before + buckets[first]
+  while (through < to) through += buckets[++last]
+  const held = new Uint32Array(through - before)
+  let k = 0
+  for (let i = 0; i < positions.length; i++) {
+    const b = positions[i] >>> shift
+    if (b >= first && b <= last) held[k++] = positions[i]
+  }
+  return held.sort().subarray(from - before, to - before)
 }
 
 export interface RouteQuery extends AreaQuery {

@@ -1,0 +1,34 @@
+// pageOf, which picks a page of a box's positions in order without sorting them all, against a full sort: spread and
+// clustered positions, datasets smaller and larger than its buckets, pages across bucket edges and past the end.
+import t from 'tap'
+import { pageOf } from '../../src/sites/areas.ts'
+import { seededRandom } from '../../src/sites/generator.ts'
+
+t.test('every page equals the same ranks of the sorted positions', async (t) => {
+  const random = seededRandom('box pages')
+  let checked = 0
+  for (const count of [1, 7, 1000, 1024, 1025, 5000, 1_000_000]) {
+    for (let round = 0; round < 40; round++) {
+      // distinct positions below count: spread over it, or clustered in a narrow run of it
+      const n = Math.min(count, 1 + Math.floor(random() * 3000))
+      const span = round % 2 === 0 ? count : Math.min(count, n + Math.floor(random() * 50))
+      const start = Math.floor(random() * (count - span + 1))
+      const chosen = new Set<number>()
+      while (chosen.size < n) chosen.add(start + Math.floor(random() * span))
+      const positions = Uint32Array.from(chosen)
+      const sorted = Array.from(chosen).sort((a, b) => a - b)
+      for (const size of [1, 3, 200, 500]) {
+        for (const from of [0, size, Math.floor(random() * n), n - 1, n, n + 5]) {
+          const got = Array.from(pageOf(positions.slice(), from, size, count))
+          const expected = sorted.slice(from, from + size)
+          if (got.join() !== expected.join()) {
+            t.same(got, expected, `count ${count}, ${n} positions, from ${from}, size ${size}`)
+            return
+          }
+          checked++
+        }
+      }
+    }
+  }
+  t.equal(checked, 7 * 40 * 4 * 6, `${checked} pages equal`)
+})
