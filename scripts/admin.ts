@@ -36,7 +36,7 @@ import {
 } from './admin-versions.ts'
 
 /** Where a command writes: a process's streams, or a test's collectors. */
-export interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
+interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
 
 /** What a command's body gets: options by their flag's name (`radius-cap`), arguments in order. */
 interface Context { config: Config, options: Options, args: string[], json: boolean, stderr: Output }
@@ -771,7 +771,7 @@ function declareCommands (program: Command, command: Declare) {
     .option('--reload', RELOAD)
 }
 
-export interface MainOptions {
+interface MainOptions {
   /** Where configuration is read from (with `.env`, as the service does): by default the process's environment. */
   env?: Record<string, string | undefined>
   stdout?: Output

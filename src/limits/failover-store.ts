@@ -31,9 +31,9 @@ const DAY_MS = 86_400_000
 const REJOIN_BATCH = 100
 const SECONDS = WINDOWS.map((w) => WINDOW_SECONDS[w])
 /** A partner whose windows cannot be known is told to ask again after this: a few probes of Redis later. */
-export const UNAVAILABLE_RETRY_MS = 5_000
+const UNAVAILABLE_RETRY_MS = 5_000
 
-export interface SharedStateStatus {
+interface SharedStateStatus {
   backend: 'redis'
   connected: boolean
   /** ISO time since when this instance limits alone, or null */
@@ -180,7 +180,7 @@ function reason (err: unknown): string {
   return cause instanceof Error ? cause.message : String(cause)
 }
 
-export interface FailoverOptions {
+interface FailoverOptions {
   prefix?: string
   /** the limiter's clock, for the answers recorded on the way back */
   clock?: () => number

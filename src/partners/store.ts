@@ -151,7 +151,7 @@ export function effectiveLimits (partner: Pick<Partner, 'tier' | 'limitOverrides
   return limits
 }
 
-export function slugFromName (name: string): string {
+function slugFromName (name: string): string {
   return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
     .slice(0, 64).replace(/-+$/, '')
 }

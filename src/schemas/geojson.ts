@@ -16,8 +16,8 @@ const feature = <T extends TSchema>(properties: T, description: string) => Type.
   properties
 }, { additionalProperties: false, description })
 
-export const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
-export const MapMinimalFeature = feature(MapMinimalRecord,
+const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
+const MapMinimalFeature = feature(MapMinimalRecord,
   'A site as a GeoJSON Point feature; its properties are the map-minimal record')
 
 export const SiteFeatureCollection = Type.Object({

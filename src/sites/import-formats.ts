@@ -19,9 +19,9 @@ type OnBytes = (bytes: number) => void
  * hostile file's one record would otherwise be held whole, and built into values many times its
  * size.
  */
-export const MAX_RECORD_BYTES = 64 * 1024
+const MAX_RECORD_BYTES = 64 * 1024
 /** The most levels of arrays and objects one record may nest (a GeoJSON feature needs three). */
-export const MAX_RECORD_DEPTH = 32
+const MAX_RECORD_DEPTH = 32
 
 const tooLong = (record: string) => `the ${record} is longer than ${MAX_RECORD_BYTES / 1024} KiB ` +
   `(${MAX_RECORD_BYTES.toLocaleString('en')} bytes), the most one record may take`

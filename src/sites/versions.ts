@@ -11,9 +11,9 @@ import {
 import { checkDatasetHead, openDatasetFile, quickCheck } from './dataset.ts'
 import type { SiteChanges } from './changes.ts'
 
-export const VERSIONS_FOLDER = 'versions'
+const VERSIONS_FOLDER = 'versions'
 /** How long a command waits for another's lock on the same dataset (held for a few file moves). */
-export const LOCK_WAIT_MS = 10_000
+const LOCK_WAIT_MS = 10_000
 
 export const versionsFolder = (dataDir: string) => join(dataDir, VERSIONS_FOLDER)
 const versionsDir = (datasetFile: string) => versionsFolder(dirname(datasetFile))
@@ -24,10 +24,10 @@ const VERSION_ID = /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/
 const idOf = (ms: number) => new Date(ms).toISOString().replaceAll(':', '-')
 const timeOf = (id: string) => id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
 
-export const keptPath = (datasetFile: string, id: string) =>
+const keptPath = (datasetFile: string, id: string) =>
   join(versionsDir(datasetFile), `${datasetName(datasetFile)}.${id}.db`)
 
-export interface KeptVersion {
+interface KeptVersion {
   id: string
   path: string
   /** ISO 8601: when an import, generate or rollback replaced it */
