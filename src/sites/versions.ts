@@ -6,7 +6,7 @@ import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statS
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
-  fsyncDirectory, readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter
+  fsyncDirectory, readDatasetMeta, withDatasetFile, type CommitMeta, type DatasetMeta, type DatasetWriter
 } from './dataset-file.ts'
 import { checkDatasetHead, openDatasetFile, quickCheck } from './dataset.ts'
 import type { SiteChanges } from './changes.ts'
@@ -77,12 +77,7 @@ export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes
     return { error: `unreadable: ${(err as Error).message}` }
   }
   try {
-    const db = new Database(path, { readonly: true, fileMustExist: true })
-    try {
-      return { sizeBytes, meta: readDatasetMeta(db) }
-    } finally {
-      db.close()
-    }
+    return { sizeBytes, meta: withDatasetFile(path, readDatasetMeta) }
   } catch (err) {
     return { sizeBytes, error: `unreadable: ${(err as Error).message}` }
   }
