@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { accessWriter } from '../src/http/access-log.ts'
 import { redactUrl } from '../src/http/redact.ts'
 
-export interface AccessLogOptions {
+interface AccessLogOptions {
   /** the logger is one built from loggerOptions (src/app.ts), whose line format is known */
   knownFormat: boolean
 }

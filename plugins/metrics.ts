@@ -18,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-export interface MetricsOptions {
+interface MetricsOptions {
   /** the log's destination, whose dropped lines are counted (none when a test gives its own logger) */
   log?: MetricSources['log']
   /** METRICS_PORT, on 127.0.0.1 (0: a free port) */

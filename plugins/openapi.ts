@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { withHeaders, type OpenApiResponse } from '../src/schemas/responses.ts'
 import { API_VERSION, apiDescription } from '../src/schemas/api-info.ts'
 
-export interface DeclaredRoute {
+interface DeclaredRoute {
   method: string
   /** as declared, with `:param` */
   url: string

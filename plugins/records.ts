@@ -12,7 +12,7 @@ declare module 'fastify' {
   }
 }
 
-export interface RecordsOptions {
+interface RecordsOptions {
   /** PILOT_APP_URL, whose `/pad/<id>` is each record's link */
   pilotAppUrl: string
   /** FRAGMENTS_MAX_MB */

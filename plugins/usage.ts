@@ -21,7 +21,7 @@ declare module 'fastify' {
   }
 }
 
-export interface UsageOptions {
+interface UsageOptions {
   clock?: () => number
   saveMs: number
   /** days of history kept (USAGE_HISTORY_DAYS) */

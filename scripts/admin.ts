@@ -6,7 +6,6 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'nod
 import { basename, dirname, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Command, CommanderError, Help, Option } from 'commander'
-import Database from 'better-sqlite3'
 import { generateReplacing } from '../src/setup/data-dir.ts'
 import { requestReload, requestSharedReload } from '../src/instances/instances.ts'
 import { IMPORT_FORMATS, formatFromPath } from '../src/sites/file-formats.ts'
@@ -20,7 +19,7 @@ import { unnamedCategories } from '../src/sites/categories.ts'
 import { MAX_PARTNER_CATEGORIES, MAX_RADIUS_CAP_KM } from '../src/partners/row-schema.ts'
 import { FailedError, UsageError, integer, withOpened, type Options, type Result } from './cli-errors.ts'
 import { connectState } from './state-connection.ts'
-import { DATASETS, MAX_PRECISION, datasetPath, type DatasetName } from '../src/sites/dataset-file.ts'
+import { DATASETS, MAX_PRECISION, datasetPath, withDatasetFile, type DatasetName } from '../src/sites/dataset-file.ts'
 import {
   ENVIRONMENTS, MAX_LIMIT, MAX_RESULTS_CEILING, STATUSES, TIERS, WINDOWS, type WindowName
 } from '../src/partners/tiers.ts'
@@ -36,7 +35,7 @@ import {
 } from './admin-versions.ts'
 
 /** Where a command writes: a process's streams, or a test's collectors. */
-export interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
+interface Output { write (text: string): unknown, isTTY?: boolean, columns?: number }
 
 /** What a command's body gets: options by their flag's name (`radius-cap`), arguments in order. */
 interface Context { config: Config, options: Options, args: string[], json: boolean, stderr: Output }
@@ -587,16 +586,6 @@ function progressBar (stderr: Output, label: string) {
   }
 }
 
-/** `fn` on a dataset file opened read-only. */
-function withDatasetFile<T> (path: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(path, { readonly: true, fileMustExist: true })
-  try {
-    return fn(db)
-  } finally {
-    db.close()
-  }
-}
-
 function datasetInfo (config: Config, dataset: DatasetName) {
   const path = datasetPath(config.dataDir, dataset)
   const { sizeBytes, meta, error } = describeDatasetFile(path)
@@ -771,7 +760,7 @@ function declareCommands (program: Command, command: Declare) {
     .option('--reload', RELOAD)
 }
 
-export interface MainOptions {
+interface MainOptions {
   /** Where configuration is read from (with `.env`, as the service does): by default the process's environment. */
   env?: Record<string, string | undefined>
   stdout?: Output

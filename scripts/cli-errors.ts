@@ -31,7 +31,7 @@ const sharedStateFailed = (config: Config, err: unknown) => new FailedError(
   `the shared state at STATE_URL (${withoutCredentials(config.stateUrl)}) did not answer: ${(err as Error).message}`)
 
 /** An error met while working on the partners' store, as the CLI reports it. */
-export function storeFailure (config: Config, err: unknown): unknown {
+function storeFailure (config: Config, err: unknown): unknown {
   if (err instanceof PartnerStoreError) {
     return err.reason === 'invalid' ? new UsageError(err.message) : new FailedError(err.message)
   }

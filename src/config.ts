@@ -128,7 +128,7 @@ export const EnvSchema = Type.Object({
   })
 })
 
-export type Env = Static<typeof EnvSchema>
+type Env = Static<typeof EnvSchema>
 
 /** SHUTDOWN_TIMEOUT_MS → shutdownTimeoutMs */
 type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
@@ -153,7 +153,7 @@ export class ConfigError extends Error {
 export const ENV_KEYS = Object.keys(EnvSchema.properties) as (keyof Env)[]
 
 /** Reads `.env` (when present); real variables win over the file. */
-export function readEnvFile (path: string): Record<string, string> {
+function readEnvFile (path: string): Record<string, string> {
   if (!existsSync(path)) return {}
   return parseEnv(readFileSync(path, 'utf8')) as Record<string, string>
 }

@@ -46,7 +46,7 @@ export const ERRORS = {
 export type ErrorCode = keyof typeof ERRORS
 
 /** The sentence of a code when `data.reason` says more than the code does. */
-export const REASONS = {
+const REASONS = {
   svc_partner_api_invalid_key: {
     api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
     not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
@@ -59,7 +59,7 @@ export const REASONS = {
 } as const
 export type UnusableKey = keyof typeof REASONS.svc_partner_api_invalid_key
 
-export interface ErrorData {
+interface ErrorData {
   status: number
   params?: string[] | Record<string, string>
   window?: string
@@ -68,7 +68,7 @@ export interface ErrorData {
   reason?: string
 }
 
-export interface ErrorBody {
+interface ErrorBody {
   code: ErrorCode
   message: string
   data: ErrorData

@@ -4,7 +4,7 @@
 // /readyz shows what is failing. The service keeps answering from memory meanwhile.
 
 export const CONTROL_JOBS = ['partners', 'heartbeat', 'counters', 'reload-requests'] as const
-export type ControlJob = typeof CONTROL_JOBS[number]
+type ControlJob = typeof CONTROL_JOBS[number]
 
 /** Jobs that write; while one of these fails, control.db counts as not writable. */
 const WRITERS: ReadonlySet<ControlJob> = new Set(['heartbeat', 'counters', 'reload-requests'])
@@ -17,7 +17,7 @@ const CONSEQUENCE: Record<ControlJob, string> = {
   'reload-requests': '`datasets reload` requests are not answered; SIGHUP still reloads'
 }
 
-export interface ControlFailure { job: ControlJob, error: string, since: string, consequence: string }
+interface ControlFailure { job: ControlJob, error: string, since: string, consequence: string }
 
 /** Where a job's failures and recoveries are said (the app's logger). */
 interface JobLog {

@@ -14,7 +14,7 @@ type WriteLine = (
   partner: string | undefined, cache: string | undefined
 ) => void
 
-export type AccessWriter = WriteLine & {
+type AccessWriter = WriteLine & {
   /** writes the lines still held (the service calls it when it closes and when the process exits) */
   flush: () => void
 }

@@ -11,9 +11,9 @@ export type Parsed =
   | { coordinates: string }
   | { ambiguous: true }
 
-export const MIN_ROUTE_POINTS = 2
-export const MAX_ROUTE_POINTS = 100
-export const MAX_ROUTE_NM = 1000
+const MIN_ROUTE_POINTS = 2
+const MAX_ROUTE_POINTS = 100
+const MAX_ROUTE_NM = 1000
 
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 

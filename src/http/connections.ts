@@ -40,7 +40,7 @@ export function openFileLimit (): number | undefined {
   }
 }
 
-export interface ConnectionCaps {
+interface ConnectionCaps {
   maxConnections: number
   /** 0: no cap per address */
   maxPerAddress: number
@@ -58,7 +58,7 @@ export function connectionCaps (configured: ConnectionCaps, fileLimit = openFile
 }
 
 /** A whole HTTP response that closes the connection, with a fresh request id. */
-export function rawResponse (error: ApiError, requestId: string = randomUUID()): string {
+function rawResponse (error: ApiError, requestId: string = randomUUID()): string {
   const body = error.toJson()
   return `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
     `Content-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +

@@ -2,7 +2,7 @@
 // with stdout non-blocking: a reader that stops can neither fill the heap nor hold the process at exit.
 import sonicBoom from 'sonic-boom'
 
-export interface DropReport {
+interface DropReport {
   warn (fields: object, message: string): void
 }
 

@@ -28,13 +28,13 @@ interface ParamRule {
   defaultPiece: string
 }
 
-export type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
+type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
 
 /**
  * The validated values in one string, in schema order with defaults, so that two requests asking the same thing
  * have the same string (the response cache keys on it); a symbol-keyed property of the validated object.
  */
-export const CANONICAL = Symbol('canonical parameters')
+const CANONICAL = Symbol('canonical parameters')
 export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?: string })[CANONICAL] ?? ''
 
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/

@@ -3,7 +3,7 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 
-export interface ShutdownOptions {
+interface ShutdownOptions {
   timeoutMs: number
   /** awaited once the app has closed, within the same timeout (the log's last lines written) */
   afterClose?: () => Promise<void>

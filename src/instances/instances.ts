@@ -22,11 +22,11 @@ CREATE TABLE IF NOT EXISTS reload_results (
   finished_at TEXT NOT NULL, PRIMARY KEY (request_id, instance_id));
 `
 
-export function ensureInstanceTables (db: Database.Database) {
+function ensureInstanceTables (db: Database.Database) {
   db.exec(SCHEMA)
 }
 
-export interface InstanceRow {
+interface InstanceRow {
   id: string, pid: number, hostname: string, address: string | null, started_at: string, seen_at: number
 }
 

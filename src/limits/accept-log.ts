@@ -112,7 +112,11 @@ export class AcceptLog {
 
   /** Drops entries at or before `time` (usually none or a few, at the oldest end). */
   dropUntil (time: number) {
-    const k = this.walk(0, time)
+    this.dropOldest(this.walk(0, time))
+  }
+
+  /** Drops the `k` oldest entries. */
+  dropOldest (k: number) {
     this.head = (this.head + k) % this.times.length
     this.size -= k
   }

@@ -31,9 +31,9 @@ const DAY_MS = 86_400_000
 const REJOIN_BATCH = 100
 const SECONDS = WINDOWS.map((w) => WINDOW_SECONDS[w])
 /** A partner whose windows cannot be known is told to ask again after this: a few probes of Redis later. */
-export const UNAVAILABLE_RETRY_MS = 5_000
+const UNAVAILABLE_RETRY_MS = 5_000
 
-export interface SharedStateStatus {
+interface SharedStateStatus {
   backend: 'redis'
   connected: boolean
   /** ISO time since when this instance limits alone, or null */
@@ -180,7 +180,7 @@ function reason (err: unknown): string {
   return cause instanceof Error ? cause.message : String(cause)
 }
 
-export interface FailoverOptions {
+interface FailoverOptions {
   prefix?: string
   /** the limiter's clock, for the answers recorded on the way back */
   clock?: () => number
@@ -295,22 +295,22 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /**
-   * Alone; first, while Redis answers reads but refuses writes, the partner's windows are read if
-   * nothing is known of them, so that it is limited with its share of what is left, not refused.
+   * Alone, `then`; first, while Redis answers reads but refuses writes, the partner's windows are read
+   * if nothing is known of them, so that it is limited with its share of what is left, not refused.
    */
-  private aloneHit (key: string, windows: WindowSpec[], now: number, timedOut?: number): Promise<HitResult> {
-    if (!this.readable || this.knows(key, now)) return Promise.resolve(this.hitAlone(key, windows, now, timedOut))
-    return this.read(key, windows, now).then(() => this.hitAlone(key, windows, now, timedOut))
-  }
-
-  private read (key: string, windows: WindowSpec[], now: number): Promise<void> {
+  private readIfUnknown<T> (key: string, windows: WindowSpec[], now: number, then: () => T): Promise<T> {
+    if (!this.readable || this.knows(key, now)) return Promise.resolve(then())
     let reading = this.reading.get(key)
     if (!reading) {
       reading = this.remote.state(key, windows, now).then(() => {}, () => {})
         .finally(() => this.reading.delete(key))
       this.reading.set(key, reading)
     }
-    return reading
+    return reading.then(then)
+  }
+
+  private aloneHit (key: string, windows: WindowSpec[], now: number, timedOut?: number): Promise<HitResult> {
+    return this.readIfUnknown(key, windows, now, () => this.hitAlone(key, windows, now, timedOut))
   }
 
   /**
@@ -417,8 +417,7 @@ export class FailoverStore implements AsyncLimiterStore {
 
   state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
     if (this.degradedSince !== null) {
-      if (!this.readable || this.knows(key, now)) return Promise.resolve(this.stateAlone(key, windows, now))
-      return this.read(key, windows, now).then(() => this.stateAlone(key, windows, now))
+      return this.readIfUnknown(key, windows, now, () => this.stateAlone(key, windows, now))
     }
     return this.remote.state(key, windows, now).catch((err: unknown) => {
       this.degrade(err)

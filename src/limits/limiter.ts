@@ -46,9 +46,9 @@ export interface SecondBucket { second: number, requests: number, rows: number }
  * once (limiting alone while Redis is away). The partner routes choose their pipeline by this once,
  * when they are registered, instead of testing each answer for a promise.
  */
-export type LimiterStore = SyncLimiterStore | AsyncLimiterStore
+type LimiterStore = SyncLimiterStore | AsyncLimiterStore
 
-export interface SyncLimiterStore {
+interface SyncLimiterStore {
   readonly synchronous: true
   /** Checks every window and, if all admit it, records the request; atomically. */
   hit (key: string, windows: WindowSpec[], now: number): HitResult
@@ -86,7 +86,7 @@ export function logCapacity (windows: WindowSpec[]): number {
 }
 
 /** A window's figures; `rows` costs a pass over the window, so only /usage asks for it. */
-export function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number, withRows = false): WindowState {
+function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number, withRows = false): WindowState {
   const windowMs = spec.seconds * 1000
   let used = 0
   let rows = 0
@@ -241,7 +241,7 @@ const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
  * window has room, so its reset is the one a client must wait for. (A 429 names the window that
  * refused it instead: rateLimitHeaders.)
  */
-export function tightestWindow (windows: WindowState[]): WindowState | undefined {
+function tightestWindow (windows: WindowState[]): WindowState | undefined {
   let tightest: WindowState | undefined
   for (const w of windows) {
     if (w.remaining === null) continue

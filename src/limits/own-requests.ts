@@ -2,53 +2,56 @@
 // with the number that names it in Redis's log (with the instance's tag): what the instance puts
 // back when Redis restarts empty, and what it adds when it accepted them alone. In the order their
 // answers came, which is nearly the order of their times.
-import { MAX_LOG_ENTRIES } from './accept-log.ts'
+import { AcceptLog, MAX_LOG_ENTRIES } from './accept-log.ts'
 import type { OwnRequest } from './redis-store.ts'
 
 export class OwnRequests {
+  /** times and rows; its sequence numbers are positions that do not move when old entries leave */
+  private readonly log: AcceptLog
+  /** each entry's id at its sequence number modulo the length, which is at least the log's size */
   private ids = new Float64Array(16)
-  private times = new Float64Array(16)
-  private rows = new Uint32Array(16)
-  private head = 0 // index of the oldest entry
-  size = 0
-  /** entries pushed so far: a position that does not move when old entries leave */
-  private pushed = 0
-  /** the entries before this position are in Redis's log */
+  /** the entries before this sequence number are in Redis's log */
   private inRedisUntil = 0
 
-  constructor (private readonly max = MAX_LOG_ENTRIES) {}
+  constructor (max = MAX_LOG_ENTRIES) {
+    this.log = new AcceptLog(max, 16, max)
+  }
+
+  get size (): number {
+    return this.log.size
+  }
+
+  private idOf (seq: number): number {
+    return this.ids[seq % this.ids.length]
+  }
 
   /** Adds a request; `inRedis`: Redis admitted it (else it was accepted alone, or may be missing there). */
   push (id: number, time: number, inRedis: boolean) {
-    if (this.size === this.ids.length) {
-      if (this.size < this.max) this.grow(Math.min(this.max, this.size * 2))
-      else this.dropOldest(1)
+    const seq = this.log.push(time)
+    if (this.log.size > this.ids.length) {
+      const ids = new Float64Array(this.ids.length * 2)
+      for (let s = seq - this.log.size + 1; s < seq; s++) ids[s % ids.length] = this.idOf(s)
+      this.ids = ids
     }
-    const i = (this.head + this.size) % this.ids.length
-    this.ids[i] = id
-    this.times[i] = time
-    this.rows[i] = 0
-    this.size++
-    if (inRedis && this.inRedisUntil === this.pushed) this.inRedisUntil++
-    this.pushed++
+    this.ids[seq % this.ids.length] = id
+    if (inRedis && this.inRedisUntil === seq) this.inRedisUntil++
   }
 
   /** Sets the rows of request `id`, searched from the newest (it was just answered). */
   setRows (id: number, rows: number) {
-    for (let k = this.size - 1; k >= 0; k--) {
-      const i = (this.head + k) % this.ids.length
-      if (this.ids[i] === id) {
-        this.rows[i] = rows
+    for (let seq = this.log.nextSeq - 1; seq >= this.log.nextSeq - this.log.size; seq--) {
+      if (this.idOf(seq) === id) {
+        this.log.setRows(seq, rows)
         return
       }
     }
   }
 
-  /** Drops the requests at or before `time` from the oldest end. */
+  /** Drops the requests at or before `time` from the oldest end (a walk: their times are only nearly in order). */
   dropUntil (time: number) {
     let k = 0
-    while (k < this.size && this.times[(this.head + k) % this.ids.length] <= time) k++
-    this.dropOldest(k)
+    while (k < this.log.size && this.log.at(k) <= time) k++
+    this.log.dropOldest(k)
   }
 
   /**
@@ -56,13 +59,12 @@ export class OwnRequests {
    * that marks them in Redis once they are added (see added).
    */
   toAdd (all: boolean): { requests: OwnRequest[], upTo: number } {
-    const first = this.pushed - this.size
+    const first = this.log.nextSeq - this.log.size
     const requests: OwnRequest[] = []
-    for (let k = all ? 0 : Math.max(0, this.inRedisUntil - first); k < this.size; k++) {
-      const i = (this.head + k) % this.ids.length
-      requests.push({ id: this.ids[i], time: this.times[i], rows: this.rows[i] })
+    for (let k = all ? 0 : Math.max(0, this.inRedisUntil - first); k < this.log.size; k++) {
+      requests.push({ id: this.idOf(first + k), time: this.log.at(k), rows: this.log.rowsAt(k) })
     }
-    return { requests, upTo: this.pushed }
+    return { requests, upTo: this.log.nextSeq }
   }
 
   /** The requests up to `upTo` (from toAdd) are in Redis's log now. */
@@ -73,31 +75,7 @@ export class OwnRequests {
   /** The rows of the requests logged after `time`. */
   rowsAfter (time: number): number {
     let rows = 0
-    for (let k = this.size - 1; k >= 0; k--) {
-      const i = (this.head + k) % this.ids.length
-      if (this.times[i] > time) rows += this.rows[i]
-    }
+    for (let k = this.log.size - 1; k >= 0; k--) if (this.log.at(k) > time) rows += this.log.rowsAt(k)
     return rows
-  }
-
-  private dropOldest (k: number) {
-    this.head = (this.head + k) % this.ids.length
-    this.size -= k
-  }
-
-  private grow (n: number) {
-    const ids = new Float64Array(n)
-    const times = new Float64Array(n)
-    const rows = new Uint32Array(n)
-    for (let k = 0; k < this.size; k++) {
-      const i = (this.head + k) % this.ids.length
-      ids[k] = this.ids[i]
-      times[k] = this.times[i]
-      rows[k] = this.rows[i]
-    }
-    this.ids = ids
-    this.times = times
-    this.rows = rows
-    this.head = 0
   }
 }

@@ -84,29 +84,28 @@ export class PartnerDirectory {
     const { version, epoch } = await shared.state()
     const lost = this.epoch !== undefined && epoch !== this.epoch
     const restored = lost && this.sharedRows.size > 0 && await shared.mergeRows([...this.sharedRows.values()]) > 0
-    if (this.epoch === undefined || lost) {
-      // the version before the rows: a write between the two is read again at the next look
-      const mark = restored ? (await shared.state()).version : version
-      const rows = await shared.exportRows()
-      this.epoch = epoch
-      this.sharedRows = new Map(rows.map((row) => [row.slug, row]))
-      this.loadAll(rows, (row) => row.slug, mark)
-      return { restored, changed: rows.length }
+    // the version before the rows: a write between the two is read again at the next look
+    let mark = version
+    if (this.epoch !== undefined && !lost) {
+      if (version === this.seenMark) return { restored: false, changed: 0 }
+      const changes = await shared.changesSince(this.seenMark)
+      if (changes !== undefined) {
+        for (const [slug, row] of changes.rows) {
+          if (row === undefined) this.sharedRows.delete(slug)
+          else this.sharedRows.set(slug, row)
+        }
+        this.apply(changes.rows, changes.version)
+        return { restored: false, changed: changes.rows.size }
+      }
+      // a writer that records no changes (an older CLI) wrote: everything is read again
+    } else if (restored) {
+      mark = (await shared.state()).version
     }
-    if (version === this.seenMark) return { restored: false, changed: 0 }
-    const changes = await shared.changesSince(this.seenMark)
-    if (changes === undefined) { // a writer that records no changes (an older CLI) wrote: read everything
-      const rows = await shared.exportRows()
-      this.sharedRows = new Map(rows.map((row) => [row.slug, row]))
-      this.loadAll(rows, (row) => row.slug, version)
-      return { restored: false, changed: rows.length }
-    }
-    for (const [slug, row] of changes.rows) {
-      if (row === undefined) this.sharedRows.delete(slug)
-      else this.sharedRows.set(slug, row)
-    }
-    this.apply(changes.rows, changes.version)
-    return { restored: false, changed: changes.rows.size }
+    const rows = await shared.exportRows()
+    this.epoch = epoch
+    this.sharedRows = new Map(rows.map((row) => [row.slug, row]))
+    this.loadAll(rows, (row) => row.slug, mark)
+    return { restored, changed: rows.length }
   }
 
   /** Found by the SHA-256 of the token: no comparison ever runs over the token itself. */

@@ -7,15 +7,15 @@ import type { Static } from '@sinclair/typebox'
 import { clashMessage, fromRow, overrideToColumn, partnerView, sharedKey, type PartnerRow } from './store.ts'
 import { PartnerEntrySchema, firstProblem, partnerLabel, rowProblem } from './row-schema.ts'
 
-export const EXPORT_FORMAT = 'lsp-partners'
-export const EXPORT_VERSION = 2
+const EXPORT_FORMAT = 'lsp-partners'
+const EXPORT_VERSION = 2
 /** The versions this build reads. */
 const EXPORT_VERSIONS = [1, 2] as const
 
 type PartnerEntry = Static<typeof PartnerEntrySchema>
 
 /** A file that is not a partners export this build can import; the message says why. */
-export class ExportFileError extends Error {
+class ExportFileError extends Error {
   constructor (message: string) {
     super(message)
     this.name = 'ExportFileError'

@@ -21,9 +21,9 @@ export interface PartnerProfile extends Partner {
   fingerprint: string
 }
 
-export const FIRST_OTHER_CATEGORY = 8
+const FIRST_OTHER_CATEGORY = 8
 
-export function allowedCategories (partner: Pick<Partner, 'categories' | 'otherCategories'>): number[] {
+function allowedCategories (partner: Pick<Partner, 'categories' | 'otherCategories'>): number[] {
   return [...new Set(partner.categories)]
     .filter((c) => c >= 2 && (c < FIRST_OTHER_CATEGORY || partner.otherCategories))
     .sort((a, b) => a - b)

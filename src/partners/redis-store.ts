@@ -138,7 +138,7 @@ return { version, redis.call('LRANGE', KEYS[2], 0, version - since - 1) }
 `
 
 /** Partners written since a version, by slug: each one's row now, or undefined when it is gone. */
-export interface SharedChanges { version: number, rows: Map<string, PartnerRow | undefined> }
+interface SharedChanges { version: number, rows: Map<string, PartnerRow | undefined> }
 
 export class RedisPartnerStore {
   private readonly keys: { partners: string, digests: string, version: string, epoch: string, changes: string }

@@ -151,7 +151,7 @@ export function effectiveLimits (partner: Pick<Partner, 'tier' | 'limitOverrides
   return limits
 }
 
-export function slugFromName (name: string): string {
+function slugFromName (name: string): string {
   return name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
     .slice(0, 64).replace(/-+$/, '')
 }
@@ -370,11 +370,12 @@ export class PartnerStore {
    */
   changesSince (mark: number): { mark: number, rows: Map<string, PartnerRow | undefined> } {
     return this.db.transaction(() => {
-      const ids = this.db.prepare('SELECT partner_id FROM partner_changes WHERE seq > ?').pluck().all(mark) as string[]
-      const rows = new Map<string, PartnerRow | undefined>(ids.map((id) => [id, undefined]))
-      const select = this.db.prepare('SELECT * FROM partners WHERE id IN ' +
-        '(SELECT partner_id FROM partner_changes WHERE seq > ?)')
-      for (const row of select.all(mark) as PartnerRow[]) rows.set(row.id, row)
+      const select = this.db.prepare('SELECT c.partner_id AS changed, p.* FROM partner_changes AS c ' +
+        'LEFT JOIN partners AS p ON p.id = c.partner_id WHERE c.seq > ? ORDER BY c.seq')
+      const rows = new Map<string, PartnerRow | undefined>()
+      for (const { changed, ...row } of select.all(mark) as (PartnerRow & { changed: string })[]) {
+        rows.set(changed, row.id === null ? undefined : row) // gone: joined to no partner
+      }
       return { mark: this.changeMark(), rows }
     })()
   }

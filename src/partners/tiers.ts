@@ -26,4 +26,3 @@ export const DEFAULT_MAX_RESULTS = 100
 export const MAX_RESULTS_CEILING = 10_000
 /** The largest limit of a window: the CLI, the store and both export versions check this bound. */
 export const MAX_LIMIT = 1_000_000_000
-export const DEFAULT_RADIUS_KM = 25

@@ -1,7 +1,7 @@
 // What the API is, for its OpenAPI document and its index: its releases and how to call it.
 
 /** The API's releases, newest first (CHANGELOG.md lists them too). */
-export const API_RELEASES = [
+const API_RELEASES = [
   {
     version: '1.3',
     date: '2026-11-28',
@@ -30,7 +30,7 @@ export const SUPPORT_DETAILS = 'your partner id (partner.id in GET /v1/usage), t
   'the answer\'s X-Request-Id, the request, and the answer\'s status, headers and body; never your token'
 
 /** Where partners ask for support: SUPPORT_CONTACT, or the operator who issued the token. */
-export const supportText = (contact: string) =>
+const supportText = (contact: string) =>
   `${contact === '' ? 'Ask the operator who issued your token' : `Write to ${contact}`}, with ${SUPPORT_DETAILS}.`
 
 /** The document's description: how to call, what every answer carries, support, the releases. */

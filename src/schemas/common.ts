@@ -11,7 +11,7 @@ export const SLUG_RULE = '1 to 64 lowercase letters, digits and inner hyphens'
 /** Unicode's control characters (\p{Cc}), spelt out: a non-Unicode pattern, cheaper on a million names. */
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
-export const MAX_NAME_LENGTH = 200
+const MAX_NAME_LENGTH = 200
 /** isName's rule in the operator's words */
 export const NAME_RULE = `1 to ${MAX_NAME_LENGTH} characters without control characters`
 /** A site's or a partner's name, as imports and the CLI accept it: not blank, no control characters. */

@@ -1,6 +1,6 @@
 // GeoJSON (RFC 7946) forms of the site answers: each record becomes the properties of a Point
 // feature at [longitude, latitude]; the feature's id is the site id.
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox'
 import { bboxPaging, MapMinimalRecord, RouteRecord, SiteRecord, tagPaging } from './records.ts'
 
 const Point = Type.Object({
@@ -16,42 +16,26 @@ const feature = <T extends TSchema>(properties: T, description: string) => Type.
   properties
 }, { additionalProperties: false, description })
 
-export const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
-export const MapMinimalFeature = feature(MapMinimalRecord,
+const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
+const MapMinimalFeature = feature(MapMinimalRecord,
   'A site as a GeoJSON Point feature; its properties are the map-minimal record')
 
-export const SiteFeatureCollection = Type.Object({
-  type: Type.Literal('FeatureCollection'),
-  features: Type.Array(SiteFeature)
-}, {
-  additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection'
-})
+/** A FeatureCollection; a page's paging fields are foreign members beside `type`. */
+const collection = <F extends TSchema, P extends TProperties = {}>(features: F, description: string, paging?: P) =>
+  Type.Object({
+    type: Type.Literal('FeatureCollection'),
+    ...paging,
+    features: Type.Array(features)
+  }, { additionalProperties: false, description })
 
-export const RouteFeatureCollection = Type.Object({
-  type: Type.Literal('FeatureCollection'),
-  features: Type.Array(feature(RouteRecord,
-    'A site as a GeoJSON Point feature; its properties are the full record with along_nm and offset_nm'))
-}, {
-  additionalProperties: false, description: 'format=geojson: the same sites, in the same order, as a FeatureCollection'
-})
+const SAME_SITES = 'format=geojson: the same sites, in the same order, as a FeatureCollection'
+const SAME_PAGE = 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
 
-export const BboxFeatureCollection = Type.Object({
-  type: Type.Literal('FeatureCollection'),
-  ...bboxPaging,
-  features: Type.Array(MapMinimalFeature)
-}, {
-  additionalProperties: false,
-  description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
-})
-
-export const TagFeatureCollection = Type.Object({
-  type: Type.Literal('FeatureCollection'),
-  ...tagPaging,
-  features: Type.Array(MapMinimalFeature)
-}, {
-  additionalProperties: false,
-  description: 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
-})
+export const SiteFeatureCollection = collection(SiteFeature, SAME_SITES)
+export const RouteFeatureCollection = collection(feature(RouteRecord,
+  'A site as a GeoJSON Point feature; its properties are the full record with along_nm and offset_nm'), SAME_SITES)
+export const BboxFeatureCollection = collection(MapMinimalFeature, SAME_PAGE, bboxPaging)
+export const TagFeatureCollection = collection(MapMinimalFeature, SAME_PAGE, tagPaging)
 
 export const Format = Type.Unsafe<'json' | 'geojson'>({
   type: 'string',

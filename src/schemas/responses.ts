@@ -25,7 +25,7 @@ const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiE
 }
 
 /** The body a partner receives for a code, as the service makes it. */
-export const errorExample = (code: ErrorCode) => new ApiError(code, EXAMPLE_EXTRA[code]).toBody()
+const errorExample = (code: ErrorCode) => new ApiError(code, EXAMPLE_EXTRA[code]).toBody()
 
 /**
  * Error responses of a partner operation (its own codes and those of every partner operation):
@@ -54,7 +54,7 @@ function codesByStatus (codes: Iterable<ErrorCode>): Map<number, ErrorCode[]> {
 }
 
 /** Refused before the limiter counts the request (token, partner status, endpoint): no rate-limit headers. */
-export const BEFORE_LIMITER: readonly ErrorCode[] = [
+const BEFORE_LIMITER: readonly ErrorCode[] = [
   'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
   'svc_partner_api_feature_disabled'
 ]

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox'
 const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(schema: T) =>
   Type.Union([schema, Type.Null()])
 
-export const UsageWindow = Type.Object({
+const UsageWindow = Type.Object({
   limit: Nullable(Type.Integer({ description: 'Configured limit; null when the window is unlimited' })),
   used: Type.Integer({ description: 'Requests counted in the window' }),
   remaining: Nullable(Type.Integer({ description: 'Requests left; null when unlimited' })),
@@ -19,7 +19,7 @@ export const UsageWindow = Type.Object({
 
 const TelemetryWindow = Type.Object({ requests: Type.Integer(), rows: Type.Integer(), errors: Type.Integer() })
 
-export const Telemetry = Type.Object({
+const Telemetry = Type.Object({
   feed_size: Type.Integer({ description: 'Events the feed keeps (the latest 200)' }),
   events: Type.Integer({ description: 'Events in the feed now' }),
   windows: Type.Object({ minute: TelemetryWindow, hour: TelemetryWindow, day: TelemetryWindow }),

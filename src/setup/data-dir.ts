@@ -10,12 +10,12 @@ import { PartnerStore, controlPath } from '../partners/store.ts'
 
 const DEMO_SLUG = 'demo'
 
-export interface Prepared {
+interface Prepared {
   created: string[]
 }
 
 /** A DATA_DIR the service cannot start on; the message says what to do. */
-export class DataDirError extends Error {
+class DataDirError extends Error {
   constructor (message: string) {
     super(message)
     this.name = 'DataDirError'

@@ -23,7 +23,7 @@ export const tempPathFor = (path: string) =>
   join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
 
 /** A writer's temporary file not modified for this long is taken as abandoned, whatever its pid. */
-export const TEMP_FILE_STALE_MS = 3_600_000
+const TEMP_FILE_STALE_MS = 3_600_000
 
 /**
  * Removes the temporary files that writers of `path` left behind when their process died (an

@@ -4,12 +4,12 @@ import type Database from 'better-sqlite3'
 import { CATEGORY_NAMES_META, readDatasetMeta } from './dataset-file.ts'
 
 /** The named categories; 8 and above are named by the operator in the dataset file. */
-export const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
+const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
   2: 'B&B', 3: 'Landing Site', 4: 'Hotel', 5: 'Pub', 6: 'Restaurant', 7: 'Aerodrome'
 })
 
 /** A category's name: the fixed ones, else the dataset's own, else `Category N`. */
-export function categoryName (ds: Pick<Dataset, 'meta'>, id: number): string {
+function categoryName (ds: Pick<Dataset, 'meta'>, id: number): string {
   const fixed = CATEGORY_NAMES[id]
   if (fixed !== undefined) return fixed
   return operatorNames(ds)[String(id)] ?? `Category ${id}`

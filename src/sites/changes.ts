@@ -5,7 +5,7 @@ import type Database from 'better-sqlite3'
 /** How many ids of each kind a comparison names (the first in id order); the counts are exact. */
 export const CHANGE_EXAMPLES = 10
 
-export interface IdList {
+interface IdList {
   count: number
   /** the first CHANGE_EXAMPLES ids, in id order */
   first: string[]

@@ -15,7 +15,7 @@ import {
 } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
-export const TAG_INDEX_MIN_SITES = 1024
+const TAG_INDEX_MIN_SITES = 1024
 
 export class DatasetError extends Error {
   constructor (readonly path: string, reason: string) {
@@ -50,7 +50,7 @@ export interface Dataset {
   tagIndexes: Map<string, SubIndex>
 }
 
-export interface NearbyQuery extends SearchArea {
+interface NearbyQuery extends SearchArea {
   /** Allowed categories (already intersected with the partner allow-list). */
   categories: readonly number[]
   tag?: string
@@ -308,7 +308,7 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
 /** One page of a tag's sites: those the partner may see, in id order (tagSitesIn), and the page's places in it. */
-export interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
+interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
 /** Lists of a tag's sites in some categories, per dataset: at most 4 times the dataset's sites in all. */

@@ -8,7 +8,7 @@ import { replaceFile } from '../setup/replace-file.ts'
 
 const csvField = (value: string) => /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value
 
-export function siteLine (site: SiteRow, format: ImportFormat): string {
+function siteLine (site: SiteRow, format: ImportFormat): string {
   switch (format) {
     case 'csv':
       return [

@@ -3,7 +3,7 @@
 import { obscure, type SiteRow } from './dataset-file.ts'
 
 /** [town, country, region, latitude, longitude] */
-export const TOWNS: readonly (readonly [string, string, string, number, number])[] = [
+const TOWNS: readonly (readonly [string, string, string, number, number])[] = [
   // Europe
   ['London', 'GB', 'EUR', 51.507, -0.128], ['Oxford', 'GB', 'EUR', 51.752, -1.258],
   ['Edinburgh', 'GB', 'EUR', 55.953, -3.189], ['Manchester', 'GB', 'EUR', 53.481, -2.243],
@@ -65,7 +65,7 @@ export const TOWNS: readonly (readonly [string, string, string, number, number])
   ['Rothera', 'AQ', 'ANT', -67.568, -68.127]
 ]
 
-export const CATEGORY_NAMES: Record<number, string> = {
+const CATEGORY_NAMES: Record<number, string> = {
   2: 'B&B', 3: 'Landing Site', 4: 'Hotel', 5: 'Pub', 6: 'Restaurant', 7: 'Aerodrome', 8: 'Estate', 9: 'Heliport'
 }
 

@@ -19,12 +19,12 @@ type OnBytes = (bytes: number) => void
  * hostile file's one record would otherwise be held whole, and built into values many times its
  * size.
  */
-export const MAX_RECORD_BYTES = 64 * 1024
+const MAX_RECORD_BYTES = 64 * 1024
 /** The most levels of arrays and objects one record may nest (a GeoJSON feature needs three). */
-export const MAX_RECORD_DEPTH = 32
+const MAX_RECORD_DEPTH = 32
 
-const tooLong = (record: string) =>
-  `the ${record} is longer than 64 KiB (65,536 bytes), the most one record may take`
+const tooLong = (record: string) => `the ${record} is longer than ${MAX_RECORD_BYTES / 1024} KiB ` +
+  `(${MAX_RECORD_BYTES.toLocaleString('en')} bytes), the most one record may take`
 const TOO_DEEP = `arrays and objects nested more than ${MAX_RECORD_DEPTH} levels deep`
 
 /** Over MAX_RECORD_BYTES as UTF-8: counted only for text that may be (a UTF-16 unit is 1 to 3 bytes). */
@@ -404,6 +404,34 @@ const [SPACE, TAB, LF, CR, QUOTE, BACKSLASH, COMMA] = [32, 9, 10, 13, 34, 92, 44
 const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET] = [123, 125, 91, 93]
 const isSpace = (c: number) => c === SPACE || c === LF || c === CR || c === TAB
 
+/** Where JSON text read a character at a time is: in a string or not, and how deep in arrays and objects. */
+class JsonNesting {
+  depth = 0
+  deepest = 0
+  private inString = false
+  private escaped = false
+
+  /** Takes the next character; true when it opened or closed an array or object, or closed a string. */
+  step (c: number): boolean {
+    if (this.inString) {
+      if (this.escaped) this.escaped = false
+      else if (c === BACKSLASH) this.escaped = true
+      else if (c === QUOTE) {
+        this.inString = false
+        return true
+      }
+      return false
+    }
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) this.deepest = Math.max(this.deepest, ++this.depth)
+    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) this.depth--
+    else {
+      if (c === QUOTE) this.inString = true
+      return false
+    }
+    return true
+  }
+}
+
 /**
  * The elements of a "features" array, read from the text after its `[`. Each element's extent is
  * found by its brackets and strings, then the element alone is parsed (JSON.parse): a syntax error
@@ -422,10 +450,7 @@ class FeatureArray {
   private literal = false // a number, true, false or null: it ends where a separator begins
   private pieces: string[] = [] // its text, in pieces, while within the bound
   private size = 0 // its characters
-  private depth = 0 // arrays and objects open in it
-  private deepest = 0
-  private inString = false
-  private escaped = false
+  private readonly nesting = new JsonNesting()
 
   open () {
     this.expect = 'first'
@@ -476,21 +501,8 @@ class FeatureArray {
       return -1
     }
     for (let i = from; i < text.length; i++) {
-      const c = text.charCodeAt(i)
-      if (this.inString) {
-        if (this.escaped) this.escaped = false
-        else if (c === BACKSLASH) this.escaped = true
-        else if (c === QUOTE) {
-          this.inString = false
-          if (this.depth === 0) return i + 1 // a string element
-        }
-      } else if (c === QUOTE) {
-        this.inString = true
-      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-        this.deepest = Math.max(this.deepest, ++this.depth)
-      } else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --this.depth === 0) {
-        return i + 1
-      }
+      // the end of its outermost array or object, or of a string element
+      if (this.nesting.step(text.charCodeAt(i)) && this.nesting.depth === 0) return i + 1
     }
     return -1
   }
@@ -506,11 +518,11 @@ class FeatureArray {
   private element (): RawRecord {
     const label = `feature ${++this.n}`
     const text = this.pieces.join('')
-    const { size, deepest } = this
+    const { size, nesting: { deepest } } = this
     this.inElement = false
     this.expect = 'separator'
     this.pieces = []
-    this.size = this.depth = this.deepest = 0
+    this.size = this.nesting.depth = this.nesting.deepest = 0
     if (size > MAX_RECORD_BYTES || overBound(text)) return { label, error: tooLong('feature') }
     if (deepest > MAX_RECORD_DEPTH) return { label, error: TOO_DEEP }
     const value = parseJson(text)
@@ -534,9 +546,7 @@ async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGene
   let sawFeatures = false
   let inFeatures = false // the tokens are in the "features" array
   let owned = false // FeatureArray reads the text: the tokenizer has had the array's `[`, not its `]`
-  let textDepth = 0 // the same depth, in the text read so far
-  let inString = false
-  let escaped = false
+  const nesting = new JsonNesting() // the same depth, in the text read so far, strings skipped
   let started = false // a character other than whitespace was read
   let parsed: RawRecord[] = []
 
@@ -594,24 +604,13 @@ async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGene
           return false
         }
       }
-      if (inString) {
-        if (escaped) escaped = false
-        else if (c === BACKSLASH) escaped = true
-        else if (c === QUOTE) inString = false
-      } else if (c === QUOTE) {
-        inString = true
-      } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-        textDepth--
-      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-        textDepth++
-        // an array opened in the top-level object: the tokenizer's keys tell whether it is "features"
-        if (c === OPEN_BRACKET && textDepth === 2) {
-          if (!feed(text.slice(from, i))) return false
-          from = i
-          if (inFeatures) {
-            owned = true
-            features.open()
-          }
+      // an array opened in the top-level object: the tokenizer's keys tell whether it is "features"
+      if (nesting.step(c) && c === OPEN_BRACKET && nesting.depth === 2) {
+        if (!feed(text.slice(from, i))) return false
+        from = i
+        if (inFeatures) {
+          owned = true
+          features.open()
         }
       }
     }

@@ -11,7 +11,7 @@ import { readRecordBatches } from './import-formats.ts'
 import type { ImportFormat } from './file-formats.ts'
 import { replaceDataset, type ReplacePolicy, type Replaced } from './versions.ts'
 
-export const MAX_REPORTED_ERRORS = 20
+const MAX_REPORTED_ERRORS = 20
 
 const siteId = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
@@ -27,7 +27,7 @@ function number (value: unknown): number | undefined {
 /** A UTF-16 surrogate not paired with its other half (in a Unicode pattern, a pair is one code point). */
 const LONE_SURROGATE = /\p{Cs}/u
 
-export function validateRecord (
+function validateRecord (
   fields: Record<string, unknown>,
   precision: number,
   tagsAsText: boolean
@@ -99,7 +99,7 @@ export function validateRecord (
   }
 }
 
-export interface ImportOptions {
+interface ImportOptions {
   file: string
   format: ImportFormat
   target: string
@@ -115,7 +115,7 @@ export interface ImportOptions {
   replace?: ReplacePolicy
 }
 
-export interface ImportResult {
+interface ImportResult {
   ok: boolean
   rows: number
   siteCount: number

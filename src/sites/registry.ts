@@ -96,7 +96,7 @@ export class DatasetRegistry {
 /** The error of a reload stopped by close(). */
 export const RELOAD_STOPPED = 'the service closed before the reload ended'
 
-export interface DatasetLog {
+interface DatasetLog {
   info (obj: object, msg: string): void
   warn (obj: object, msg: string): void
 }

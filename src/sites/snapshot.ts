@@ -6,8 +6,7 @@ import {
   closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync
 } from 'node:fs'
 import KDBush from 'kdbush'
-import Database from 'better-sqlite3'
-import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
+import { readDatasetMeta, withDatasetFile, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
 import { datasetVersion, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
@@ -42,15 +41,6 @@ export const SNAPSHOT_MATH = `${process.arch} v8 ${process.versions.v8}`
 function fileIdentity (path: string) {
   const s = statSync(path)
   return { size: s.size, mtimeMs: s.mtimeMs }
-}
-
-function readMeta (path: string): DatasetMeta {
-  const db = new Database(path, { readonly: true, fileMustExist: true })
-  try {
-    return readDatasetMeta(db)
-  } finally {
-    db.close()
-  }
 }
 
 export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
@@ -148,7 +138,7 @@ function currentHeader (fd: number, path: string): CurrentHeader | string {
   if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) {
     return 'made from another version of the dataset file (its size or modification time differ)'
   }
-  const meta = readMeta(path)
+  const meta = withDatasetFile(path, readDatasetMeta)
   if (JSON.stringify(meta) !== JSON.stringify(header.meta)) {
     return 'made from another version of the dataset file (its meta differs)'
   }

@@ -9,7 +9,7 @@ const RAD = Math.PI / 180
  * cos(latitude), exactly 0 at the poles. Math.cos(90 * RAD) is not 0 (π/2 is not a double), which
  * would set sites at one pole apart by their longitudes and break their tie by id.
  */
-export const cosOfLat = (lat: number) => lat === 90 || lat === -90 ? 0 : Math.cos(lat * RAD)
+const cosOfLat = (lat: number) => lat === 90 || lat === -90 ? 0 : Math.cos(lat * RAD)
 
 /** A kdbush index over a subset of a dataset's sites; item i is site `positions[i]`. */
 export interface SubIndex {
@@ -83,7 +83,7 @@ const haverSinDistCos = (
  * Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit
  * (but at the poles, where the cosine is 0 here).
  */
-export const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number =>
+const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number =>
   haverSinDistCos(lng, lat, cosLat, lng2, lat2, cosOfLat(lat2))
 
 const byDistanceThenId = (a: Hit, b: Hit) => (a.h - b.h) || (a.position - b.position)
@@ -95,7 +95,7 @@ export interface SearchArea {
   limit: number
 }
 
-export interface SiteCoordinates {
+interface SiteCoordinates {
   lngs: Float64Array
   lats: Float64Array
 }
@@ -113,7 +113,7 @@ export interface SiteCoordinates {
  * that grow to the largest search seen and are used again, so a search allocates no arrays but its
  * answer. One object serves one search at a time (a process answers one request at a time).
  */
-export class NearbySearch {
+class NearbySearch {
   // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
   private nodeCap = 0
   private nodeLeft = new Int32Array(0)

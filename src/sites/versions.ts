@@ -6,14 +6,14 @@ import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statS
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
-  fsyncDirectory, readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter
+  fsyncDirectory, readDatasetMeta, withDatasetFile, type CommitMeta, type DatasetMeta, type DatasetWriter
 } from './dataset-file.ts'
 import { checkDatasetHead, openDatasetFile, quickCheck } from './dataset.ts'
 import type { SiteChanges } from './changes.ts'
 
-export const VERSIONS_FOLDER = 'versions'
+const VERSIONS_FOLDER = 'versions'
 /** How long a command waits for another's lock on the same dataset (held for a few file moves). */
-export const LOCK_WAIT_MS = 10_000
+const LOCK_WAIT_MS = 10_000
 
 export const versionsFolder = (dataDir: string) => join(dataDir, VERSIONS_FOLDER)
 const versionsDir = (datasetFile: string) => versionsFolder(dirname(datasetFile))
@@ -24,10 +24,10 @@ const VERSION_ID = /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/
 const idOf = (ms: number) => new Date(ms).toISOString().replaceAll(':', '-')
 const timeOf = (id: string) => id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
 
-export const keptPath = (datasetFile: string, id: string) =>
+const keptPath = (datasetFile: string, id: string) =>
   join(versionsDir(datasetFile), `${datasetName(datasetFile)}.${id}.db`)
 
-export interface KeptVersion {
+interface KeptVersion {
   id: string
   path: string
   /** ISO 8601: when an import, generate or rollback replaced it */
@@ -77,12 +77,7 @@ export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes
     return { error: `unreadable: ${(err as Error).message}` }
   }
   try {
-    const db = new Database(path, { readonly: true, fileMustExist: true })
-    try {
-      return { sizeBytes, meta: readDatasetMeta(db) }
-    } finally {
-      db.close()
-    }
+    return { sizeBytes, meta: withDatasetFile(path, readDatasetMeta) }
   } catch (err) {
     return { sizeBytes, error: `unreadable: ${(err as Error).message}` }
   }

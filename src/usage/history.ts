@@ -8,7 +8,7 @@ export const DAY_MS = 86_400_000
 export const MINUTE_MS = 60_000
 
 /** What one instance counted for a partner and a day since its last flush. */
-export interface DayDelta {
+interface DayDelta {
   requests: number
   rows: number
   /** answers of status 400 and above, by status */
@@ -21,7 +21,7 @@ export interface DayDelta {
 export type Deltas = Map<string, Map<number, DayDelta>>
 
 /** What the history counts of an answer (a telemetry event carries these and more). */
-export interface HistoryEvent { timestamp: number, status: number, rows: number }
+interface HistoryEvent { timestamp: number, status: number, rows: number }
 
 /** Where the history's deltas go; record is on the request path. */
 export interface HistorySink {

@@ -11,9 +11,9 @@ export interface UsageSources {
   telemetry: { block (key: string, now: number): Promise<TelemetryBlock> }
 }
 
-export interface ReportedPartner { id: string, slug: string, name: string, limits: Limits }
+interface ReportedPartner { id: string, slug: string, name: string, limits: Limits }
 
-export function windowReport (w: WindowState, now: number) {
+function windowReport (w: WindowState, now: number) {
   return {
     limit: w.limit,
     used: w.used,

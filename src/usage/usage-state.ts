@@ -22,7 +22,7 @@ import { restoreTelemetry, telemetrySaver } from './telemetry-store.ts'
 const SHARED_HISTORY_FLUSH_MS = 1000
 
 /** Where the state says what it restored and how Redis is doing (the app's logger). */
-export interface UsageLog {
+interface UsageLog {
   info (obj: object, msg: string): void
   warn (obj: object, msg: string): void
   error (obj: object, msg: string): void
@@ -46,7 +46,7 @@ export interface UsageStateOptions {
   historyFlushMs?: number
 }
 
-export interface UsageState {
+interface UsageState {
   limiter: RateLimiter
   telemetry: Telemetry
   /** the shared state's store and health, with redis */
