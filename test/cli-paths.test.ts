@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
 import { baseEnv } from './run.ts'
+import { bare, node } from './child.ts'
 
 const dir = tmpDataDir(t)
 const work = join(dir, 'work')
@@ -13,11 +14,12 @@ mkdirSync(work)
 const env: Record<string, string> = baseEnv({ DATA_DIR: join(dir, 'data') })
 delete env.INIT_CWD // as in an operator's shell
 
-const npmAdmin = (...args: string[]) => spawnSync('npm', ['--prefix', REPO_ROOT, 'run', '-s', 'admin', '--', ...args],
-  { cwd: work, env, encoding: 'utf8' })
+const npmAdmin = (...args: string[]) =>
+  spawnSync(...bare('npm', ['--prefix', REPO_ROOT, 'run', '-s', 'admin', '--', ...args]),
+    { cwd: work, env, encoding: 'utf8' })
 // the package's bin, as an operator's shell runs it
 const binAdmin = (...args: string[]) =>
-  spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/lsp-admin.js'), ...args], { cwd: work, env, encoding: 'utf8' })
+  spawnSync(...node([join(REPO_ROOT, 'scripts/lsp-admin.js'), ...args]), { cwd: work, env, encoding: 'utf8' })
 
 t.test('npm --prefix: a relative --file is read and written where the command was run', async (t) => {
   const created = npmAdmin('partners', 'create', '--name', 'Paths')

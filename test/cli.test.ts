@@ -8,7 +8,8 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
 import { main } from '../scripts/admin.ts'
-import { admin, adminInProcess } from './run.ts'
+import { admin, adminInProcess, childEnv, node } from './run.ts'
+import { bare } from './child.ts'
 
 const dir = tmpDataDir(t)
 const env = { DATA_DIR: dir }
@@ -364,16 +365,16 @@ t.test('the real processes an operator starts: npm run admin, the bin, their exi
     [2, '', 'error: --tier must be one of demo, growth, scale\n'])
 
   const lspAdmin = join(REPO_ROOT, 'scripts/lsp-admin.js')
-  const bin = spawnSync(process.execPath, [lspAdmin, 'partners', 'show', 'nobody'],
-    { env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
+  const bin = spawnSync(...node([lspAdmin, 'partners', 'show', 'nobody']),
+    { env: childEnv({ DATA_DIR: dir }), encoding: 'utf8' })
   t.same([bin.status, bin.stdout, bin.stderr], [1, '', "error: no partner with slug 'nobody'\n"],
     'the package bin lsp-admin')
-  const binHelp = spawnSync(process.execPath, [lspAdmin, 'partners', '--help'], { encoding: 'utf8' })
+  const binHelp = spawnSync(...node([lspAdmin, 'partners', '--help']), { encoding: 'utf8' })
   t.equal(binHelp.status, 0)
   t.match(binHelp.stdout, /^usage: lsp-admin partners <command>/, 'its help names it')
 
-  const npm = spawnSync('npm', ['run', 'admin', '--', 'datasets', '--help'],
-    { cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir }, encoding: 'utf8' })
+  const npm = spawnSync(...bare('npm', ['run', 'admin', '--', 'datasets', '--help']),
+    { cwd: REPO_ROOT, env: childEnv({ DATA_DIR: dir }), encoding: 'utf8' })
   t.equal(npm.status, 0, npm.stderr)
   t.match(npm.stdout, /\nusage: npm run admin -- datasets <command> \[options\]\n[\s\S]*datasets reload/)
 })

@@ -4,19 +4,28 @@ import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:chil
 import { join } from 'node:path'
 import { main } from '../scripts/admin.ts'
 import { REPO_ROOT } from './helper.ts'
+import { childEnv, node } from './child.ts'
 
-/** This process's environment without tap's variables, LOG_LEVEL info, then `env`. */
-export const baseEnv = (env: Record<string, string>) => {
-  const clean: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TAP')) clean[k] = v
-  return { ...clean, LOG_LEVEL: 'info', ...env }
+export { childEnv, node }
+
+/** childEnv with LOG_LEVEL info, then `env`. */
+export const baseEnv = (env: Record<string, string>) => childEnv({ LOG_LEVEL: 'info', ...env })
+
+/**
+ * Node's arguments to run an entry point as a process: the build in dist/ when `npm test` has just made it
+ * (TEST_BUILT=1), which starts without compiling, else the source through tsx (a test run on its own).
+ */
+export function entry (source: 'scripts/admin.ts' | 'src/server.ts'): string[] {
+  return process.env.TEST_BUILT === '1'
+    ? [join(REPO_ROOT, 'dist', source.replace(/\.ts$/, '.js'))]
+    : ['--import', 'tsx', join(REPO_ROOT, source)]
 }
 
 export interface CliResult { status: number, stdout: string, stderr: string }
 
 /** The CLI as a process; killed after `timeoutMs` (status -1 then). */
 export function admin (args: string[], env: Record<string, string>, timeoutMs = 60_000): CliResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args], {
+  const r = spawnSync(...node([...entry('scripts/admin.ts'), ...args]), {
     cwd: REPO_ROOT, env: baseEnv(env), encoding: 'utf8', timeout: timeoutMs
   })
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
@@ -42,7 +51,7 @@ export async function adminInProcess (args: string[], env: Record<string, string
  * killed after `timeoutMs` if given (status -1 then).
  */
 export function adminAsync (args: string[], env: Record<string, string>, timeoutMs?: number): Promise<CliResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), ...args],
+  const child = spawn(...node([...entry('scripts/admin.ts'), ...args]),
     { cwd: REPO_ROOT, env: baseEnv(env) })
   let stdout = ''
   let stderr = ''
@@ -63,7 +72,7 @@ export interface Server {
 }
 
 /**
- * Starts src/server.ts and resolves once it listens (its log says where). `wrap` is a command
+ * Starts the server (src/server.ts) and resolves once it listens (its log says where). `wrap` is a command
  * that runs the server as its last arguments (used to give it a file system of its own).
  */
 export function startServer (
@@ -71,7 +80,8 @@ export function startServer (
   timeoutMs = 60_000,
   options: { wrap?: string[], onSpawn?: (child: ChildProcessWithoutNullStreams) => void } = {}
 ): Promise<Server> {
-  const command = [...(options.wrap ?? []), process.execPath, '--import', 'tsx', join(REPO_ROOT, 'src/server.ts')]
+  const [bare, args] = node(entry('src/server.ts'))
+  const command = [...(options.wrap ?? []), bare, ...args]
   const child = spawn(command[0], command.slice(1), {
     cwd: REPO_ROOT, env: baseEnv({ PORT: '0', METRICS_PORT: '0', ...env })
   })

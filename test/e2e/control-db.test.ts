@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { startServer, type Server } from '../run.ts'
+import { childEnv, startServer, type Server } from '../run.ts'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 
 const ENV = { NODE_ENV: 'development', SANDBOX_SITE_COUNT: '2000', PARTNER_REFRESH_MS: '100', COUNTER_SAVE_MS: '200' }
@@ -61,7 +61,7 @@ async function harness (t: Test, dataDir: string, inNamespace: boolean): Promise
   const run = (command: string[]) => {
     const full = [...enter, ...command]
     const r = spawnSync(full[0], full.slice(1), {
-      encoding: 'utf8', cwd: REPO_ROOT, env: { ...process.env, D: dataDir }
+      encoding: 'utf8', cwd: REPO_ROOT, env: childEnv({ D: dataDir })
     })
     return { status: r.status, out: r.stdout + r.stderr }
   }

@@ -11,7 +11,8 @@ import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { sleep } from '../latency.ts'
-import { adminInProcess, startServer, type CliResult } from '../run.ts'
+import { adminInProcess, childEnv, startServer, type CliResult } from '../run.ts'
+import { bare } from '../child.ts'
 
 interface Block { file: string, line: number, lang: string, text: string, section: string, before: string }
 
@@ -92,8 +93,8 @@ const local = (text: string) => text.replaceAll('http://127.0.0.1:3000', origin)
 function runBlock (b: Block, token: string, cwd = REPO_ROOT): Run[] {
   const commands = commandsOf(b).map((c) => local(c).replace(/lsp_(?:…|\.\.\.)/g, token))
   const script = commands.map((c) => `${c}\nprintf '\\n@@%s@@\\n' "$?"`).join('\n')
-  const r = spawnSync('bash', ['-c', script], {
-    cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, BASE: `${origin}/v1`, TOKEN: token }
+  const r = spawnSync(...bare('bash', ['-c', script]), {
+    cwd, encoding: 'utf8', timeout: 60_000, env: childEnv({ BASE: `${origin}/v1`, TOKEN: token })
   })
   const parts = r.stdout.split(/\n@@(\d+)@@\n/)
   return commands.map((command, i) => ({ command, output: parts[2 * i], status: Number(parts[2 * i + 1]) }))
@@ -172,7 +173,7 @@ t.test('every example of README.md and docs/partner-guide.md, from a fresh first
     'the guide installs what this project has: the test runs in a folder with its node_modules')
   const typeCheck = tsCommands.find((c) => c.startsWith('npx tsc '))!
   const typeChecked = new Promise<CliResult>((resolve) => {
-    const child = spawn('bash', ['-c', typeCheck], { cwd: folder })
+    const child = spawn(...bare('bash', ['-c', typeCheck]), { cwd: folder })
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })
@@ -241,7 +242,7 @@ t.test('every example of README.md and docs/partner-guide.md, from a fresh first
       }
       writeFileSync(join(folder, 'get.py'), b.text + '\n')
       const r = spawnSync('python3', ['get.py'], {
-        cwd: folder, encoding: 'utf8', env: { ...process.env, BASE: `${origin}/v1`, TOKEN: tokens.growth }
+        cwd: folder, encoding: 'utf8', env: childEnv({ BASE: `${origin}/v1`, TOKEN: tokens.growth })
       })
       t.equal(r.status, 0, `${where(b)}: python3 get.py exits 0 ${r.stderr}`)
       t.match(r.stdout, /'id': 'sbx-\d{7}'/, 'and prints the nearest site')
@@ -280,8 +281,8 @@ t.test('every example of README.md and docs/partner-guide.md, from a fresh first
   // the TypeScript example: type-checked (above) and run as the guide says
   const checked = await typeChecked
   t.equal(checked.status, 0, `${where(tsRun)}: \`${typeCheck}\` passes ${checked.stdout}`)
-  const run = spawnSync('bash', ['-c', tsCommands.find((c) => c.startsWith('npx tsx '))!], {
-    cwd: folder, encoding: 'utf8', env: { ...process.env, BASE: `${origin}/v1`, TOKEN: tokens.growth }
+  const run = spawnSync(...bare('bash', ['-c', tsCommands.find((c) => c.startsWith('npx tsx '))!]), {
+    cwd: folder, encoding: 'utf8', env: childEnv({ BASE: `${origin}/v1`, TOKEN: tokens.growth })
   })
   t.equal(run.status, 0, `${where(tsRun)}: npx tsx get.ts exits 0 ${run.stderr}`)
   t.match(run.stdout, /id: 'sbx-\d{7}'/, 'and prints the nearest site')

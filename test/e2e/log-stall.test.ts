@@ -10,7 +10,7 @@ import { Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { baseEnv, metricsUrlOf, parseMetrics, startServer } from '../run.ts'
+import { baseEnv, metricsUrlOf, node, parseMetrics, startServer } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -124,8 +124,8 @@ t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM
   // tsx makes stdout non-blocking itself; this needs the service without it. Compiled without the
   // type check (npm test's own tsc does that): only the JavaScript is needed here.
   const build = tmpDataDir(t, 'lsp-build-')
-  const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'),
-    '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false', '--noCheck'],
+  const tsc = spawnSync(...node([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'),
+    '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false', '--noCheck']),
   { encoding: 'utf8' })
   t.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(build, 'node_modules'))
@@ -134,10 +134,9 @@ t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM
   spawnSync('mkfifo', [fifo])
   const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)
   const writeEnd = openSync(fifo, constants.O_WRONLY) // blocking: as a shell's pipe
-  const child = spawn(process.execPath, [join(build, 'src/server.js')], {
-    // no NODE_OPTIONS: tap's preloads include tsx
+  const child = spawn(...node([join(build, 'src/server.js')]), {
     env: baseEnv({
-      NODE_OPTIONS: '', DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1',
+      DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1',
       SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0'
     }),
     stdio: ['ignore', writeEnd, 'pipe']

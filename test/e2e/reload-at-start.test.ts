@@ -6,18 +6,12 @@ import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { freePort, skippedWithoutRedis, startRedis } from '../redis.ts'
-
-const environment = (env: Record<string, string>) => {
-  const clean: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TAP')) clean[k] = v
-  return { ...clean, LOG_LEVEL: 'info', ...env }
-}
+import { baseEnv, entry, node } from '../run.ts'
 
 /** The CLI, loaded and waiting for a line on stdin to run. */
 function loadedCli (args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath,
-    ['--import', 'tsx', join(REPO_ROOT, 'test/fixtures/admin-on-input.mjs'), ...args],
-    { cwd: REPO_ROOT, env: environment(env) })
+  const child = spawn(...node(['--import', 'tsx', join(REPO_ROOT, 'test/fixtures/admin-on-input.mjs'), ...args]),
+    { cwd: REPO_ROOT, env: baseEnv(env) })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })
@@ -49,8 +43,8 @@ t.test('datasets reload, with and without --all, as soon as /healthz answers', a
   t.teardown(() => stop(local.child))
   await Promise.all([all.ready, local.ready])
 
-  const server = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
-    cwd: REPO_ROOT, env: environment({ ...env, PORT: String(port), METRICS_PORT: '0' })
+  const server = spawn(...node(entry('src/server.ts')), {
+    cwd: REPO_ROOT, env: baseEnv({ ...env, PORT: String(port), METRICS_PORT: '0' })
   })
   let output = ''
   server.stdout.on('data', (d) => { output += d })

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
 import Database from 'better-sqlite3'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { adminInProcess, startServer, type Server } from '../run.ts'
+import { adminInProcess, childEnv, entry, node, startServer, type Server } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -154,11 +154,10 @@ t.test('imports cut short or killed half-way leave the old file serving, and not
   t.equal(digest(production), before, 'the old file is untouched')
 
   // killed while writing its new file
-  const child = spawn(process.execPath, [
-    '--import', 'tsx', join(REPO_ROOT, 'scripts/admin.ts'), 'datasets', 'import', '--dataset', 'production',
-    '--file', csv
-  ], {
-    cwd: REPO_ROOT, env: { ...process.env, ...env }
+  const child = spawn(...node([
+    ...entry('scripts/admin.ts'), 'datasets', 'import', '--dataset', 'production', '--file', csv
+  ]), {
+    cwd: REPO_ROOT, env: childEnv(env)
   })
   // its temporary file, and the rollback journal beside it while a transaction is open
   const leftovers = () => readdirSync(dir).filter((f) => f.startsWith('.production.db.'))
@@ -201,8 +200,8 @@ t.test('a dataset file lost after the first boot: ' +
   const since = firstBootAt()
 
   rmSync(join(dir, 'production.db'))
-  const start = () => spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
-    cwd: REPO_ROOT, env: { ...process.env, ...env, PORT: '0', METRICS_PORT: '0' }, encoding: 'utf8', timeout: 30_000
+  const start = () => spawnSync(...node(entry('src/server.ts')), {
+    cwd: REPO_ROOT, env: childEnv({ ...env, PORT: '0', METRICS_PORT: '0' }), encoding: 'utf8', timeout: 30_000
   })
   const refused = start()
   t.same([refused.status, refused.stdout, refused.stderr], [1, '',
@@ -228,8 +227,8 @@ t.test('a control.db that is not a database: the service and the CLI name it, an
   const control = join(dir, 'control.db')
   writeFileSync(control, 'the partners were here\n'.repeat(100))
   const before = readFileSync(control)
-  const refused = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/server.ts')], {
-    cwd: REPO_ROOT, env: { ...process.env, DATA_DIR: dir, SANDBOX_SITE_COUNT: '100', PORT: '0', METRICS_PORT: '0' },
+  const refused = spawnSync(...node(entry('src/server.ts')), {
+    cwd: REPO_ROOT, env: childEnv({ DATA_DIR: dir, SANDBOX_SITE_COUNT: '100', PORT: '0', METRICS_PORT: '0' }),
     encoding: 'utf8', timeout: 30_000
   })
   t.same([refused.status, refused.stdout, refused.stderr],

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { admin } from '../run.ts'
+import { admin, childEnv, entry, node } from '../run.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -21,10 +21,9 @@ async function start (t: Test, extra: Record<string, string>) {
   const created = admin(['partners', 'create', '--name', 'Bug', '--tier', 'scale', '--json'], env)
   if (created.status !== 0) throw new Error(created.stderr)
   const token = JSON.parse(created.stdout).token as string
-  const child = spawn(process.execPath, [
-    '--import', 'tsx', '--import', join(REPO_ROOT, 'test/fixtures/fail-on-input.mjs'), join(REPO_ROOT, 'src/server.ts')
-  ], {
-    cwd: REPO_ROOT, env: { ...process.env, ...env, PORT: '0', METRICS_PORT: '0' }
+  const fixture = join(REPO_ROOT, 'test/fixtures/fail-on-input.mjs')
+  const child = spawn(...node(['--import', fixture, ...entry('src/server.ts')]), {
+    cwd: REPO_ROOT, env: childEnv({ ...env, PORT: '0', METRICS_PORT: '0' })
   })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let out = ''

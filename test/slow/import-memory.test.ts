@@ -9,6 +9,7 @@ import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { REPO_ROOT, site, tmpDataDir } from '../helper.ts'
 import { baseEnv } from '../run.ts'
+import { node } from '../child.ts'
 
 const dir = tmpDataDir(t)
 const dataDir = tmpDataDir(t)
@@ -17,10 +18,10 @@ const target = datasetPath(dataDir, 'production')
 /** `datasets import` of `file` as a process: its exit status, stderr and peak memory in MiB. */
 function importFile (file: string) {
   const rssFile = join(dir, 'max-rss')
-  const r = spawnSync(process.execPath, [
+  const r = spawnSync(...node([
     '--import', 'tsx', '--import', join(REPO_ROOT, 'test/fixtures/max-rss.mjs'), join(REPO_ROOT, 'scripts/admin.ts'),
     'datasets', 'import', '--dataset', 'production', '--file', file
-  ], { cwd: REPO_ROOT, env: baseEnv({ DATA_DIR: dataDir, MAX_RSS_FILE: rssFile }), encoding: 'utf8' })
+  ]), { cwd: REPO_ROOT, env: baseEnv({ DATA_DIR: dataDir, MAX_RSS_FILE: rssFile }), encoding: 'utf8' })
   return { status: r.status, stderr: r.stderr, mib: Number(readFileSync(rssFile, 'utf8')) / 1024 }
 }
 

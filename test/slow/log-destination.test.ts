@@ -4,14 +4,13 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { retryDelay } from '../../src/http/log-destination.ts'
+import { node } from '../child.ts'
 
 const fixture = fileURLToPath(new URL('../fixtures/log-oversized.ts', import.meta.url))
 
 t.test('one line longer than LOG_BUFFER_MB, while nothing is held: dropped and reported without another line ' +
   'to carry the report, and the exit holds nothing', async (t) => {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', fixture], {
-    encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }
-  })
+  const child = spawnSync(...node(['--import', 'tsx', fixture]), { encoding: 'utf8' })
   t.equal(child.status, 0)
   t.equal(child.stdout,
     '{"dropped_lines":1,"msg":"1 log lines were dropped: their reader did not keep up and more than LOG_BUFFER_MB ' +

@@ -10,6 +10,7 @@ import { SNAPSHOT_MATH, readSnapshot, snapshotCurrent, snapshotPath, writeSnapsh
 import type { SubIndex } from '../../src/sites/spatial.ts'
 import { buildApp } from '../../src/app.ts'
 import { REPO_ROOT, buildTestApp, logCapture, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
+import { node } from '../child.ts'
 
 const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
 /** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
@@ -158,7 +159,7 @@ t.test('a writer killed before its rename leaves its temporary file; ' +
     fs.renameSync = () => process.kill(process.pid, 'SIGKILL')
     syncBuiltinESMExports()
     writeSnapshot(loadDataset(process.argv[1], 'production'))`
-  const killed = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path],
+  const killed = spawnSync(...node(['--import', 'tsx', '--input-type=module', '-e', script, path]),
     { cwd: REPO_ROOT, encoding: 'utf8' })
   t.equal(killed.signal, 'SIGKILL', killed.stderr)
   const left = readdirSync(dir).filter((name) => name !== 'production.db')

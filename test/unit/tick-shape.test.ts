@@ -6,6 +6,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { holdTickShape } from '../../src/http/tick-shape.ts'
+import { node } from '../child.ts'
 
 const fixture = fileURLToPath(new URL('../fixtures/tick-shape.ts', import.meta.url))
 
@@ -18,10 +19,9 @@ function run (dir: string, mode: 'hold' | 'none') {
   const fd = openSync(out, 'w')
   try {
     const flags = ['--import', 'tsx', '--allow-natives-syntax', '--expose-gc', '--trace-protector-invalidation']
-    const child = spawnSync(process.execPath, [...flags, fixture, mode], {
+    const child = spawnSync(...node([...flags, fixture, mode]), {
       stdio: ['ignore', fd, 'pipe'],
-      encoding: 'utf8',
-      env: { ...process.env, NODE_OPTIONS: '' } // tap's own preloads are not part of the service
+      encoding: 'utf8'
     })
     if (child.status !== 0) throw new Error(`fixture failed: ${child.error?.message ?? child.stderr}`)
   } finally {
