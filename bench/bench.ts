@@ -30,7 +30,7 @@ function rssKb (pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
 }
 
-// 1-2. Data: 1M production sites, three partners, each case's URLs; this checkout built (bench/setup.ts).
+// 1-2. Data: 1M production sites, four partners, each case's URLs; this checkout built (bench/setup.ts).
 const { cases: CASES, buildSeconds } = setUp()
 
 // 3. Processes: the service, compiled and started as `npm start` runs it (cache of 1,000 entries, so

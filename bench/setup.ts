@@ -123,7 +123,7 @@ const LIMITED_PER_MINUTE = 30
 
 /**
  * The production dataset (built unless `reuse` and present: 80% near European towns, all
- * categories, category 10 rare at 1%), three partners made afresh in control.db, and every case's
+ * categories, category 10 rare at 1%), four partners made afresh in control.db, and every case's
  * URLs: points near random sites (so most answers are full) and tag pages.
  */
 export function prepareData (
@@ -158,6 +158,8 @@ export function prepareData (
       categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], otherCategories: true, limitOverrides: UNLIMITED
     }),
     rare: partner('rare', { categories: [10], otherCategories: true, limitOverrides: UNLIMITED }),
+    // the six named categories, most of the sites: a booking partner's allow-list
+    named: partner('named', { categories: [2, 3, 4, 5, 6, 7], limitOverrides: UNLIMITED }),
     limited: partner('limited', {
       limitOverrides: { minute: LIMITED_PER_MINUTE, hour: 'unlimited', day: 'unlimited' }
     }, 'growth')
@@ -248,6 +250,12 @@ export function prepareData (
     },
     { name: '/sites/along-route', paths: routes, token: wide, note: '300 nm in three legs, radius 10 km' },
     { name: '/sites/by-bbox', paths: boxes, token: wide, note: 'city-sized boxes (0.3 by 0.2 degrees), pages of 200' },
+    {
+      name: '/sites/by-bbox categories 2-7', paths: boxes, token: tokens.named, note: 'the same, categories 2 to 7 only'
+    },
+    {
+      name: '/sites/along-route categories 2-7', paths: routes, token: tokens.named, note: 'the same, categories 2 to 7'
+    },
     { name: 'cached /sites', paths: r25.slice(0, 100), token: wide, note: 'a hot set of 100 queries (19 kB answers)' },
     { name: 'cached nearest', paths: nearest.slice(0, 100), token: wide, note: 'a hot set of 100 nearest queries' },
     {

@@ -295,18 +295,18 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /**
-   * Alone, `then`; first, while Redis answers reads but refuses writes, the partner's windows are read
+   * Alone, `answer`; first, while Redis answers reads but refuses writes, the partner's windows are read
    * if nothing is known of them, so that it is limited with its share of what is left, not refused.
    */
-  private readIfUnknown<T> (key: string, windows: WindowSpec[], now: number, then: () => T): Promise<T> {
-    if (!this.readable || this.knows(key, now)) return Promise.resolve(then())
+  private readIfUnknown<T> (key: string, windows: WindowSpec[], now: number, answer: () => T): Promise<T> {
+    if (!this.readable || this.knows(key, now)) return Promise.resolve(answer())
     let reading = this.reading.get(key)
     if (!reading) {
       reading = this.remote.state(key, windows, now).then(() => {}, () => {})
         .finally(() => this.reading.delete(key))
       this.reading.set(key, reading)
     }
-    return reading.then(then)
+    return reading.then(answer)
   }
 
   private aloneHit (key: string, windows: WindowSpec[], now: number, timedOut?: number): Promise<HitResult> {

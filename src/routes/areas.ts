@@ -79,7 +79,7 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const perPage = Math.min(query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
     const area = { categories: searchCategories(partner, query.category_id), tag: query.tag }
-    const { total, page: shown } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage)
+    const { total, positions: shown } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage)
     request.rows = shown.length
     // The same bytes as JSON.stringify of {bbox, page, per_page, total, total_pages, sites}.
     const paging = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}],"page":${page},` +

@@ -1,5 +1,5 @@
 // Sites along a route's corridor and sites in a box: the sub-indexes' trees walked box by box
-// (kdbush's range search), with the same choice of indexes as the nearest-first search.
+// (kdbush's range search), in the categories' own indexes (searchPlan for a region).
 import { searchPlan, type Dataset, type SearchPlan } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
 import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
@@ -59,7 +59,7 @@ function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => v
 }
 
 /** A page of the sites in a box: how many the box holds, and the page's positions in id order. */
-export interface BoxPage { total: number, page: Uint32Array }
+export interface BoxPage { total: number, positions: Uint32Array }
 
 /**
  * The sites in the box, edges included, of the allowed categories (and tag): their count, and those of ranks
@@ -79,9 +79,9 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery, fro
       const lng = ds.lngs[p]
       if (lat >= south && lat <= north && boxes.some((b) => lng >= b.west && lng <= b.east)) all.push(p)
     })
-    return { total: all.count, page: all.done().slice(from, from + size) }
+    return { total: all.count, positions: all.done().slice(from, from + size) }
   }
-  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
+  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag, 'region')
   if (scan !== undefined) return inOrder()
   const most = ds.count / 16
   walked.count = 0
@@ -100,21 +100,21 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery, fro
       walked.count = kept
     }
   }
-  return { total: walked.count, page: pageOf(walked.done(), from, size, ds.count) }
+  return { total: walked.count, positions: pageOf(walked.done(), from, size, ds.count) }
 }
 
 /** Counts of positions by bucket, used again by every page (a process answers one request at a time). */
 const buckets = new Uint32Array(1024)
 
 /**
- * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `count`), in order.
+ * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in order.
  * A page is a small part of a box: the positions are counted into buckets of neighbouring positions, and only
  * the buckets that hold the page are sorted, not every position.
  */
-export function pageOf (positions: Uint32Array, from: number, size: number, count: number): Uint32Array {
+export function pageOf (positions: Uint32Array, from: number, size: number, bound: number): Uint32Array {
   const to = Math.min(from + size, positions.length)
   if (from >= to) return new Uint32Array(0)
-  const shift = Math.max(0, Math.ceil(Math.log2(count / buckets.length)))
+  const shift = Math.max(0, Math.ceil(Math.log2(bound / buckets.length)))
   buckets.fill(0)
   for (let i = 0; i < positions.length; i++) buckets[positions[i] >>> shift]++
   // the page lies in buckets `first` to `last`; `before` positions lie in the buckets before them
@@ -160,7 +160,7 @@ const WIDE = 500 / EARTH_RADIUS_KM
  */
 export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): AlongRoute {
   const radius = query.radiusKm / EARTH_RADIUS_KM
-  const plan = searchPlan(ds, query.categories, query.tag)
+  const plan = searchPlan(ds, query.categories, query.tag, 'region')
   const { lats, lngs } = ds
   const found = new Found(query.limit)
   if (plan.scan !== undefined || radius >= WIDE) {

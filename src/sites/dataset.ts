@@ -259,9 +259,12 @@ export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 
 /**
  * Where a search looks: the sub-indexes to walk (the sites `accept` keeps), or a small tag's sites
- * to scan. The index of all sites when the allowed categories hold every site (no filter) or at
- * least half of them (a filter that rejects at most one site in two); otherwise the categories'
- * own indexes, so rare categories never walk sites they cannot return.
+ * to scan. The index of all sites when the allowed categories hold every site (no filter) or, for a
+ * nearest-first search, at least half of them (a filter that rejects at most one site in two, read only
+ * for the sites within reach); otherwise the categories' own indexes, so rare categories never walk
+ * sites they cannot return. A walk of every site in a region (a box, a route's corridor) takes the
+ * categories' indexes there: a filter would read each site's category at a random place. A tag's sites
+ * are walked in its index, or scanned, with the filter.
  */
 export interface SearchPlan {
   indexes: SubIndex[]
@@ -269,13 +272,15 @@ export interface SearchPlan {
   accept?: (position: number) => boolean
 }
 
-export function searchPlan (ds: Dataset, categories: readonly number[], tag?: string): SearchPlan {
+export function searchPlan (
+  ds: Dataset, categories: readonly number[], tag?: string, walk: 'nearest' | 'region' = 'nearest'
+): SearchPlan {
   const accept = (position: number) => categories.includes(ds.categories[position])
   if (tag === undefined) {
     const covered = sitesIn(ds, categories)
     if (categories.length > 1 && ds.all) {
       if (covered === ds.count) return { indexes: [ds.all] }
-      if (covered * 2 >= ds.count) return { indexes: [ds.all], accept }
+      if (covered * 2 >= ds.count && walk === 'nearest') return { indexes: [ds.all], accept }
     }
     const indexes: SubIndex[] = []
     for (const category of categories) {
