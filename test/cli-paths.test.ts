@@ -5,8 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
-import { baseEnv } from './run.ts'
-import { bare, node } from './child.ts'
+import { bare, baseEnv, node } from './run.ts'
 
 const dir = tmpDataDir(t)
 const work = join(dir, 'work')

@@ -8,8 +8,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from './helper.ts'
 import { main } from '../scripts/admin.ts'
-import { admin, adminInProcess, childEnv, node } from './run.ts'
-import { bare } from './child.ts'
+import { admin, adminInProcess, bare, childEnv, node } from './run.ts'
 
 const dir = tmpDataDir(t)
 const env = { DATA_DIR: dir }

@@ -4,9 +4,9 @@ import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:chil
 import { join } from 'node:path'
 import { main } from '../scripts/admin.ts'
 import { REPO_ROOT } from './helper.ts'
-import { childEnv, node } from './child.ts'
+import { bare, childEnv, node } from './child.ts'
 
-export { childEnv, node }
+export { bare, childEnv, node }
 
 /** childEnv with LOG_LEVEL info, then `env`. */
 export const baseEnv = (env: Record<string, string>) => childEnv({ LOG_LEVEL: 'info', ...env })
@@ -80,8 +80,8 @@ export function startServer (
   timeoutMs = 60_000,
   options: { wrap?: string[], onSpawn?: (child: ChildProcessWithoutNullStreams) => void } = {}
 ): Promise<Server> {
-  const [bare, args] = node(entry('src/server.ts'))
-  const command = [...(options.wrap ?? []), bare, ...args]
+  const [program, args] = node(entry('src/server.ts'))
+  const command = [...(options.wrap ?? []), program, ...args]
   const child = spawn(command[0], command.slice(1), {
     cwd: REPO_ROOT, env: baseEnv({ PORT: '0', METRICS_PORT: '0', ...env })
   })

@@ -13,9 +13,9 @@ const startFlags = startArgs(fileURLToPath(new URL('../../', import.meta.url))).
 /** The fixture's line, run with these node flags beside the ones that set its scene. */
 function run (flags: string[]): string {
   const scene = ['--import', 'tsx', '--allow-natives-syntax', '--expose-gc', '--max-semi-space-size=1']
-  const child = spawnSync(process.execPath, [...flags, ...scene, fixture], {
-    encoding: 'utf8',
-    env: { ...process.env, NODE_OPTIONS: '' } // tap's own preloads are not part of the service
+  // tap's own preloads are not part of the service: env takes them out (tap adds them to any NODE_OPTIONS given)
+  const child = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, ...flags, ...scene, fixture], {
+    encoding: 'utf8'
   })
   if (child.status !== 0) throw new Error(`fixture failed: ${child.stderr}`)
   return child.stdout.trim()

@@ -89,7 +89,7 @@ async function harness (t: Test, dataDir: string, inNamespace: boolean): Promise
       const script = `const D = require(${sqlite}); ` +
         'const db = new D(process.argv[1], { readonly: true, fileMustExist: true });\n        ' +
         "process.stdout.write(String(db.prepare('SELECT coalesce(sum(requests), 0) FROM rate_buckets').pluck().get()))"
-      const r = run([process.execPath, '-e', script, join(dataDir, 'control.db')])
+      const r = run(['env', '-u', 'NODE_OPTIONS', process.execPath, '-e', script, join(dataDir, 'control.db')])
       if (r.status !== 0) throw new Error(r.out)
       return Number(r.out)
     },

@@ -11,8 +11,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { sleep } from '../latency.ts'
-import { adminInProcess, childEnv, startServer, type CliResult } from '../run.ts'
-import { bare } from '../child.ts'
+import { adminInProcess, bare, childEnv, startServer, type CliResult } from '../run.ts'
 
 interface Block { file: string, line: number, lang: string, text: string, section: string, before: string }
 

@@ -2,8 +2,8 @@
 // service goes on answering, holds at most LOG_BUFFER_MB of lines, and drops the rest; once the
 // reader drains the pipe again, a warning line says how many were dropped, and the metric agrees.
 // Every request answered has its access line or is among those dropped. A SIGTERM meanwhile ends
-// the process within SHUTDOWN_TIMEOUT_MS, on a non-blocking pipe (tsx's) and on a blocking one
-// (the compiled service, as npm start runs it).
+// the process within SHUTDOWN_TIMEOUT_MS on a blocking pipe (the compiled service, as npm start runs
+// it); a file run on its own also runs the first tests through tsx, which makes the pipe non-blocking.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { closeSync, constants, openSync, symlinkSync, writeFileSync } from 'node:fs'
 import { Socket } from 'node:net'
@@ -121,20 +121,24 @@ t.test('a SIGTERM while the reader is slow: every line is written before exit 0'
 })
 
 t.test('on a blocking pipe, the compiled service as npm start runs it: a SIGTERM ends it all the same', async (t) => {
-  // tsx makes stdout non-blocking itself; this needs the service without it. Compiled without the
-  // type check (npm test's own tsc does that): only the JavaScript is needed here.
-  const build = tmpDataDir(t, 'lsp-build-')
-  const tsc = spawnSync(...node([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'),
-    '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false', '--noCheck']),
-  { encoding: 'utf8' })
-  t.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
-  symlinkSync(join(REPO_ROOT, 'node_modules'), join(build, 'node_modules'))
-  writeFileSync(join(build, 'package.json'), '{"type":"module"}')
-  const fifo = join(build, 'stdout')
+  // tsx makes stdout non-blocking itself; this needs the service without it: npm test's build, or one made
+  // here without the type check (npm test's own tsc does that) when the file runs on its own
+  let server = join(REPO_ROOT, 'dist/src/server.js')
+  if (process.env.TEST_BUILT !== '1') {
+    const build = tmpDataDir(t, 'lsp-build-')
+    const tsc = spawnSync(...node([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'),
+      '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', build, '--sourceMap', 'false', '--noCheck']),
+    { encoding: 'utf8' })
+    t.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
+    symlinkSync(join(REPO_ROOT, 'node_modules'), join(build, 'node_modules'))
+    writeFileSync(join(build, 'package.json'), '{"type":"module"}')
+    server = join(build, 'src/server.js')
+  }
+  const fifo = join(tmpDataDir(t, 'lsp-fifo-'), 'stdout')
   spawnSync('mkfifo', [fifo])
   const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)
   const writeEnd = openSync(fifo, constants.O_WRONLY) // blocking: as a shell's pipe
-  const child = spawn(...node([join(build, 'src/server.js')]), {
+  const child = spawn(...node([server]), {
     env: baseEnv({
       DATA_DIR: tmpDataDir(t), SANDBOX_SITE_COUNT: '200', NODE_ENV: 'production', LOG_BUFFER_MB: '1',
       SHUTDOWN_TIMEOUT_MS: '1000', PORT: '0', METRICS_PORT: '0'

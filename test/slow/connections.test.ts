@@ -7,7 +7,8 @@ import { REPO_ROOT } from '../helper.ts'
 t.test('openFileLimit is the limit the process has: Node raises its soft limit to the hard one', async (t) => {
   const hard = spawnSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).stdout.trim()
   t.equal(openFileLimit(), hard === 'unlimited' ? undefined : Number(hard))
-  const lowered = spawnSync('prlimit', ['--nofile=512:4096', process.execPath, '--import', 'tsx', '-e',
+  const lowered = spawnSync('prlimit', ['--nofile=512:4096', 'env', '-u', 'NODE_OPTIONS', process.execPath,
+    '--import', 'tsx', '-e',
     'import("./src/http/connections.ts").then((m) => process.stdout.write(String(m.openFileLimit())))'], {
     cwd: REPO_ROOT, encoding: 'utf8'
   })

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { freePort } from '../redis.ts'
-import { baseEnv } from '../run.ts'
+import { bare, baseEnv } from '../run.ts'
 
 /** The last stage's instructions, each on one line (continuations joined), comments left out. */
 function lastStage (dockerfile: string): { keyword: string, rest: string }[] {
@@ -45,11 +45,9 @@ const env = baseEnv({
   NODE_ENV: 'production', DATA_DIR: join(dir, 'data'), PORT: String(port), METRICS_PORT: '0',
   SANDBOX_SITE_COUNT: '200', PARTNER_REFRESH_MS: '100'
 })
-// Every process as on a host: tap puts its own preload into each child's NODE_OPTIONS, whatever
-// the environment given, so `env` takes it out (and execs the command: the pid stays the command's).
-const bare = (command: string, args: string[]) => ['-u', 'NODE_OPTIONS', command, ...args]
+// Every process as on a host, without tap's NODE_OPTIONS (test/child.ts)
 const run = (command: string, args: string[], cwd: string) =>
-  spawnSync('env', bare(command, args), { cwd, env, encoding: 'utf8', timeout: 600_000 })
+  spawnSync(...bare(command, args), { cwd, env, encoding: 'utf8', timeout: 600_000 })
 
 t.test('the build stage: the sources packed, compiled by prepare', async (t) => {
   // the build context: what git tracks or would (.gitignore leaves out node_modules, dist, data...)
@@ -112,7 +110,7 @@ function listening (child: ChildProcess, output: () => string): Promise<void> {
 }
 
 function started (command: string, args: string[], options: { detached?: boolean } = {}) {
-  const child = spawn('env', bare(command, args), { cwd: app, env, detached: options.detached })
+  const child = spawn(...bare(command, args), { cwd: app, env, detached: options.detached })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })

@@ -223,7 +223,8 @@ t.test("a command waits while another holds the dataset's lock, then goes on", a
   replace(path, TEN, 'v1')
   // another process holds the lock, as a command does while it keeps and renames files
   const sqlite = createRequire(import.meta.url).resolve('better-sqlite3')
-  const holder = spawn(process.execPath, ['-e', `const Database = require(${JSON.stringify(sqlite)})
+  const holder = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '-e',
+    `const Database = require(${JSON.stringify(sqlite)})
     const db = new Database(${JSON.stringify(join(versionsFolder(dir), 'production.lock'))})
     db.exec('BEGIN EXCLUSIVE')
     console.log('held')
