@@ -363,12 +363,11 @@ export class FragmentStore implements ChunkHolder {
   }
 
   /**
-   * `[` the sites' fragments, each with ASCII `fields[i]` put before its closing braces (`close`, all `}`),
-   * joined by `,` `]`, `head` before and `tail` after.
+   * `[` the sites' fragments, each with ASCII `fields[i]` put before its last `close.length` bytes (its closing
+   * braces, written again as `close`), joined by `,` `]`, `head` before and `tail` after.
    */
   extended (positions: ArrayLike<number>, fields: string[], close: string, head = '', tail = ''): Buffer {
     this.settle()
-    const cut = close.length
     let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
     for (let i = 0; i < positions.length; i++) total += this.length(positions[i]) + fields[i].length
     const out = this.allocate(total)
@@ -378,9 +377,9 @@ export class FragmentStore implements ChunkHolder {
       if (i > 0) out[at++] = 0x2c // ,
       const p = positions[i]
       this.use(this.span[2 * p])
-      at += this.copyBytes(this.span[2 * p], this.span[2 * p + 1] - cut, out, at)
+      at += this.copyBytes(this.span[2 * p], this.span[2 * p + 1] - close.length, out, at)
       at += out.write(fields[i], at, 'latin1')
-      for (let c = 0; c < cut; c++) out[at++] = 0x7d // }
+      at += out.write(close, at, 'latin1')
     }
     out[at++] = 0x5d // ]
     out.write(tail, at, 'latin1')

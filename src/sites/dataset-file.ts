@@ -65,16 +65,6 @@ export function readDatasetMeta (db: Database.Database): DatasetMeta {
   return Object.fromEntries(rows.map((r) => [r.key, r.value])) as DatasetMeta
 }
 
-/** `fn` on a dataset file opened read-only. */
-export function withDatasetFile<T> (path: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(path, { readonly: true, fileMustExist: true })
-  try {
-    return fn(db)
-  } finally {
-    db.close()
-  }
-}
-
 /** Rounds a coordinate to `precision` decimal places: the obscuring step of every writer. */
 export function obscure (value: number, precision: number): number {
   const factor = 10 ** precision

@@ -116,16 +116,23 @@ export function quickCheck (db: Database.Database, path: string) {
   if (result !== 'ok') throw new DatasetError(path, `quick_check failed: ${String(result)}`)
 }
 
-/** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
-export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
+/** `fn` on a dataset file opened read-only (openDatasetFile), closed after. */
+export function withDatasetFile<T> (path: string, fn: (db: Database.Database) => T): T {
   const db = openDatasetFile(path)
   try {
-    return readDataset(db, path, name, options.quickCheck ?? true)
+    return fn(db)
+  } finally {
+    db.close()
+  }
+}
+
+/** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
+export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
+  try {
+    return withDatasetFile(path, (db) => readDataset(db, path, name, options.quickCheck ?? true))
   } catch (err) {
     if (err instanceof DatasetError) throw err
     throw new DatasetError(path, (err as Error).message)
-  } finally {
-    db.close()
   }
 }
 

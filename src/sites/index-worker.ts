@@ -2,7 +2,7 @@
 // the main thread only reads the snapshot and never stalls on a million SQLite rows.
 import { parentPort, workerData } from 'node:worker_threads'
 import type { DatasetName } from './dataset-file.ts'
-import { loadDataset, openDatasetFile, quickCheck } from './dataset.ts'
+import { loadDataset, quickCheck, withDatasetFile } from './dataset.ts'
 import { snapshotCurrent, writeSnapshot } from './snapshot.ts'
 
 export interface IndexJob { path: string, name: DatasetName, verify: boolean }
@@ -10,14 +10,7 @@ export type IndexResult = { ok: true, built: boolean, snapshotError?: string } |
 
 function run ({ path, name, verify }: IndexJob): IndexResult {
   try {
-    if (verify) {
-      const db = openDatasetFile(path)
-      try {
-        quickCheck(db, path)
-      } finally {
-        db.close()
-      }
-    }
+    if (verify) withDatasetFile(path, (db) => quickCheck(db, path))
     if (snapshotCurrent(path)) return { ok: true, built: false }
     const ds = loadDataset(path, name, { quickCheck: !verify })
     try {

@@ -6,9 +6,9 @@ import {
   closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync
 } from 'node:fs'
 import KDBush from 'kdbush'
-import { readDatasetMeta, withDatasetFile, type DatasetMeta, type DatasetName } from './dataset-file.ts'
+import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
-import { datasetVersion, type Dataset } from './dataset.ts'
+import { datasetVersion, withDatasetFile, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 

@@ -6,9 +6,9 @@ import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statS
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
-  fsyncDirectory, readDatasetMeta, withDatasetFile, type CommitMeta, type DatasetMeta, type DatasetWriter
+  fsyncDirectory, readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter
 } from './dataset-file.ts'
-import { checkDatasetHead, openDatasetFile, quickCheck } from './dataset.ts'
+import { checkDatasetHead, quickCheck, withDatasetFile } from './dataset.ts'
 import type { SiteChanges } from './changes.ts'
 
 const VERSIONS_FOLDER = 'versions'
@@ -83,12 +83,13 @@ export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes
   }
 }
 
-const keptInfo = (v: KeptVersion): VersionInfo =>
-  ({ version: v.id, current: false, path: v.path, replacedAt: v.replacedAt, ...describeDatasetFile(v.path) })
+/** A kept version's entry, with its file's size and meta from `file` (by default read from the file). */
+const keptInfo = (v: KeptVersion, file = describeDatasetFile(v.path)): VersionInfo =>
+  ({ version: v.id, current: false, path: v.path, replacedAt: v.replacedAt, ...file })
 
 /** The current file, then its kept versions, newest first (one pruned meanwhile is left out). */
 export function listVersions (datasetFile: string): VersionInfo[] {
-  const kept = keptVersions(datasetFile).map(keptInfo).filter((v) => v.error !== 'missing')
+  const kept = keptVersions(datasetFile).map((v) => keptInfo(v)).filter((v) => v.error !== 'missing')
   return [{ version: 'current', current: true, path: datasetFile, ...describeDatasetFile(datasetFile) }, ...kept]
 }
 
@@ -230,17 +231,13 @@ export interface RolledBack extends Pruned {
   kept?: VersionInfo
 }
 
-/** What a version is checked for before it is put back: what the service would refuse to serve. */
-/** The meta of a kept version, checked as the service checks a dataset file at boot. */
+/** The meta of a kept version, checked for what the service would refuse to serve (as at boot). */
 function checkVersion (v: KeptVersion): DatasetMeta {
   try {
-    const db = openDatasetFile(v.path)
-    try {
+    return withDatasetFile(v.path, (db) => {
       quickCheck(db, v.path)
       return checkDatasetHead(db, v.path).meta
-    } finally {
-      db.close()
-    }
+    })
   } catch (err) {
     throw new Error(`version ${v.id} cannot be put back, the service would refuse it: ${(err as Error).message}`)
   }
@@ -263,10 +260,7 @@ export function rollbackDataset (datasetFile: string, { keep, to }: { keep: numb
   }
   const current = identity(datasetFile)
   const picked = identity(pick.path)
-  const restored: VersionInfo = {
-    version: pick.id, current: false, path: pick.path, replacedAt: pick.replacedAt, sizeBytes: statSync(pick.path).size,
-    meta: checkVersion(pick)
-  }
+  const restored = keptInfo(pick, { sizeBytes: statSync(pick.path).size, meta: checkVersion(pick) })
   const replaced = current === undefined ? undefined : describeDatasetFile(datasetFile)
   return withLock(datasetFile, () => {
     if (identity(datasetFile) !== current || identity(pick.path) !== picked) {
