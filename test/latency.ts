@@ -2,9 +2,10 @@
 // the waits and metrics the tests around them need.
 import http from 'node:http'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { metricsUrlOf, parseMetrics, type Server } from './run.ts'
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+export { sleep }
 
 /** Waits until `check` holds; the milliseconds it took. */
 export async function until (

@@ -10,7 +10,7 @@ import { readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
-import { sleep } from '../latency.ts'
+import { until } from '../latency.ts'
 import { adminInProcess, bare, childEnv, startServer, type CliResult } from '../run.ts'
 
 interface Block { file: string, line: number, lang: string, text: string, section: string, before: string }
@@ -125,7 +125,8 @@ function check (tt: Checks, b: Block, blocks: Block[], runs: Run[]) {
       // "The second request answers": the second curl command of the block
       const requests = runs.flatMap((run, i) => /^curl /.test(run.command) ? [i] : [])
       const n = said ? requests[ORDINALS.indexOf(said[1].toLowerCase())] : runs.length - 1
-      tt.ok(n !== undefined, `${where(a)}: "${said?.[0]}" names a request of the block above`)
+      tt.ok(n !== undefined && n >= 0, `${where(a)}: the answer shown is that of a command of the block above` +
+        (said ? ` ("${said[0]}")` : ''))
       answers[n] = { shown, block: a }
     }
   }
@@ -187,9 +188,7 @@ t.test('every example of README.md and docs/partner-guide.md, from a fresh first
   origin = new URL(server.url).origin
   const printed = () => server.output().split('\n').filter((l) => !l.startsWith('{')).join('\n').trim()
   // the token is printed just after the listening line, maybe in the next chunk of output
-  for (let n = 0; !/First request:\n.*\n/.test(printed()) && n < 250; n++) {
-    await sleep(20)
-  }
+  await until('the first boot\'s token', () => /First request:\n {2}curl '[^']*'/.test(printed()), 5000)
   const bootOutput = find(README, 'First request', '')
   t.match(printed(), patternOf(local(bootOutput.text)), `${where(bootOutput)}: what the first boot prints`)
   done.add(bootOutput)
@@ -216,12 +215,11 @@ t.test('every example of README.md and docs/partner-guide.md, from a fresh first
   tokens.growth = /(lsp_[\w-]{43})/.exec(created.stdout)![1]
   t.equal((await runCli(cliLines.find((l) => l.includes('--site-by-id on'))!)).status, 0, 'and --site-by-id on')
   // usage is never counted nor in the telemetry: the partner is known once it answers 200
-  for (let n = 0; n < 100; n++) {
+  await until('the growth partner known to the service', async () => {
     const usage = await fetch(`${origin}/v1/usage`, { headers: { authorization: `Bearer ${tokens.growth}` } })
     await usage.arrayBuffer()
-    if (usage.status === 200) break
-    await sleep(50)
-  }
+    return usage.status === 200
+  })
 
   // the partner guide, in its order; the examples it says need another state get it first
   const guideText = readFileSync(join(REPO_ROOT, 'docs/partner-guide.md'), 'utf8')

@@ -11,8 +11,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { baseEnv, metricsUrlOf, node, parseMetrics, startServer } from '../run.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { setTimeout as sleep } from 'node:timers/promises'
 
 interface Line { level: number, msg: string, dropped_lines?: number }
 /** The complete lines of the output (the last may still be arriving). */

@@ -5,8 +5,7 @@
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { buildTestApp, logCapture } from '../helper.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /** Whether a new connection to the port is taken (a refused one errors). */
 const accepts = (port: number) => new Promise<boolean>((resolve) => {

@@ -4,8 +4,7 @@ import { readdirSync } from 'node:fs'
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
 import { startServer } from '../run.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { setTimeout as sleep } from 'node:timers/promises'
 
 t.test('ten SIGHUPs while a reload runs: two reloads', async (t) => {
   const dir = tmpDataDir(t)

@@ -13,8 +13,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import Database from 'better-sqlite3'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { adminInProcess, childEnv, entry, node, startServer, type Server } from '../run.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { setTimeout as sleep } from 'node:timers/promises'
 
 // the partner through the CLI's main() in this process: the processes under test are the servers
 async function setup (t: Test, extra: Record<string, string> = {}) {

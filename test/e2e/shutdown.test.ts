@@ -8,8 +8,7 @@ import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { REPO_ROOT, tmpDataDir } from '../helper.ts'
 import { admin, childEnv, entry, node } from '../run.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /** The real src/server.ts, with the test-only module that fails on a line of stdin. */
 async function start (t: Test, extra: Record<string, string>) {

@@ -9,8 +9,7 @@ import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
 import { adminAsync, adminInProcess, startServer, type Server } from '../run.ts'
 import { redisMissing, startRedis } from '../redis.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /** Waits, if need be, so that the next few seconds stay within one UTC minute (and day). */
 async function awayFromMinuteEnd () {

@@ -12,6 +12,7 @@ import { RateLimiter, windowSpecs } from '../../src/limits/limiter.ts'
 import { RedisStore } from '../../src/limits/redis-store.ts'
 import type { Limits } from '../../src/partners/tiers.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 if (!skippedWithoutRedis(t)) {
   const redis = await startRedis(t)
@@ -205,8 +206,6 @@ if (!skippedWithoutRedis(t)) {
     t.same(await used(a.limiter, 'quick', limits), [30, 30, 30], 'put back')
     t.equal((await a.limiter.hit('quick', limits)).allowed, false)
   })
-
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
   t.test('Redis hangs with requests in flight: those it admits count in the instance\'s own view, ' +
     'answered in time or not', async (t) => {

@@ -10,7 +10,7 @@ t.test('a file is replaced whole; a dead writer\'s temporary file beside it goes
   const dir = tmpDataDir(t)
   const path = join(dir, 'partners.json')
   writeFileSync(path, 'old')
-  const dead = spawnSync(process.execPath, ['-e', '']).pid! // exited: its pid is free
+  const dead = spawnSync('true').pid! // exited: its pid is free
   const deadTemp = `.partners.json.${dead}.${Date.now() - 5000}.tmp` // an export killed half-way
   const liveTemp = `.partners.json.${process.pid}.${Date.now() - 1000}.tmp` // another writer of this process, under way
   const other = `.other.json.${dead}.${Date.now()}.tmp` // another file's: its own writer removes it

@@ -5,8 +5,8 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { SharedTelemetry, type TelemetryEvent } from '../../src/usage/telemetry.ts'
 import { skippedWithoutRedis, startRedis } from '../redis.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const until = async (ok: () => boolean) => {
   for (let i = 0; i < 100 && !ok(); i++) await sleep(50)
 }

@@ -15,12 +15,12 @@ import { readSavedEvents } from '../../src/usage/telemetry-store.ts'
 import { createUsageState, type UsageStateOptions } from '../../src/usage/usage-state.ts'
 import { tmpDataDir } from '../helper.ts'
 import { redisMissing, startRedis } from '../redis.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 const LIMITS: Limits = { minute: 100, hour: 1000, day: 10_000 }
 // today (UTC): Redis expires the history's days at absolute times, which must be ahead of the clock
 const NOW = Math.floor(Date.now() / 60_000) * 60_000
 const TODAY = dateOf(Math.floor(NOW / 86_400_000))
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const event = (rows: number): TelemetryEvent =>
   ({ timestamp: NOW, endpoint: '/v1/sites', status: 200, rows, durationMs: 1, dataset: 'production', cache: 'miss' })
 

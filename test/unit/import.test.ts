@@ -311,7 +311,7 @@ t.test('an import removes the temporary files of dead writers of its dataset, an
   const data = tmpDataDir(t)
   const target = datasetPath(data, 'production')
   writeDataset(target, [site('old', 4, 1, 1)], { source: 'old', precision: 3 })
-  const dead = spawnSync(process.execPath, ['-e', '']).pid! // exited: its pid is free
+  const dead = spawnSync('true').pid! // exited: its pid is free
   const live = spawn('sleep', ['60'])
   t.teardown(() => live.kill('SIGKILL'))
   const now = Date.now()
