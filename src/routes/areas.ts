@@ -9,7 +9,7 @@ import { EXAMPLES } from '../schemas/examples.ts'
 import { AlongRouteQuery, ByBboxQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { BboxFeatureCollection, RouteFeatureCollection } from '../schemas/geojson.ts'
 import { BboxPage, RouteRecord } from '../schemas/records.ts'
-import { findAlongRoute, findInBox } from '../sites/areas.ts'
+import { AreaScratch, findAlongRoute, findInBox } from '../sites/areas.ts'
 import { EARTH_RADIUS_KM } from '../sites/spatial.ts'
 import { searchCategories } from './sites.ts'
 
@@ -24,6 +24,7 @@ const nm = (radians: number) => nmFromKm(radians * EARTH_RADIUS_KM)
 
 const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
+  const scratch = new AreaScratch()
 
   app.get('/sites/along-route', {
     config: { endpoint: 'along-route', cache: true },
@@ -49,7 +50,7 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       limit: partner.maxResults,
       categories: searchCategories(partner, query.category_id),
       tag: query.tag
-    })
+    }, scratch)
     const { positions, along, offset } = found
     request.rows = positions.length
     const fields = Array.from(positions, (_, i) => `,"along_nm":${nm(along[i])},"offset_nm":${nm(offset[i])}`)
@@ -79,7 +80,7 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const perPage = Math.min(query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
     const area = { categories: searchCategories(partner, query.category_id), tag: query.tag }
-    const { total, positions: shown } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage)
+    const { total, positions: shown } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage, scratch)
     request.rows = shown.length
     // The same bytes as JSON.stringify of {bbox, page, per_page, total, total_pages, sites}.
     const paging = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}],"page":${page},` +

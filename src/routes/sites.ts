@@ -10,6 +10,7 @@ import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
 import { NearestRecord, SiteRecord } from '../schemas/records.ts'
 import { findNearby, type Dataset } from '../sites/dataset.ts'
+import { NearbySearch } from '../sites/spatial.ts'
 
 export const SEARCH_ERRORS: ErrorCode[] = [
   'rest_missing_callback_param', 'rest_invalid_param',
@@ -26,6 +27,7 @@ export function searchCategories (partner: PartnerProfile, categoryId: number | 
 
 const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
+  const nearby = new NearbySearch()
 
   const search = (
     request: { partner: PartnerProfile, query: NearbyQuery | SitesQuery, dataset?: Dataset },
@@ -41,7 +43,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       limit,
       categories,
       tag: query.tag
-    })
+    }, nearby)
     return { ds, found }
   }
 

@@ -66,7 +66,9 @@ export interface BoxPage { total: number, positions: Uint32Array }
  * `from` to `from + size - 1` in id order (position order). The indexes find them; once they are more than a
  * sixteenth of the dataset, a pass over every site in id order is made instead.
  */
-export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery, from: number, size: number): BoxPage {
+export function findInBox (
+  ds: Dataset, bbox: BoundingBox, query: AreaQuery, from: number, size: number, scratch: AreaScratch
+): BoxPage {
   const { west, south, north } = bbox
   // as given: 180 and -180 are two longitudes here (a box from 180 to -180 holds both)
   const boxes = west <= bbox.east
@@ -84,6 +86,7 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery, fro
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag, 'region')
   if (scan !== undefined) return inOrder()
   const most = ds.count / 16
+  const { walked } = scratch
   walked.count = 0
   for (const index of indexes) {
     const positions = index.slotPositions
@@ -100,18 +103,17 @@ export function findInBox (ds: Dataset, bbox: BoundingBox, query: AreaQuery, fro
       walked.count = kept
     }
   }
-  return { total: walked.count, positions: pageOf(walked.done(), from, size, ds.count) }
+  return { total: walked.count, positions: pageOf(walked.done(), from, size, ds.count, scratch.buckets) }
 }
-
-/** Counts of positions by bucket, used again by every page (a process answers one request at a time). */
-const buckets = new Uint32Array(1024)
 
 /**
  * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in order.
  * A page is a small part of a box: the positions are counted into buckets of neighbouring positions, and only
  * the buckets that hold the page are sorted, not every position.
  */
-export function pageOf (positions: Uint32Array, from: number, size: number, bound: number): Uint32Array {
+export function pageOf (
+  positions: Uint32Array, from: number, size: number, bound: number, buckets: Uint32Array
+): Uint32Array {
   const to = Math.min(from + size, positions.length)
   if (from >= to) return new Uint32Array(0)
   const shift = Math.max(0, Math.ceil(Math.log2(bound / buckets.length)))
@@ -158,7 +160,7 @@ const WIDE = 500 / EARTH_RADIUS_KM
  * the piece that holds its nearest point of the route, so once `limit` sites lie before the end of
  * a piece, no later piece can hold one that comes first.
  */
-export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): AlongRoute {
+export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, scratch: AreaScratch): AlongRoute {
   const radius = query.radiusKm / EARTH_RADIUS_KM
   const plan = searchPlan(ds, query.categories, query.tag, 'region')
   const { lats, lngs } = ds
@@ -167,7 +169,8 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     eachSite(ds, query, (p) => { if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route) })
     return found.sorted()
   }
-  const behind = sitesBehindStart(plan, route, query.limit, radius, found)
+  const { walked } = scratch
+  const behind = sitesBehindStart(plan, route, query.limit, radius, found, walked)
   if (behind === 'all') return found.sorted()
   const pieceLength = Math.max(radius / 2, route.length / MAX_PIECES)
   for (let leg = 0; leg < route.legs.length; leg++) {
@@ -176,7 +179,7 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
     const pieceOf = (t: number) => pieces === 1 ? 0 : Math.min(pieces - 1, Math.floor(t / step))
     for (let k = 0; k < pieces; k++) {
       const cap = capBoxes(route.pointAt(leg, (k + 0.5) * step), step / 2 + radius)
-      eachLocated(plan, cap, route, leg, radius, (p) => {
+      eachLocated(plan, cap, route, leg, radius, walked, (p) => {
         if (route.leg !== leg || pieceOf(route.t) !== k) return
         if (behind === 'held' && route.along <= TIE_RADIANS) return
         found.add(p, route)
@@ -196,13 +199,13 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery): A
  * the answer; 'held': it holds every site within 1 µm of along 0 and no other; 'none': it holds nothing.
  */
 function sitesBehindStart (
-  plan: SearchPlan, route: Route, limit: number, radius: number, found: Found
+  plan: SearchPlan, route: Route, limit: number, radius: number, found: Found, walked: Growing
 ): 'all' | 'held' | 'none' {
   const start = route.points[0]
   let reach = radius / 8
   for (;;) {
     let within = 0
-    eachLocated(plan, capBoxes(start, reach + 2 * TIE_RADIANS), route, 0, radius, (p, offset) => {
+    eachLocated(plan, capBoxes(start, reach + 2 * TIE_RADIANS), route, 0, radius, walked, (p, offset) => {
       if (route.along > TIE_RADIANS) return
       found.add(p, route)
       if (offset <= reach) within++
@@ -218,9 +221,10 @@ function sitesBehindStart (
 /**
  * Locates each site of the plan's indexes in the boxes (and of its `accept`) against the route (`hint`: a leg
  * likely near), calling `visit` with its position and offset when it lies within the radius; the route holds the rest.
+ * `walked` holds each box's slots.
  */
 function eachLocated (
-  { indexes, accept }: SearchPlan, boxes: Box[], route: Route, hint: number, radius: number,
+  { indexes, accept }: SearchPlan, boxes: Box[], route: Route, hint: number, radius: number, walked: Growing,
   visit: (position: number, offset: number) => void
 ): void {
   for (const box of boxes) {
@@ -259,8 +263,14 @@ class Growing {
   }
 }
 
-/** Slots found by a walk, used again by the next (a process answers one request at a time). */
-const walked = new Growing()
+/**
+ * What area searches use again from one to the next: the slots a walk finds, and a page's counts by bucket. One
+ * object serves one search at a time: each route group that searches keeps its own.
+ */
+export class AreaScratch {
+  readonly walked = new Growing()
+  readonly buckets = new Uint32Array(1024)
+}
 
 /**
  * The first `limit` sites found along a route, by along, then offset, then position (values within

@@ -11,7 +11,7 @@ import {
 } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import {
-  buildSubIndex, identity, scanNearby, searchNearby, type Hit, type SearchArea, type SubIndex
+  buildSubIndex, identity, scanNearby, type Hit, type NearbySearch, type SearchArea, type SubIndex
 } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
@@ -302,11 +302,12 @@ export function searchPlan (
   return index ? { indexes: [index], accept } : { indexes: [], scan: candidates, accept }
 }
 
-/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
-export function findNearby (ds: Dataset, query: NearbyQuery): Nearby {
+/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`; `search` holds the
+ * walk's state. */
+export function findNearby (ds: Dataset, query: NearbyQuery, search: NearbySearch): Nearby {
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return { hits: scanNearby(ds, scan, query, accept), index: undefined }
-  return { hits: searchNearby(indexes, query, accept), index: indexes.length === 1 ? indexes[0] : undefined }
+  return { hits: search.search(indexes, query, accept), index: indexes.length === 1 ? indexes[0] : undefined }
 }
 
 /** How many of the dataset's sites are in these categories. */

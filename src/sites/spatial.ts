@@ -111,9 +111,9 @@ interface SiteCoordinates {
 /**
  * The state of a search: the queue of nodes to visit and the heap of sites held, in typed arrays
  * that grow to the largest search seen and are used again, so a search allocates no arrays but its
- * answer. One object serves one search at a time (a process answers one request at a time).
+ * answer. One object serves one search at a time: each route group that searches keeps its own.
  */
-class NearbySearch {
+export class NearbySearch {
   // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
   private nodeCap = 0
   private nodeLeft = new Int32Array(0)
@@ -364,13 +364,6 @@ function vertexLat (lat: number, haverSinDLng: number): number {
   return Math.atan(Math.tan(lat * RAD) / cosDLng) / RAD
 }
 
-const defaultSearch = new NearbySearch()
-
-/** NearbySearch.search with the process's one search state. */
-export const searchNearby = (
-  sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean
-): Hit[] => defaultSearch.search(sources, area, accept)
-
 /** The first `max` hits of lists each in (h, position) order, in that order. */
 function merge (lists: Hit[][], max: number): Hit[] {
   if (lists.length === 1) return lists[0]
@@ -393,7 +386,7 @@ function merge (lists: Hit[][], max: number): Hit[] {
   return out
 }
 
-/** Exhaustive version of searchNearby for small candidate lists (rare tags): same order, same filter. */
+/** Exhaustive version of NearbySearch.search for small candidate lists (rare tags): same order, same filter. */
 export function scanNearby (
   coords: SiteCoordinates,
   candidates: Uint32Array,

@@ -7,10 +7,12 @@ import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { contentDigest, findNearby, loadDataset } from '../../src/sites/dataset.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { SNAPSHOT_MATH, readSnapshot, snapshotCurrent, snapshotPath, writeSnapshot } from '../../src/sites/snapshot.ts'
-import type { SubIndex } from '../../src/sites/spatial.ts'
+import { NearbySearch, type SubIndex } from '../../src/sites/spatial.ts'
 import { buildApp } from '../../src/app.ts'
 import { REPO_ROOT, buildTestApp, logCapture, randomSites, site, testConfig, tmpDataDir } from '../helper.ts'
 import { node } from '../child.ts'
+
+const search = new NearbySearch()
 
 const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
 /** An index as bytes: its tree, and its per-slot tables bit for bit (cosines compared as bytes, not numbers). */
@@ -56,7 +58,8 @@ t.test('a snapshot reads back the dataset exactly', async (t) => {
       categories: [2, 4, 5, 6, 7, 8, 9, 10],
       tag: random() < 0.3 ? '~common' : undefined
     }
-    if (JSON.stringify(findNearby(fromSnapshot, q).hits) !== JSON.stringify(findNearby(fromFile, q).hits)) {
+    const hits = (ds: typeof fromFile) => JSON.stringify(findNearby(ds, q, search).hits)
+    if (hits(fromSnapshot) !== hits(fromFile)) {
       t.fail('search differs', q)
       return
     }
@@ -110,7 +113,8 @@ t.test('after a Node.js upgrade the service boots from the snapshot and a reload
   t.equal(outcome.ok, true)
   t.equal(snapshotCurrent(path), true, 'the reload wrote it again')
   const q = { lat: 48, lng: 2, radiusKm: 20000, limit: 50, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] }
-  t.same(findNearby(app.datasets.get('production'), q).hits, findNearby(loadDataset(path, 'production'), q).hits)
+  const served = app.datasets.get('production')
+  t.same(findNearby(served, q, search).hits, findNearby(loadDataset(path, 'production'), q, search).hits)
 })
 
 t.test('a snapshot of another version of the file, or a broken one, is ignored', async (t) => {

@@ -5,9 +5,11 @@ import { findNearby, loadDataset, tagPage, tagSitesIn, type Dataset } from '../.
 import {
   FragmentStore, RecordJson, mapMinimalRecord, nearestRecord, siteRecord, type AnswerSites, type ListPage
 } from '../../src/answers/records.ts'
-import { maxHaverSinFor } from '../../src/sites/spatial.ts'
+import { maxHaverSinFor, NearbySearch } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'
+
+const search = new NearbySearch()
 
 // one RecordJson per link prefix (`${pilotAppUrl}/pad/`), kept, as the service keeps its one
 const recordJson = new Map<string, RecordJson>()
@@ -78,7 +80,7 @@ t.test('answers whose spans are read by tree slot equal JSON.stringify of the re
       categories: [[2, 3, 4, 5, 6, 7, 8, 9, 10], [2, 3, 4, 5, 6, 7, 8], [9], [2, 3, 4, 5, 6, 7, 8, 9, 10]][i % 4],
       tag: i % 4 === 3 ? '~fuel' : undefined
     }
-    const found = findNearby(ds, query)
+    const found = findNearby(ds, query, search)
     const { hits, index } = found
     if (index === undefined) { t.fail('no single sub-index', query); return }
     const name = index === ds.all
@@ -113,10 +115,10 @@ t.test('hits from several sub-indexes (merged) or from a scan name no single one
   writeDataset(datasetPath(dir, 'sandbox'), sites, { source: 't', precision: 3 })
   const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
   const at = { lat: sites[0].latitude, lng: sites[0].longitude, radiusKm: 500, limit: 50 }
-  const merged = findNearby(ds, { ...at, categories: [4, 9] })
+  const merged = findNearby(ds, { ...at, categories: [4, 9] }, search)
   t.equal(merged.index, undefined)
   t.ok(merged.hits.length > 0)
-  const scanned = findNearby(ds, { ...at, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], tag: '~ppr' })
+  const scanned = findNearby(ds, { ...at, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10], tag: '~ppr' }, search)
   t.equal(ds.tagIndexes.has('~ppr'), false, 'a tag too small for an index of its own')
   t.equal(scanned.index, undefined)
   t.ok(scanned.hits.length > 0 && scanned.hits.every((h) => h.slot === -1))

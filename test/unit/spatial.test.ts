@@ -4,9 +4,11 @@ import t from 'tap'
 import { datasetPath, writeDataset, type SiteRow } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset, positionOf } from '../../src/sites/dataset.ts'
 import { around, distance } from 'geokdbush'
-import { kmFromHaverSin } from '../../src/sites/spatial.ts'
+import { kmFromHaverSin, NearbySearch } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { bruteNearby, randomSites, site, tmpDataDir } from '../helper.ts'
+
+const search = new NearbySearch()
 
 const dir = tmpDataDir(t)
 const sites = randomSites('spatial', 6000)
@@ -43,7 +45,7 @@ t.test('random queries agree with brute force, order and distances included', as
       tag: random() < 0.3 ? ['~fuel', '~ppr', '~grass', '~none'][Math.floor(random() * 4)] : undefined
     }
     const expected = bruteNearby(sites, query)
-    const hits = findNearby(ds, query).hits
+    const hits = findNearby(ds, query, search).hits
     const got = hits.map((h) => ds.ids.at(h.position))
     if (got.join() !== expected.map((e) => e.site.id).join()) {
       t.fail('mismatch', { query, got, expected: expected.map((e) => e.site.id) })
@@ -68,7 +70,7 @@ t.test('a tie at the limit is broken by id, whatever the insertion order', async
   writeDataset(datasetPath(d, 'sandbox'), [...cluster, site('t-far', 4, 10.5, 20)], { source: 'test', precision: 3 })
   const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
   for (let limit = 1; limit <= 9; limit++) {
-    const got = findNearby(small, { lat: 10.1, lng: 20.1, radiusKm: 200, limit, categories: [4] }).hits
+    const got = findNearby(small, { lat: 10.1, lng: 20.1, radiusKm: 200, limit, categories: [4] }, search).hits
       .map((h) => small.ids.at(h.position))
     const expected = ['t-a', 't-b', 't-c', 't-k', 't-m', 't-q', 't-x', 't-z', 't-far'].slice(0, limit)
     t.same(got, expected, `limit ${limit}`)
@@ -82,7 +84,8 @@ t.test('a limit beyond the number of sites returns every site within the radius,
   const expected = bruteNearby(sites, { ...query, limit: Infinity }).map((e) => e.site.id)
   t.ok(expected.length > 100, `a wide answer (${expected.length} sites)`)
   for (const limit of [Infinity, Number.MAX_SAFE_INTEGER, sites.length, expected.length]) {
-    t.same(findNearby(ds, { ...query, limit }).hits.map((h) => ds.ids.at(h.position)), expected, `limit ${limit}`)
+    const got = findNearby(ds, { ...query, limit }, search).hits.map((h) => ds.ids.at(h.position))
+    t.same(got, expected, `limit ${limit}`)
   }
 })
 
@@ -93,7 +96,8 @@ t.test('across the antimeridian and over the pole', async (t) => {
   ], { source: 'test', precision: 3 })
   const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
   const ids = (lat: number, lng: number, radiusKm: number) =>
-    findNearby(small, { lat, lng, radiusKm, limit: 10, categories: [4] }).hits.map((h) => small.ids.at(h.position))
+    findNearby(small, { lat, lng, radiusKm, limit: 10, categories: [4] }, search).hits
+      .map((h) => small.ids.at(h.position))
   t.same(ids(0.5, -179.95, 20), ['west', 'east'], 'both sides of 180° within 20 km')
   t.same(ids(89.95, 90, 30), ['pole-a', 'pole-b'], 'sites 180° of longitude apart near the pole')
 })
@@ -109,7 +113,7 @@ t.test('sites at a pole are one point, and from a pole a parallel is one distanc
     { source: 'test', precision: 3 })
   const small = loadDataset(datasetPath(d, 'sandbox'), 'sandbox')
   const ids = (lat: number, lng: number, limit: number, tag?: string) =>
-    findNearby(small, { lat, lng, radiusKm: 500, limit, categories: [4], tag }).hits
+    findNearby(small, { lat, lng, radiusKm: 500, limit, categories: [4], tag }, search).hits
       .map((h) => small.ids.at(h.position))
   const byId = (prefix: string) => [...letters].map((l) => `${prefix}-${l}`)
   for (const limit of [1, 4, 10, 20]) {
@@ -157,7 +161,7 @@ t.test('around the poles, with sites at exactly ±90°, agree with brute force',
     }
     const brute = bruteNearby(polar, query)
     const expected = brute.map((e) => e.site.id)
-    const got = findNearby(polarDs, query).hits.map((h) => polarDs.ids.at(h.position))
+    const got = findNearby(polarDs, query, search).hits.map((h) => polarDs.ids.at(h.position))
     if (got.join() !== expected.join()) {
       t.fail('mismatch', { query, got, expected })
       return
@@ -178,7 +182,7 @@ t.test('the search agrees with geokdbush itself (its distances, its order up to 
     const lng = Math.max(-180, Math.min(180, anchor.longitude + random() - 0.5))
     const radiusKm = 1 + random() * 500
     const limit = 1 + Math.floor(random() * 60)
-    const ours = findNearby(ds, { lat, lng, radiusKm, limit, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] }).hits
+    const ours = findNearby(ds, { lat, lng, radiusKm, limit, categories: [2, 3, 4, 5, 6, 7, 8, 9, 10] }, search).hits
     const theirs = around(index.kd, lng, lat, limit, radiusKm).map((item) => index.positions[item])
     const km = (p: number) => distance(lng, lat, ds.lngs[p], ds.lats[p])
     if (ours.length !== theirs.length || ours.some((hit, k) => km(hit.position) !== km(theirs[k]))) {
