@@ -90,6 +90,25 @@ function bodiesOf (raw: Buffer): { status: number, body: string }[] {
   return out
 }
 
+t.test('a cached answer sent from the cache stays the cache\'s: buffers taken afterwards are others', async (t) => {
+  const hot = nearby(3)
+  const size = Buffer.byteLength(expected.get(hot)!)
+  // uncompressed: a compressed answer is made apart from the pooled body
+  const headers = { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' }
+  for (let i = 0; i < 3; i++) { // a miss or a hit, then hits
+    const r = await fetch(`${address}${hot}`, { headers })
+    t.equal(await r.text(), expected.get(hot))
+  }
+  // once every request has given its buffer back, take that many and more of the answer's size, and scribble on them
+  t.ok(await eventually(() => answers.stats().out === app.responseCache.size), 'only the cache holds buffers')
+  const scribbled = Array.from({ length: 20 }, () => answers.take(size).fill(0x21))
+  const hits = await cacheHits()
+  const r = await fetch(`${address}${hot}`, { headers })
+  t.equal(await r.text(), expected.get(hot), 'the cached bytes are intact')
+  t.equal(await cacheHits(), hits + 1, 'a hit')
+  for (const b of scribbled) answers.release(b)
+})
+
 t.test('a buffer still queued for a slow client is never used for another answer', async (t) => {
   const before = answers.stats()
   // 120 tag pages of over 40 kB: more than the loopback socket buffers take, so the server's
@@ -110,7 +129,9 @@ t.test('a buffer still queued for a slow client is never used for another answer
   await Promise.all(Array.from({ length: 4 }, async (_, c) => {
     for (let i = 0; i < 150; i++) {
       const path = c < 2 ? paths[(i * 7 + c * 13) % paths.length] : hot[(i + c) % 2]
-      const r = await fetch(`${address}${path}`, { headers: { authorization: `Bearer ${key}` } })
+      // uncompressed: the answers sent are the pooled bodies themselves
+      const headers = { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' }
+      const r = await fetch(`${address}${path}`, { headers })
       const body = await r.text()
       if (r.status !== 200 || body !== expected.get(path)) mismatches.push(`${path}: ${r.status}`)
       checked++
