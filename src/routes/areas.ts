@@ -80,16 +80,25 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const perPage = Math.min(query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
     const area = { categories: searchCategories(partner, query.category_id), tag: query.tag }
-    const { total, positions: shown } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage, scratch)
-    request.rows = shown.length
+    const { total, sites, order } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage, scratch)
+    request.rows = sites.length
     // The same bytes as JSON.stringify of {bbox, page, per_page, total, total_pages, sites}.
     const paging = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}],"page":${page},` +
       `"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
+    // sites by tree slot: their records laid out where the box's sites lie together
+    const placed = order === undefined ? undefined : { order, places: sites }
     if (query.format === 'geojson') {
       const head = `{"type":"FeatureCollection",${paging},"features":`
-      return reply.sendAnswer(records.minimalSitesGeo(ds, shown, head, '}'), GEOJSON_TYPE)
+      const answer = placed === undefined
+        ? records.minimalSitesGeo(ds, sites, head, '}')
+        : records.minimalPageGeo(ds, placed, head, '}')
+      return reply.sendAnswer(answer, GEOJSON_TYPE)
     }
-    return reply.sendAnswer(records.minimalSites(ds, shown, `{${paging},"sites":`, '}'))
+    const head = `{${paging},"sites":`
+    const answer = placed === undefined
+      ? records.minimalSites(ds, sites, head, '}')
+      : records.minimalPage(ds, placed, head, '}')
+    return reply.sendAnswer(answer)
   })
 }
 

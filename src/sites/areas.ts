@@ -58,8 +58,11 @@ function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => v
   }
 }
 
-/** A page of the sites in a box: how many the box holds, and the page's positions in id order. */
-export interface BoxPage { total: number, positions: Uint32Array }
+/**
+ * A page of the sites in a box: how many the box holds, and the page's sites in id order: slots of `order` (a tree's
+ * order: a box's sites lie together there), or positions when `order` is undefined.
+ */
+export interface BoxPage { total: number, sites: Uint32Array, order: Uint32Array | undefined }
 
 /**
  * The sites in the box, edges included, of the allowed categories (and tag): their count, and those of ranks
@@ -81,38 +84,48 @@ export function findInBox (
       const lng = ds.lngs[p]
       if (lat >= south && lat <= north && boxes.some((b) => lng >= b.west && lng <= b.east)) all.push(p)
     })
-    return { total: all.count, positions: all.done().slice(from, from + size) }
+    return { total: all.count, sites: all.done().slice(from, from + size), order: undefined }
   }
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag, 'region')
   if (scan !== undefined) return inOrder()
-  const most = ds.count / 16
-  const { walked } = scratch
+  // (a page's sort holds at most 2^21 sites: see pageOf)
+  const most = Math.min(ds.count / 16, 2 ** 21)
+  // the positions found; with one index, their slots beside them (the page's records are read by slot)
+  const { walked, slots } = scratch
   walked.count = 0
+  const order = indexes.length === 1 ? indexes[0].slotPositions : undefined
   for (const index of indexes) {
     const positions = index.slotPositions
     for (const box of boxes) {
-      // the slots found, replaced by their positions in place (those of other categories left out)
       let kept = walked.count
       slotsInBox(index, box, walked, most)
       const { items, count } = walked
       if (count > most) return inOrder() // the walk stopped there
+      // the slots found, replaced by their positions in place (those of other categories left out)
+      const slotItems = slots.reserve(count)
       for (let i = kept; i < count; i++) {
-        const p = positions[items[i]]
-        if (!accept || accept(p)) items[kept++] = p
+        const slot = items[i]
+        const p = positions[slot]
+        if (accept && !accept(p)) continue
+        slotItems[kept] = slot
+        items[kept++] = p
       }
       walked.count = kept
     }
   }
-  return { total: walked.count, positions: pageOf(walked.done(), from, size, ds.count, scratch.buckets) }
+  const found = walked.done()
+  const page = pageOf(found, from, size, ds.count, scratch.buckets, order && slots.items)
+  return { total: found.length, sites: page, order }
 }
 
 /**
- * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in order.
- * A page is a small part of a box: the positions are counted into buckets of neighbouring positions, and only
- * the buckets that hold the page are sorted, not every position.
+ * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in order, or,
+ * with `slots` (those of the positions, side by side), their slots in that order. A page is a small part of a box:
+ * the positions are counted into buckets of neighbouring positions, and only the buckets that hold the page are
+ * sorted, not every position.
  */
 export function pageOf (
-  positions: Uint32Array, from: number, size: number, bound: number, buckets: Uint32Array
+  positions: Uint32Array, from: number, size: number, bound: number, buckets: Uint32Array, slots?: Uint32Array
 ): Uint32Array {
   const to = Math.min(from + size, positions.length)
   if (from >= to) return new Uint32Array(0)
@@ -126,13 +139,37 @@ export function pageOf (
   let last = first
   let through = before + buckets[first]
   while (through < to) through += buckets[++last]
-  const held = new Uint32Array(through - before)
+  if (slots === undefined) {
+    const held = new Uint32Array(through - before)
+    let k = 0
+    for (let i = 0; i < positions.length; i++) {
+      const b = positions[i] >>> shift
+      if (b >= first && b <= last) held[k++] = positions[i]
+    }
+    return held.sort().subarray(from - before, to - before)
+  }
+  // with slots: each held as position * scale + its place among the held (exact: positions are below 2^32), sorted
+  const count = through - before
+  const scale = 2 ** Math.ceil(Math.log2(count + 1))
+  if (scale > 2 ** 21) throw new RangeError(`${count} sites held for a page: at most 2^21 can be`)
+  const held = new Float64Array(count)
+  const heldSlots = new Uint32Array(count)
   let k = 0
   for (let i = 0; i < positions.length; i++) {
     const b = positions[i] >>> shift
-    if (b >= first && b <= last) held[k++] = positions[i]
+    if (b >= first && b <= last) {
+      heldSlots[k] = slots[i]
+      held[k] = positions[i] * scale + k
+      k++
+    }
   }
-  return held.sort().subarray(from - before, to - before)
+  held.sort()
+  const page = new Uint32Array(to - from)
+  for (let j = 0; j < page.length; j++) {
+    const key = held[from - before + j]
+    page[j] = heldSlots[key - Math.floor(key / scale) * scale]
+  }
+  return page
 }
 
 export interface RouteQuery extends AreaQuery {
@@ -261,14 +298,26 @@ class Growing {
   done (): Uint32Array {
     return this.items.subarray(0, this.count)
   }
+
+  /** The items (every one kept, `count` aside), with room for `size` of them. */
+  reserve (size: number): Uint32Array {
+    if (this.items.length < size) {
+      const more = new Uint32Array(Math.max(size, 2 * this.items.length))
+      more.set(this.items)
+      this.items = more
+    }
+    return this.items
+  }
 }
 
 /**
- * What area searches use again from one to the next: the slots a walk finds, and a page's counts by bucket. One
+ * What area searches use again from one to the next: the slots a walk finds (and a box's positions found, with their
+ * slots beside them), and a page's counts by bucket. One
  * object serves one search at a time: each route group that searches keeps its own.
  */
 export class AreaScratch {
   readonly walked = new Growing()
+  readonly slots = new Growing()
   readonly buckets = new Uint32Array(1024)
 }
 
