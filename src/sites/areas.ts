@@ -106,7 +106,7 @@ export function findInBox (
       for (let i = kept; i < count; i++) {
         const slot = items[i]
         const p = positions[slot]
-        if (accept && !accept(p)) continue
+        if (accept && !accept(p, slot)) continue
         slotItems[kept] = slot
         items[kept++] = p
       }
@@ -273,7 +273,7 @@ function eachLocated (
       for (let i = 0; i < walked.count; i++) {
         const slot = walked.items[i]
         const p = positions[slot]
-        if (accept && !accept(p)) continue
+        if (accept && !accept(p, slot)) continue
         const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], hint, radius, cosLats[slot])
         if (offset <= radius) visit(p, offset)
       }

@@ -269,14 +269,14 @@ export interface Nearby { hits: Hit[], index: SubIndex | undefined }
  * to scan. The index of all sites when the allowed categories hold every site (no filter) or, for a
  * nearest-first search, at least half of them (a filter that rejects at most one site in two, read only
  * for the sites within reach); otherwise the categories' own indexes, so rare categories never walk
- * sites they cannot return. A walk of every site in a region (a box, a route's corridor) takes the
- * categories' indexes there: a filter would read each site's category at a random place. A tag's sites
- * are walked in its index, or scanned, with the filter.
+ * sites they cannot return. A walk of every site in a region (a box, a route's corridor) reads its filter
+ * for each site it finds, by tree slot. A tag's sites are walked in its index, or scanned, with the filter.
  */
 export interface SearchPlan {
   indexes: SubIndex[]
   scan?: Uint32Array
-  accept?: (position: number) => boolean
+  /** whether a site found is let in, by its position and, in a walk of the plan's trees, its slot there */
+  accept?: (position: number, slot: number) => boolean
 }
 
 export function searchPlan (
@@ -285,9 +285,13 @@ export function searchPlan (
   const accept = (position: number) => categories.includes(ds.categories[position])
   if (tag === undefined) {
     const covered = sitesIn(ds, categories)
-    if (categories.length > 1 && ds.all) {
+    if (categories.length > 1 && ds.all && covered * 2 >= ds.count) {
       if (covered === ds.count) return { indexes: [ds.all] }
-      if (covered * 2 >= ds.count && walk === 'nearest') return { indexes: [ds.all], accept }
+      // a nearest-first walk reads the categories of the few sites within reach; a region walk reads those of every
+      // site it finds, so by tree slot, where the walk is, not at random places of the column
+      if (walk === 'nearest') return { indexes: [ds.all], accept }
+      const bySlot = slotCategories(ds, ds.all)
+      if (bySlot !== undefined) return { indexes: [ds.all], accept: bySlot.filter(categories) }
     }
     const indexes: SubIndex[] = []
     for (const category of categories) {
@@ -300,6 +304,38 @@ export function searchPlan (
   if (!candidates) return { indexes: [] }
   const index = ds.tagIndexes.get(tag)
   return index ? { indexes: [index], accept } : { indexes: [], scan: candidates, accept }
+}
+
+/** The categories of an index's sites by tree slot, as codes below 31: a bit each in a mask of the allowed ones. */
+class SlotCategories {
+  private readonly codeOf: Map<number, number>
+  private readonly codes: Uint8Array
+
+  constructor (ds: Dataset, index: SubIndex) {
+    this.codeOf = new Map([...ds.byCategory.keys()].map((category, code) => [category, code]))
+    this.codes = new Uint8Array(index.slotPositions.length)
+    for (let i = 0; i < this.codes.length; i++) this.codes[i] = this.codeOf.get(ds.categories[index.slotPositions[i]])!
+  }
+
+  /** Whether the site at a slot is of one of these categories. */
+  filter (categories: readonly number[]): (position: number, slot: number) => boolean {
+    let allowed = 0
+    for (const category of categories) {
+      const code = this.codeOf.get(category)
+      if (code !== undefined) allowed |= 1 << code
+    }
+    const codes = this.codes
+    return (_, slot) => ((allowed >>> codes[slot]) & 1) === 1
+  }
+}
+
+const slotCategoryTables = new WeakMap<SubIndex, SlotCategories>()
+/** An index's SlotCategories, made on first use; undefined for a dataset of more than 31 categories. */
+function slotCategories (ds: Dataset, index: SubIndex): SlotCategories | undefined {
+  if (ds.byCategory.size > 31) return undefined
+  let table = slotCategoryTables.get(index)
+  if (table === undefined) slotCategoryTables.set(index, table = new SlotCategories(ds, index))
+  return table
 }
 
 /** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`; `search` holds the

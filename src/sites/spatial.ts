@@ -139,7 +139,7 @@ export class NearbySearch {
    * sets of sites), keeping only positions that `accept` (when given), in (distance, id) order.
    * Each source gives its own first `limit` exactly; the answer is the first `limit` of their merge.
    */
-  search (sources: SubIndex[], area: SearchArea, accept?: (position: number) => boolean): Hit[] {
+  search (sources: SubIndex[], area: SearchArea, accept?: (position: number, slot: number) => boolean): Hit[] {
     const { limit } = area
     if (limit <= 0 || sources.length === 0) return []
     const cosLat = cosOfLat(area.lat)
@@ -157,7 +157,7 @@ export class NearbySearch {
    * (h, position) order, keeping only positions that `accept` (when given).
    */
   private around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
-    accept: ((position: number) => boolean) | undefined): Hit[] {
+    accept: ((position: number, slot: number) => boolean) | undefined): Hit[] {
     const { kd, slotCosLats: cosLats, slotPositions: positions } = source
     const count = positions.length
     const xy = kd.coords
@@ -180,7 +180,7 @@ export class NearbySearch {
           const h = haverSinDistCos(lng, lat, cosLat, xy[2 * i], xy[2 * i + 1], cosLats[i])
           if (h > this.bound) continue
           const position = positions[i]
-          if (accept && !accept(position)) continue
+          if (accept && !accept(position, i)) continue
           this.offer(h, position, i)
         }
         continue
@@ -195,7 +195,7 @@ export class NearbySearch {
       const h = haverSinDistCos(lng, lat, cosLat, midLng, midLat, cosLats[m])
       if (h <= this.bound) {
         const position = positions[m]
-        if (!accept || accept(position)) this.offer(h, position, m)
+        if (!accept || accept(position, m)) this.offer(h, position, m)
       }
       const nextAxis = 1 - axis
       this.pushNode(left, m - 1, nextAxis,
@@ -391,14 +391,14 @@ export function scanNearby (
   coords: SiteCoordinates,
   candidates: Uint32Array,
   area: SearchArea,
-  accept?: (position: number) => boolean
+  accept?: (position: number, slot: number) => boolean
 ): Hit[] {
   const { lng, lat, radiusKm, limit } = area
   const cosLat = cosOfLat(lat)
   const maxH = maxHaverSinFor(radiusKm)
   const hits: Hit[] = []
   for (const position of candidates) {
-    if (accept && !accept(position)) continue
+    if (accept && !accept(position, -1)) continue
     const h = haverSinDist(lng, lat, cosLat, coords.lngs[position], coords.lats[position])
     if (h <= maxH) hits.push({ position, h, slot: -1 })
   }
