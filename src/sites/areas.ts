@@ -1,5 +1,5 @@
-// Sites along a route's corridor and sites in a box: the sub-indexes' trees walked box by box
-// (kdbush's range search), in the categories' own indexes (searchPlan for a region).
+// Sites along a route's corridor and sites in a box: the trees searchPlan picks, walked box by box (kdbush's range
+// search).
 import { searchPlan, type Dataset, type SearchPlan } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
 import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
@@ -86,7 +86,7 @@ export function findInBox (
     })
     return { total: all.count, sites: all.done().slice(from, from + size), order: undefined }
   }
-  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag, 'region')
+  const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return inOrder()
   // (a page's sort holds at most 2^21 sites: see pageOf)
   const most = Math.min(ds.count / 16, 2 ** 21)
@@ -199,7 +199,7 @@ const WIDE = 500 / EARTH_RADIUS_KM
  */
 export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, scratch: AreaScratch): AlongRoute {
   const radius = query.radiusKm / EARTH_RADIUS_KM
-  const plan = searchPlan(ds, query.categories, query.tag, 'region')
+  const plan = searchPlan(ds, query.categories, query.tag)
   const { lats, lngs } = ds
   const found = new Found(query.limit)
   if (plan.scan !== undefined || radius >= WIDE) {

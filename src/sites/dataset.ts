@@ -266,11 +266,10 @@ export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 
 /**
  * Where a search looks: the sub-indexes to walk (the sites `accept` keeps), or a small tag's sites
- * to scan. The index of all sites when the allowed categories hold every site (no filter) or, for a
- * nearest-first search, at least half of them (a filter that rejects at most one site in two, read only
- * for the sites within reach); otherwise the categories' own indexes, so rare categories never walk
- * sites they cannot return. A walk of every site in a region (a box, a route's corridor) reads its filter
- * for each site it finds, by tree slot. A tag's sites are walked in its index, or scanned, with the filter.
+ * to scan. The index of all sites when the allowed categories hold at least half of the sites: with no filter when
+ * they hold every site, else with a filter read by tree slot, where the walk is (a site's category read by position
+ * is a cache miss); otherwise the categories' own indexes, so rare categories never walk sites they cannot return.
+ * A tag's sites are walked in its index, or scanned, with a filter by position.
  */
 export interface SearchPlan {
   indexes: SubIndex[]
@@ -279,19 +278,12 @@ export interface SearchPlan {
   accept?: (position: number, slot: number) => boolean
 }
 
-export function searchPlan (
-  ds: Dataset, categories: readonly number[], tag?: string, walk: 'nearest' | 'region' = 'nearest'
-): SearchPlan {
-  const accept = (position: number) => categories.includes(ds.categories[position])
+export function searchPlan (ds: Dataset, categories: readonly number[], tag?: string): SearchPlan {
   if (tag === undefined) {
     const covered = sitesIn(ds, categories)
     if (categories.length > 1 && ds.all && covered * 2 >= ds.count) {
       if (covered === ds.count) return { indexes: [ds.all] }
-      // a nearest-first walk reads the categories of the few sites within reach; a region walk reads those of every
-      // site it finds, so by tree slot, where the walk is, not at random places of the column
-      if (walk === 'nearest') return { indexes: [ds.all], accept }
-      const bySlot = slotCategories(ds, ds.all)
-      if (bySlot !== undefined) return { indexes: [ds.all], accept: bySlot.filter(categories) }
+      return { indexes: [ds.all], accept: slotCategories(ds, ds.all).filter(categories) }
     }
     const indexes: SubIndex[] = []
     for (const category of categories) {
@@ -300,39 +292,40 @@ export function searchPlan (
     }
     return { indexes }
   }
+  const accept = (position: number) => categories.includes(ds.categories[position])
   const candidates = ds.tagSites.get(tag)
   if (!candidates) return { indexes: [] }
   const index = ds.tagIndexes.get(tag)
   return index ? { indexes: [index], accept } : { indexes: [], scan: candidates, accept }
 }
 
-/** The categories of an index's sites by tree slot, as codes below 31: a bit each in a mask of the allowed ones. */
+/** The categories of an index's sites by tree slot, as codes (the dataset's categories numbered in order). */
 class SlotCategories {
   private readonly codeOf: Map<number, number>
-  private readonly codes: Uint8Array
+  private readonly codes: Uint8Array | Uint32Array
 
   constructor (ds: Dataset, index: SubIndex) {
     this.codeOf = new Map([...ds.byCategory.keys()].map((category, code) => [category, code]))
-    this.codes = new Uint8Array(index.slotPositions.length)
-    for (let i = 0; i < this.codes.length; i++) this.codes[i] = this.codeOf.get(ds.categories[index.slotPositions[i]])!
+    const { slotPositions } = index
+    this.codes = this.codeOf.size <= 256 ? new Uint8Array(slotPositions.length) : new Uint32Array(slotPositions.length)
+    for (let i = 0; i < slotPositions.length; i++) this.codes[i] = this.codeOf.get(ds.categories[slotPositions[i]])!
   }
 
   /** Whether the site at a slot is of one of these categories. */
   filter (categories: readonly number[]): (position: number, slot: number) => boolean {
-    let allowed = 0
+    const allowed = new Uint8Array(this.codeOf.size)
     for (const category of categories) {
       const code = this.codeOf.get(category)
-      if (code !== undefined) allowed |= 1 << code
+      if (code !== undefined) allowed[code] = 1
     }
     const codes = this.codes
-    return (_, slot) => ((allowed >>> codes[slot]) & 1) === 1
+    return (_, slot) => allowed[codes[slot]] === 1
   }
 }
 
 const slotCategoryTables = new WeakMap<SubIndex, SlotCategories>()
-/** An index's SlotCategories, made on first use; undefined for a dataset of more than 31 categories. */
-function slotCategories (ds: Dataset, index: SubIndex): SlotCategories | undefined {
-  if (ds.byCategory.size > 31) return undefined
+/** An index's SlotCategories, made on first use. */
+function slotCategories (ds: Dataset, index: SubIndex): SlotCategories {
   let table = slotCategoryTables.get(index)
   if (table === undefined) slotCategoryTables.set(index, table = new SlotCategories(ds, index))
   return table
