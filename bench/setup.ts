@@ -244,6 +244,12 @@ export function prepareData (
     { name: '/sites r=75', paths: r75, token: wide, note: 'all categories, up to 100 records' },
     { name: '/sites rare', paths: r75, token: tokens.rare, note: 'only category 10 (1% of sites)' },
     { name: '/sites r=25 categories 2-7', paths: r25, token: tokens.named, note: 'categories 2 to 7 only' },
+    {
+      name: '/sites tag categories 2-7',
+      paths: near('/sites', '&radius=75&tag=~customs'),
+      token: tokens.named,
+      note: 'a tag of 9% of the sites, radius 75 km, categories 2 to 7'
+    },
     { name: '/sites/nearest', paths: nearest, token: wide, note: 'default radius 25' },
     { name: '/sites/by-tag', paths: tagPages, token: wide, note: `pages of 500, ${tagPages.length} distinct` },
     {

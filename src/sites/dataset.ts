@@ -269,7 +269,8 @@ export interface Nearby { hits: Hit[], index: SubIndex | undefined }
  * to scan. The index of all sites when the allowed categories hold at least half of the sites: with no filter when
  * they hold every site, else with a filter read by tree slot, where the walk is (a site's category read by position
  * is a cache miss); otherwise the categories' own indexes, so rare categories never walk sites they cannot return.
- * A tag's sites are walked in its index, or scanned, with a filter by position.
+ * A tag's index is walked with the same filter by slot (none when the categories hold every site); a small tag's sites
+ * are scanned with a filter by position.
  */
 export interface SearchPlan {
   indexes: SubIndex[]
@@ -292,11 +293,14 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
     }
     return { indexes }
   }
-  const accept = (position: number) => categories.includes(ds.categories[position])
   const candidates = ds.tagSites.get(tag)
   if (!candidates) return { indexes: [] }
   const index = ds.tagIndexes.get(tag)
-  return index ? { indexes: [index], accept } : { indexes: [], scan: candidates, accept }
+  if (index !== undefined) {
+    const every = sitesIn(ds, categories) === ds.count
+    return { indexes: [index], accept: every ? undefined : slotCategories(ds, index).filter(categories) }
+  }
+  return { indexes: [], scan: candidates, accept: (position) => categories.includes(ds.categories[position]) }
 }
 
 /** The categories of an index's sites by tree slot, as codes (the dataset's categories numbered in order). */
