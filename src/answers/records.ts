@@ -68,8 +68,9 @@ export interface Placed {
   order: Uint32Array
   places: ArrayLike<number>
   /**
-   * Whether answers are fixed slices of the order (a tag's pages): a site's fragment is then worth copying beside
-   * those used with it, so that a page is one run whichever route made its fragments first.
+   * Whether a site's fragment is worth copying, on its first use in this order, beside those used with it: a tag's
+   * pages (slices of its order) then are one run, a box's page (slots of a tree's order) a few cache lines, whichever
+   * route made the fragments first.
    */
   laidOut: boolean
 }
@@ -425,7 +426,7 @@ const once = <T>(make: () => T) => {
   return () => (value ??= make())
 }
 
-/** A page of a list of sites (a tag's, in id order): its fragments are laid out in the list's order. */
+/** A page of sites as places in an order (a tag's list, or a tree's slots for a box): its fragments laid out there. */
 export type ListPage = Pick<Placed, 'order' | 'places'>
 
 const laidOut = ({ order, places }: ListPage): Placed => ({ order, places, laidOut: true })

@@ -66,8 +66,9 @@ export interface BoxPage { total: number, sites: Uint32Array, order: Uint32Array
 
 /**
  * The sites in the box, edges included, of the allowed categories (and tag): their count, and those of ranks
- * `from` to `from + size - 1` in id order (position order). The indexes find them; once they are more than a
- * sixteenth of the dataset, a pass over every site in id order is made instead.
+ * `from` to `from + size - 1` in id order (position order). The indexes find them; once a walk has found more than
+ * a sixteenth of the dataset (those a category filter rejects included), a pass over every site in id order is made
+ * instead. A scratch with room for few slots grows as it fills (those of an earlier box kept).
  */
 export function findInBox (
   ds: Dataset, bbox: BoundingBox, query: AreaQuery, from: number, size: number, scratch: AreaScratch
@@ -88,8 +89,7 @@ export function findInBox (
   }
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return inOrder()
-  // (a page's sort holds at most 2^21 sites: see pageOf)
-  const most = Math.min(ds.count / 16, 2 ** 21)
+  const most = ds.count / 16
   // the positions found; with one index, their slots beside them (the page's records are read by slot)
   const { walked, slots } = scratch
   walked.count = 0
@@ -151,7 +151,7 @@ export function pageOf (
   // with slots: each held as position * scale + its place among the held (exact: positions are below 2^32), sorted
   const count = through - before
   const scale = 2 ** Math.ceil(Math.log2(count + 1))
-  if (scale > 2 ** 21) throw new RangeError(`${count} sites held for a page: at most 2^21 can be`)
+  if (scale > 2 ** 21) throw new RangeError(`${count} sites held for a page: at most 2^21 - 1 can be`)
   const held = new Float64Array(count)
   const heldSlots = new Uint32Array(count)
   let k = 0
@@ -311,9 +311,9 @@ class Growing {
 }
 
 /**
- * What area searches use again from one to the next: the slots a walk finds (and a box's positions found, with their
- * slots beside them), and a page's counts by bucket. One
- * object serves one search at a time: each route group that searches keeps its own.
+ * What area searches use again from one to the next: the slots a walk finds (a box's then become its positions),
+ * `slots` the box's slots beside them (its items only, through `reserve`), and a page's counts by bucket. One object
+ * serves one search at a time: each route group that searches keeps its own.
  */
 export class AreaScratch {
   readonly walked = new Growing()
