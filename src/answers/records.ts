@@ -429,7 +429,9 @@ const once = <T>(make: () => T) => {
 /** A page of sites as places in an order (a tag's list, or a tree's slots for a box): its fragments laid out there. */
 export type ListPage = Pick<Placed, 'order' | 'places'>
 
-const laidOut = ({ order, places }: ListPage): Placed => ({ order, places, laidOut: true })
+/** A page's sites for FragmentStore.array: a list page laid out in its order, positions as they are. */
+const minimalKeys = (page: ListPage | ArrayLike<number>): Placed | ArrayLike<number> =>
+  'places' in page ? { order: page.order, places: page.places, laidOut: true } : page
 
 /**
  * The records' JSON for one pilot-app URL (their links), every dataset's, from fragments made on
@@ -465,24 +467,14 @@ export class RecordJson {
     return this.fragmentsOf(ds).fullFeature().array(keysOf(sites), '{"type":"FeatureCollection","features":', '}')
   }
 
-  /** JSON array of map-minimal records, with ASCII `head` before and `tail` after. */
-  minimalPage (ds: Dataset, page: ListPage, head = '', tail = ''): Buffer {
-    return this.fragmentsOf(ds).minimal.array(laidOut(page), head, tail)
+  /** JSON array of map-minimal records (a page laid out in its order, or positions), ASCII `head` and `tail` around. */
+  minimalPage (ds: Dataset, page: ListPage | ArrayLike<number>, head = '', tail = ''): Buffer {
+    return this.fragmentsOf(ds).minimal.array(minimalKeys(page), head, tail)
   }
 
-  /** GeoJSON features of map-minimal records, with ASCII `head` before and `tail` after. */
-  minimalPageGeo (ds: Dataset, page: ListPage, head: string, tail: string): Buffer {
-    return this.fragmentsOf(ds).minimalFeature().array(laidOut(page), head, tail)
-  }
-
-  /** JSON array of map-minimal records by position, with ASCII `head` before and `tail` after. */
-  minimalSites (ds: Dataset, positions: ArrayLike<number>, head = '', tail = ''): Buffer {
-    return this.fragmentsOf(ds).minimal.array(positions, head, tail)
-  }
-
-  /** GeoJSON features of map-minimal records by position, with ASCII `head` before and `tail` after. */
-  minimalSitesGeo (ds: Dataset, positions: ArrayLike<number>, head: string, tail: string): Buffer {
-    return this.fragmentsOf(ds).minimalFeature().array(positions, head, tail)
+  /** GeoJSON features of map-minimal records (as minimalPage's), with ASCII `head` before and `tail` after. */
+  minimalPageGeo (ds: Dataset, page: ListPage | ArrayLike<number>, head: string, tail: string): Buffer {
+    return this.fragmentsOf(ds).minimalFeature().array(minimalKeys(page), head, tail)
   }
 
   /** JSON array of full records, each with ASCII `fields` (`,"name":value…`) added at its end. */

@@ -86,19 +86,12 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const paging = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}],"page":${page},` +
       `"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
     // sites by tree slot: their records laid out where the box's sites lie together
-    const placed = order === undefined ? undefined : { order, places: sites }
+    const shown = order === undefined ? sites : { order, places: sites }
     if (query.format === 'geojson') {
       const head = `{"type":"FeatureCollection",${paging},"features":`
-      const answer = placed === undefined
-        ? records.minimalSitesGeo(ds, sites, head, '}')
-        : records.minimalPageGeo(ds, placed, head, '}')
-      return reply.sendAnswer(answer, GEOJSON_TYPE)
+      return reply.sendAnswer(records.minimalPageGeo(ds, shown, head, '}'), GEOJSON_TYPE)
     }
-    const head = `{${paging},"sites":`
-    const answer = placed === undefined
-      ? records.minimalSites(ds, sites, head, '}')
-      : records.minimalPage(ds, placed, head, '}')
-    return reply.sendAnswer(answer)
+    return reply.sendAnswer(records.minimalPage(ds, shown, `{${paging},"sites":`, '}'))
   })
 }
 

@@ -114,18 +114,18 @@ export function findInBox (
     }
   }
   const found = walked.done()
-  const page = pageOf(found, from, size, ds.count, scratch.buckets, order && slots.items)
+  const page = pageOf(found, from, size, ds.count, scratch.buckets, order === undefined ? found : slots.items)
   return { total: found.length, sites: page, order }
 }
 
 /**
- * The positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in order, or,
- * with `slots` (those of the positions, side by side), their slots in that order. A page is a small part of a box:
- * the positions are counted into buckets of neighbouring positions, and only the buckets that hold the page are
- * sorted, not every position.
+ * The items of the positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in
+ * position order: `items` side by side with the positions (their slots), or the positions themselves. A page is a
+ * small part of a box: the positions are counted into buckets of neighbouring positions, and only the buckets that
+ * hold the page are sorted, not every position.
  */
 export function pageOf (
-  positions: Uint32Array, from: number, size: number, bound: number, buckets: Uint32Array, slots?: Uint32Array
+  positions: Uint32Array, from: number, size: number, bound: number, buckets: Uint32Array, items = positions
 ): Uint32Array {
   const to = Math.min(from + size, positions.length)
   if (from >= to) return new Uint32Array(0)
@@ -139,26 +139,17 @@ export function pageOf (
   let last = first
   let through = before + buckets[first]
   while (through < to) through += buckets[++last]
-  if (slots === undefined) {
-    const held = new Uint32Array(through - before)
-    let k = 0
-    for (let i = 0; i < positions.length; i++) {
-      const b = positions[i] >>> shift
-      if (b >= first && b <= last) held[k++] = positions[i]
-    }
-    return held.sort().subarray(from - before, to - before)
-  }
-  // with slots: each held as position * scale + its place among the held (exact: positions are below 2^32), sorted
+  // each held as position * scale + its place among the held (exact: positions are below 2^32), sorted
   const count = through - before
   const scale = 2 ** Math.ceil(Math.log2(count + 1))
   if (scale > 2 ** 21) throw new RangeError(`${count} sites held for a page: at most 2^21 - 1 can be`)
   const held = new Float64Array(count)
-  const heldSlots = new Uint32Array(count)
+  const heldItems = new Uint32Array(count)
   let k = 0
   for (let i = 0; i < positions.length; i++) {
     const b = positions[i] >>> shift
     if (b >= first && b <= last) {
-      heldSlots[k] = slots[i]
+      heldItems[k] = items[i]
       held[k] = positions[i] * scale + k
       k++
     }
@@ -167,7 +158,7 @@ export function pageOf (
   const page = new Uint32Array(to - from)
   for (let j = 0; j < page.length; j++) {
     const key = held[from - before + j]
-    page[j] = heldSlots[key - Math.floor(key / scale) * scale]
+    page[j] = heldItems[key - Math.floor(key / scale) * scale]
   }
   return page
 }

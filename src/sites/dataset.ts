@@ -303,36 +303,66 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
   return { indexes: [], scan: candidates, accept: (position) => categories.includes(ds.categories[position]) }
 }
 
-/** The categories of an index's sites by tree slot, as codes (the dataset's categories numbered in order). */
-class SlotCategories {
+/** The dataset's categories numbered in order, and each site's number: the filters by slot are made of them. */
+class CategoryCodes {
   private readonly codeOf: Map<number, number>
-  private readonly codes: Uint8Array | Uint32Array
+  readonly byPosition: Uint8Array | Uint32Array
 
-  constructor (ds: Dataset, index: SubIndex) {
+  constructor (ds: Dataset) {
     this.codeOf = new Map([...ds.byCategory.keys()].map((category, code) => [category, code]))
-    const { slotPositions } = index
-    this.codes = this.codeOf.size <= 256 ? new Uint8Array(slotPositions.length) : new Uint32Array(slotPositions.length)
-    for (let i = 0; i < slotPositions.length; i++) this.codes[i] = this.codeOf.get(ds.categories[slotPositions[i]])!
+    this.byPosition = this.codeOf.size <= 256 ? new Uint8Array(ds.count) : new Uint32Array(ds.count)
+    for (let p = 0; p < ds.count; p++) this.byPosition[p] = this.codeOf.get(ds.categories[p])!
   }
 
-  /** Whether the site at a slot is of one of these categories. */
-  filter (categories: readonly number[]): (position: number, slot: number) => boolean {
+  /** A byte for each code: 1 for those of these categories. */
+  allowed (categories: readonly number[]): Uint8Array {
     const allowed = new Uint8Array(this.codeOf.size)
     for (const category of categories) {
       const code = this.codeOf.get(category)
       if (code !== undefined) allowed[code] = 1
     }
+    return allowed
+  }
+}
+
+/** The categories of an index's sites by tree slot, as their codes. */
+class SlotCategories {
+  private readonly codes: Uint8Array | Uint32Array
+
+  constructor (private readonly dataset: CategoryCodes, index: SubIndex) {
+    const { slotPositions } = index
+    const { byPosition } = dataset
+    this.codes = byPosition instanceof Uint8Array
+      ? new Uint8Array(slotPositions.length)
+      : new Uint32Array(slotPositions.length)
+    for (let i = 0; i < slotPositions.length; i++) this.codes[i] = byPosition[slotPositions[i]]
+  }
+
+  /** Whether the site at a slot is of one of these categories. */
+  filter (categories: readonly number[]): (position: number, slot: number) => boolean {
+    const allowed = this.dataset.allowed(categories)
     const codes = this.codes
     return (_, slot) => allowed[codes[slot]] === 1
   }
 }
 
+const categoryCodes = new WeakMap<Dataset, CategoryCodes>()
 const slotCategoryTables = new WeakMap<SubIndex, SlotCategories>()
-/** An index's SlotCategories, made on first use. */
+/** An index's SlotCategories, made on first use (for a dataset in service, by prepareFilters as it loads). */
 function slotCategories (ds: Dataset, index: SubIndex): SlotCategories {
   let table = slotCategoryTables.get(index)
-  if (table === undefined) slotCategoryTables.set(index, table = new SlotCategories(ds, index))
+  if (table === undefined) {
+    let codes = categoryCodes.get(ds)
+    if (codes === undefined) categoryCodes.set(ds, codes = new CategoryCodes(ds))
+    slotCategoryTables.set(index, table = new SlotCategories(codes, index))
+  }
   return table
+}
+
+/** Makes the filters by slot of every index a search may walk with one: at load, not in a partner's request. */
+export function prepareFilters (ds: Dataset): void {
+  if (ds.all) slotCategories(ds, ds.all)
+  for (const index of ds.tagIndexes.values()) slotCategories(ds, index)
 }
 
 /** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`; `search` holds the
