@@ -222,18 +222,17 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, sc
 
 /**
  * The sites behind the route's start (the start their nearest point) all lie at along 0, ordered by their distance
- * from it: the first `limit` of them are found in a cap around the start grown until it holds that many, without
- * locating every site of the first piece (a route from a city's helipad has thousands there). 'all': `found` holds
- * the answer; 'held': it holds every site within 1 µm of along 0 and no other; 'none': it holds nothing.
+ * from it: the first `limit` of them are found in the half of a cap behind the start, grown until it holds that many,
+ * without locating every site of the first piece (a route from a city's helipad has thousands there). 'all': `found`
+ * holds the answer; 'held': it holds every site within 1 µm of along 0 and no other; 'none': it holds nothing.
  */
 function sitesBehindStart (
   plan: SearchPlan, route: Route, limit: number, radius: number, found: Found, walked: Growing
 ): 'all' | 'held' | 'none' {
-  const start = route.points[0]
   let reach = radius / 8
   for (;;) {
     let within = 0
-    eachLocated(plan, capBoxes(start, reach + 2 * TIE_RADIANS), route, 0, radius, walked, (p, offset) => {
+    eachLocated(plan, route.behindBoxes(reach + 2 * TIE_RADIANS), route, 0, radius, walked, (p, offset) => {
       if (route.along > TIE_RADIANS) return
       found.add(p, route)
       if (offset <= reach) within++

@@ -195,6 +195,62 @@ export class Route {
     return toStart
   }
 
+  /**
+   * Boxes that hold every point within `reach` radians of the start whose nearest point of the route is the start:
+   * the half of the cap that lies behind the first leg (points a hair in front of it included), about half the cap's
+   * box. The cap's own boxes where the cap reaches a pole or the first leg has no direction.
+   */
+  behindBoxes (reach: number): Box[] {
+    const { lat, lng } = this.points[0]
+    const phi = lat * RAD
+    const cap = this.legs[0] <= 2 * TIE_RADIANS || Math.abs(phi) + reach >= Math.PI / 2 - 1e-6
+    if (cap) return capBoxes(this.points[0], reach)
+    // the first leg's direction at the start, towards north and east
+    const lam = lng * RAD
+    const u = this.u
+    const north = -Math.sin(phi) * (Math.cos(lam) * u[0] + Math.sin(lam) * u[1]) + Math.cos(phi) * u[2]
+    const east = -Math.sin(lam) * u[0] + Math.cos(lam) * u[1]
+    // a point at bearing b is behind (or a hair in front) when cos(b - the leg's bearing) is at most this
+    const hair = 1e-6
+    const behind = (cosB: number, sinB: number) => cosB * north + sinB * east <= hair
+    // latitude: sin(lat) = sin(phi) cos(d) + cos(phi) sin(d) cos(b) for a point at distance d ≤ reach, bearing b;
+    // cos(b) at its largest (smallest) over the half, the ends of the half at ±|east| (+ hair)
+    const side = Math.min(1, Math.abs(east) + hair)
+    const extreme = (cosB: number, sign: number) => {
+      const a = Math.sin(phi)
+      const c = Math.cos(phi) * cosB
+      let best = sign * a
+      best = Math.max(best, sign * (a * Math.cos(reach) + c * Math.sin(reach)))
+      const turn = Math.atan2(sign * c, sign * a) // where sign * (a cos d + c sin d) is greatest
+      if (turn >= 0 && turn <= reach) best = Math.hypot(a, c)
+      return sign * best
+    }
+    const south = Math.asin(Math.max(-1, extreme(behind(-1, 0) ? -1 : -side, -1))) / RAD
+    const top = Math.asin(Math.min(1, extreme(behind(1, 0) ? 1 : side, 1))) / RAD
+    // longitude: along each bearing it moves one way, so it lies between the start's, the rim's at the half's ends,
+    // and the rim's east and west extremes where they are behind
+    const rimLng = (cosB: number, sinB: number) => {
+      const sinLat = Math.sin(phi) * Math.cos(reach) + Math.cos(phi) * Math.sin(reach) * cosB
+      return Math.atan2(sinB * Math.sin(reach) * Math.cos(phi), Math.cos(reach) - Math.sin(phi) * sinLat) / RAD
+    }
+    // the ends of the half: the leg's bearing ± (90° - hair)
+    const [cosH, sinH] = [Math.cos(Math.PI / 2 - hair), Math.sin(Math.PI / 2 - hair)]
+    const ends = [rimLng(north * cosH - east * sinH, east * cosH + north * sinH),
+      rimLng(north * cosH + east * sinH, east * cosH - north * sinH)]
+    let west = Math.min(0, ...ends)
+    let eastmost = Math.max(0, ...ends)
+    const cosE = Math.tan(reach) * Math.tan(phi) // cos of the bearing of the cap's easternmost point
+    const sinE = Math.sqrt(Math.max(0, 1 - cosE * cosE))
+    const spread = Math.asin(Math.min(1, Math.sin(reach) / Math.cos(phi))) / RAD
+    if (behind(cosE, sinE)) eastmost = spread
+    if (behind(cosE, -sinE)) west = -spread
+    // a margin of `hair` radians all round, for rounding and the points a hair in front
+    const margin = hair / RAD
+    const lngMargin = margin / Math.cos(Math.max(Math.abs(south), Math.abs(top)) * RAD)
+    return lngBoxes(lng + west - lngMargin, lng + eastmost + lngMargin, Math.max(-90, south - margin),
+      Math.min(90, top + margin))
+  }
+
   /** The point at distance `t` (radians) along leg `leg`. */
   pointAt (leg: number, t: number): LatLng {
     const { p, u } = this

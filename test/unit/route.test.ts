@@ -4,7 +4,7 @@
 // out-and-back routes, at the route's points, and the 1 µm tie rule. Then the two parsers of
 // src/http/area-params.ts, result by result.
 import t, { type Test } from 'tap'
-import { Route, capBoxes, type Box, type LatLng } from '../../src/sites/route.ts'
+import { Route, TIE_RADIANS, capBoxes, type Box, type LatLng } from '../../src/sites/route.ts'
 import { parseBbox, parseRoutePath } from '../../src/http/area-params.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import {
@@ -257,6 +257,39 @@ t.test('capBoxes hold every point of the cap', async (t) => {
     }
   }
   t.pass('20,000 points inside')
+})
+
+t.test('behindBoxes hold every point within reach whose nearest point of the route is its start', async (t) => {
+  const random = seededRandom('behind-boxes')
+  let behind = 0
+  let edge = 0
+  for (let i = 0; i < 6000; i++) {
+    const points = randomRoute(random, KINDS[i % KINDS.length])
+    const route = new Route(points)
+    const start = points[0]
+    const reach = [1e-5, 1e-4, 0.001, 0.01, 0.1, 0.5][i % 6] * (0.1 + random())
+    const boxes = route.behindBoxes(reach)
+    const ahead = bearing(start, points[1])
+    for (let k = 0; k < 48; k++) {
+      // anywhere in the cap; on the line across the first leg at its start, or a hair either side of it; in front
+      // of that line by less than TIE_RADIANS (along 0 still), by it or near the start
+      const side = (random() < 0.5 ? 1 : -1) * Math.PI / 2
+      const turn = [random() * 2 * Math.PI, ahead + side, ahead + side * (1 - 1e-7), ahead + side * (1 + 1e-7)][k % 4]
+      let point = destination(start, turn, reach * Math.sqrt(random()))
+      if (k % 6 === 4) point = destination(point, ahead, TIE_RADIANS * random())
+      if (k % 6 === 5) point = destination(start, ahead + (random() - 0.5) * Math.PI, 3 * TIE_RADIANS * random())
+      if (route.locate(point.lat, point.lng) > reach || route.along > TIE_RADIANS) continue
+      behind++
+      if (k % 6 !== 0) edge++
+      const inside = (b: Box) =>
+        point.lng >= b.west && point.lng <= b.east && point.lat >= b.south && point.lat <= b.north
+      if (!boxes.some(inside)) {
+        t.fail('a point behind the start outside the boxes', { points, reach, point, boxes })
+        return
+      }
+    }
+  }
+  t.ok(behind > 50000 && edge > 20000, `${behind} points behind the start inside, ${edge} of them by its line`)
 })
 
 const pathIs = (t: Test, text: string, points: LatLng[], canonical: string) => {
