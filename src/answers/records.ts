@@ -380,7 +380,7 @@ export class FragmentStore implements ChunkHolder {
       this.use(this.span[2 * p])
       at += this.copyBytes(this.span[2 * p], this.span[2 * p + 1] - close.length, out, at)
       at += out.write(fields[i], at, 'latin1')
-      at += out.write(close, at, 'latin1')
+      for (let c = 0; c < close.length; c++) out[at++] = close.charCodeAt(c)
     }
     out[at++] = 0x5d // ]
     out.write(tail, at, 'latin1')
