@@ -198,20 +198,22 @@ export class Route {
   /**
    * Boxes that hold every point within `reach` radians of the start whose nearest point of the route is the start:
    * the half of the cap that lies behind the first leg (points a hair in front of it included), about half the cap's
-   * box. The cap's own boxes where the cap reaches a pole or the first leg has no direction.
+   * box. The cap's own boxes where the cap reaches a pole or the first leg is too short for the half to hold them.
    */
   behindBoxes (reach: number): Box[] {
     const { lat, lng } = this.points[0]
     const phi = lat * RAD
-    const cap = this.legs[0] <= 2 * TIE_RADIANS || Math.abs(phi) + reach >= Math.PI / 2 - 1e-6
+    // the start is the nearest point of points behind it, a hair in front (cos(bearing - the leg's) ≤ hair), near it
+    // (the margin below), and of points as near the first leg's end as its start (to TIE_RADIANS): those too lie
+    // within a hair of the half when the leg is over 4 TIE_RADIANS / hair (4 m) long
+    const hair = 1e-6
+    const cap = this.legs[0] <= 4 * TIE_RADIANS / hair || Math.abs(phi) + reach >= Math.PI / 2 - 1e-6
     if (cap) return capBoxes(this.points[0], reach)
     // the first leg's direction at the start, towards north and east
     const lam = lng * RAD
     const u = this.u
     const north = -Math.sin(phi) * (Math.cos(lam) * u[0] + Math.sin(lam) * u[1]) + Math.cos(phi) * u[2]
     const east = -Math.sin(lam) * u[0] + Math.cos(lam) * u[1]
-    // a point at bearing b is behind (or a hair in front) when cos(b - the leg's bearing) is at most this
-    const hair = 1e-6
     const behind = (cosB: number, sinB: number) => cosB * north + sinB * east <= hair
     // latitude: sin(lat) = sin(phi) cos(d) + cos(phi) sin(d) cos(b) for a point at distance d ≤ reach, bearing b;
     // cos(b) at its largest (smallest) over the half, the ends of the half at ±|east| (+ hair)
@@ -227,13 +229,13 @@ export class Route {
     }
     const south = Math.asin(Math.max(-1, extreme(behind(-1, 0) ? -1 : -side, -1))) / RAD
     const top = Math.asin(Math.min(1, extreme(behind(1, 0) ? 1 : side, 1))) / RAD
-    // longitude: along each bearing it moves one way, so it lies between the start's, the rim's at the half's ends,
-    // and the rim's east and west extremes where they are behind
+    // longitude: along each bearing it moves one way (the cap holds no pole), so it lies between the start's, the
+    // rim's at the half's ends, and the rim's east and west extremes where they are behind
     const rimLng = (cosB: number, sinB: number) => {
       const sinLat = Math.sin(phi) * Math.cos(reach) + Math.cos(phi) * Math.sin(reach) * cosB
       return Math.atan2(sinB * Math.sin(reach) * Math.cos(phi), Math.cos(reach) - Math.sin(phi) * sinLat) / RAD
     }
-    // the ends of the half: the leg's bearing ± (90° - hair)
+    // the ends of the half: the leg's bearing ± (90° - hair), a little wider than acos(hair)
     const [cosH, sinH] = [Math.cos(Math.PI / 2 - hair), Math.sin(Math.PI / 2 - hair)]
     const ends = [rimLng(north * cosH - east * sinH, east * cosH + north * sinH),
       rimLng(north * cosH + east * sinH, east * cosH - north * sinH)]

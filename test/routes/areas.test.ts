@@ -57,6 +57,8 @@ const named: SiteRow[] = [
   site('cs-on', 7, -30, 60), ...[1, 2, 3, 6].map((k) => site(`cs-${k}`, 4, -30 - k / 1000, 60)),
   site('cs-tie-b', 4, -30.004, 60.002), site('cs-tie-a', 7, -30.004, 59.998), site('cs-ahead', 4, -29.9995, 60),
   site('cs-c2', 4, -30.002, 59.998), site('cs-c1', 7, -30.002, 60.002), site('cs-s', 4, -30.0025, 60),
+  // a first leg of 3 µm, -20,-50 → north: its start is the nearest point of sites well in front of it too
+  site('sl-behind', 4, -20.001, -50), site('sl-front', 4, -19.998, -49.99),
   ...fSites
 ]
 const { app, tokens } = await buildTestApp(t, {
@@ -201,6 +203,13 @@ t.test('a crowded start: the sites behind it lie at along 0, nearest first', asy
   t.same(await json('one', `/sites/along-route?path=${path}&radius=2`), all.slice(0, 1))
   t.same(await json('five', `/sites/along-route?path=${path}&radius=2&category_id=4`),
     all.filter((s) => s.category === '4').slice(0, 5), 'of one category')
+})
+
+t.test('a first leg of a few micrometres: sites in front of its start that lie at along 0', async (t) => {
+  const path = '-20,-50|-19.999999999973,-50'
+  const expected = byReference(points(path), ['sl-behind', 'sl-front'])
+  t.same(expected.map((s) => s.along_nm), [0, 0])
+  t.same(await json('growth', `/sites/along-route?path=${path}&radius=5`), expected)
 })
 
 const fIds = (filter: (s: SiteRow) => boolean, n: number) =>
