@@ -53,7 +53,8 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }, scratch)
     const { positions, along, offset } = found
     request.rows = positions.length
-    const fields = Array.from(positions, (_, i) => `,"along_nm":${nm(along[i])},"offset_nm":${nm(offset[i])}`)
+    const fields: string[] = []
+    for (let i = 0; i < positions.length; i++) fields.push(`,"along_nm":${nm(along[i])},"offset_nm":${nm(offset[i])}`)
     if (query.format === 'geojson') return reply.sendAnswer(records.sitesWithGeo(ds, positions, fields), GEOJSON_TYPE)
     return reply.sendAnswer(records.sitesWith(ds, positions, fields))
   })

@@ -232,7 +232,9 @@ function sitesBehindStart (
   let reach = radius / 8
   for (;;) {
     let within = 0
-    eachLocated(plan, route.behindBoxes(reach + 2 * TIE_RADIANS), route, 0, radius, walked, (p, offset) => {
+    // sites past `reach` (but for ties) cannot be among the first `limit` when it holds that many
+    const bound = Math.min(radius, reach + 2 * TIE_RADIANS)
+    eachLocated(plan, route.behindBoxes(reach + 2 * TIE_RADIANS), route, 0, bound, walked, (p, offset) => {
       if (route.along > TIE_RADIANS) return
       found.add(p, route)
       if (offset <= reach) within++

@@ -5,11 +5,12 @@
 import t from 'tap'
 import type { SiteRow } from '../../src/sites/dataset-file.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
-import { EARTH_KM, distance, nearestOnRoute, nm, type Point } from '../route-reference.ts'
+import { EARTH_KM, destination, distance, nearestOnRoute, nm, type Point } from '../route-reference.ts'
 import { asFeatures, byId, checkAreas, fullRecord, minimalRecord } from '../areas-property.ts'
 
 const DEG = Math.PI / 180
 const kmOfDeg = (deg: number) => deg * DEG * EARTH_KM
+const latLng = ({ lat, lng }: Point) => ({ latitude: lat, longitude: lng })
 
 t.test('random routes and boxes against brute force over every site', async (t) => {
   // ~5,000 sites (crowded at the antimeridian, the poles and one dense region, clusters at equal
@@ -57,6 +58,10 @@ const named: SiteRow[] = [
   site('cs-on', 7, -30, 60), ...[1, 2, 3, 6].map((k) => site(`cs-${k}`, 4, -30 - k / 1000, 60)),
   site('cs-tie-b', 4, -30.004, 60.002), site('cs-tie-a', 7, -30.004, 59.998), site('cs-ahead', 4, -29.9995, 60),
   site('cs-c2', 4, -30.002, 59.998), site('cs-c1', 7, -30.002, 60.002), site('cs-s', 4, -30.0025, 60),
+  // 0,70 → 0,70.1 at radius 8: the first cap looked at behind the start reaches 1 km; rb-b 0.2 µm inside it,
+  // rb-a 0.3 µm outside, as far (to 1 µm) and first by id
+  site('rb-b', 4, 0, 70 - (1 - 2e-10) / EARTH_KM / DEG),
+  { ...site('rb-a', 4, 0, 0), ...latLng(destination({ lat: 0, lng: 70 }, 200 * DEG, (1 + 3e-10) / EARTH_KM)) },
   // a first leg of 3 µm, -20,-50 → north: its start is the nearest point of sites well in front of it too
   site('sl-behind', 4, -20.001, -50), site('sl-front', 4, -19.998, -49.99),
   ...fSites
@@ -203,6 +208,14 @@ t.test('a crowded start: the sites behind it lie at along 0, nearest first', asy
   t.same(await json('one', `/sites/along-route?path=${path}&radius=2`), all.slice(0, 1))
   t.same(await json('five', `/sites/along-route?path=${path}&radius=2&category_id=4`),
     all.filter((s) => s.category === '4').slice(0, 5), 'of one category')
+})
+
+t.test('the sites behind the start as far as the last of max_results, to 1 µm, are ordered by id', async (t) => {
+  const path = '0,70|0,70.1'
+  const [a, b] = byReference(points(path), ['rb-a', 'rb-b'])
+  t.same([a.along_nm, a.offset_nm, b.along_nm, b.offset_nm], [0, nm(1), 0, nm(1)])
+  t.same(await json('one', `/sites/along-route?path=${path}&radius=8`), [a])
+  t.same(await json('growth', `/sites/along-route?path=${path}&radius=8`), [a, b])
 })
 
 t.test('a first leg of a few micrometres: sites in front of its start that lie at along 0', async (t) => {
