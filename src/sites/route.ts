@@ -235,7 +235,7 @@ export class Route {
       const sinLat = Math.sin(phi) * Math.cos(reach) + Math.cos(phi) * Math.sin(reach) * cosB
       return Math.atan2(sinB * Math.sin(reach) * Math.cos(phi), Math.cos(reach) - Math.sin(phi) * sinLat) / RAD
     }
-    // the ends of the half: the leg's bearing ± (90° - hair), a little wider than acos(hair)
+    // the ends of the half: the leg's bearing ± (90° - hair) (± acos(hair), within hair³ / 6; the margin covers it)
     const [cosH, sinH] = [Math.cos(Math.PI / 2 - hair), Math.sin(Math.PI / 2 - hair)]
     const ends = [rimLng(north * cosH - east * sinH, east * cosH + north * sinH),
       rimLng(north * cosH + east * sinH, east * cosH - north * sinH)]
