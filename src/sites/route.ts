@@ -10,9 +10,6 @@ export const TIE_RADIANS = 1e-9 / EARTH_RADIUS_KM
 
 export interface LatLng { lat: number, lng: number }
 
-/** A point on the route: the leg it lies on and its distance from the leg's start, in radians. */
-export interface RoutePlace { leg: number, t: number }
-
 /** An ECEF-like unit vector (x towards 0,0; z towards the north pole). */
 const unit = (lat: number, lng: number, out: Float64Array, at: number) => {
   const cosLat = Math.cos(lat * RAD)
