@@ -48,6 +48,8 @@ export interface Dataset {
   /** Sites of each tag, ascending positions (= id order). */
   tagSites: Map<string, Uint32Array>
   tagIndexes: Map<string, SubIndex>
+  /** category filters read by tree slot, for the tree of all sites and the tags' trees */
+  filters: SlotFilters
 }
 
 interface NearbyQuery extends SearchArea {
@@ -255,7 +257,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   }
   const digest = contentDigest(served)
   const version = datasetVersion(name, digest)
-  return { ...served, name, path, builtAt: meta.built_at, digest, version, count, all, byCategory, tagIndexes }
+  const filters = new SlotFilters(categories, byCategory.keys(), all, tagIndexes)
+  return { ...served, name, path, builtAt: meta.built_at, digest, version, count, all, byCategory, tagIndexes, filters }
 }
 
 /**
@@ -284,7 +287,7 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
     const covered = sitesIn(ds, categories)
     if (categories.length > 1 && ds.all && covered * 2 >= ds.count) {
       if (covered === ds.count) return { indexes: [ds.all] }
-      return { indexes: [ds.all], accept: slotCategories(ds, ds.all).filter(categories) }
+      return { indexes: [ds.all], accept: ds.filters.filter(ds.all, categories) }
     }
     const indexes: SubIndex[] = []
     for (const category of categories) {
@@ -298,71 +301,45 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
   const index = ds.tagIndexes.get(tag)
   if (index !== undefined) {
     const every = sitesIn(ds, categories) === ds.count
-    return { indexes: [index], accept: every ? undefined : slotCategories(ds, index).filter(categories) }
+    return { indexes: [index], accept: every ? undefined : ds.filters.filter(index, categories) }
   }
   return { indexes: [], scan: candidates, accept: (position) => categories.includes(ds.categories[position]) }
 }
 
-/** The dataset's categories numbered in order, and each site's number: the filters by slot are made of them. */
-class CategoryCodes {
+/**
+ * Category filters read by tree slot, where a walk is (a site's category read by position is a cache miss): the
+ * dataset's categories numbered, and each site's number laid out in the order of each tree that a search walks with a
+ * filter, a byte a site up to 256 categories. Made with the dataset, so that no request waits for them.
+ */
+export class SlotFilters {
   private readonly codeOf: Map<number, number>
-  readonly byPosition: Uint8Array | Uint32Array
+  private readonly byTree = new Map<SubIndex, Uint8Array | Uint32Array>()
 
-  constructor (ds: Dataset) {
-    this.codeOf = new Map([...ds.byCategory.keys()].map((category, code) => [category, code]))
-    this.byPosition = this.codeOf.size <= 256 ? new Uint8Array(ds.count) : new Uint32Array(ds.count)
-    for (let p = 0; p < ds.count; p++) this.byPosition[p] = this.codeOf.get(ds.categories[p])!
+  constructor (
+    categories: Int32Array, categoryList: Iterable<number>, all: SubIndex | undefined, tagIndexes: Map<string, SubIndex>
+  ) {
+    this.codeOf = new Map([...categoryList].map((category, code) => [category, code]))
+    const codes = (length: number) => this.codeOf.size <= 256 ? new Uint8Array(length) : new Uint32Array(length)
+    const byPosition = codes(categories.length)
+    for (let p = 0; p < categories.length; p++) byPosition[p] = this.codeOf.get(categories[p])!
+    for (const tree of all === undefined ? tagIndexes.values() : [all, ...tagIndexes.values()]) {
+      const { slotPositions } = tree
+      const bySlot = codes(slotPositions.length)
+      for (let i = 0; i < slotPositions.length; i++) bySlot[i] = byPosition[slotPositions[i]]
+      this.byTree.set(tree, bySlot)
+    }
   }
 
-  /** A byte for each code: 1 for those of these categories. */
-  allowed (categories: readonly number[]): Uint8Array {
+  /** Whether the site at a slot of `tree` (the tree of all sites or a tag's) is of one of these categories. */
+  filter (tree: SubIndex, categories: readonly number[]): (position: number, slot: number) => boolean {
     const allowed = new Uint8Array(this.codeOf.size)
     for (const category of categories) {
       const code = this.codeOf.get(category)
       if (code !== undefined) allowed[code] = 1
     }
-    return allowed
+    const bySlot = this.byTree.get(tree)!
+    return (_, slot) => allowed[bySlot[slot]] === 1
   }
-}
-
-/** The categories of an index's sites by tree slot, as their codes. */
-class SlotCategories {
-  private readonly codes: Uint8Array | Uint32Array
-
-  constructor (private readonly dataset: CategoryCodes, index: SubIndex) {
-    const { slotPositions } = index
-    const { byPosition } = dataset
-    this.codes = byPosition instanceof Uint8Array
-      ? new Uint8Array(slotPositions.length)
-      : new Uint32Array(slotPositions.length)
-    for (let i = 0; i < slotPositions.length; i++) this.codes[i] = byPosition[slotPositions[i]]
-  }
-
-  /** Whether the site at a slot is of one of these categories. */
-  filter (categories: readonly number[]): (position: number, slot: number) => boolean {
-    const allowed = this.dataset.allowed(categories)
-    const codes = this.codes
-    return (_, slot) => allowed[codes[slot]] === 1
-  }
-}
-
-const categoryCodes = new WeakMap<Dataset, CategoryCodes>()
-const slotCategoryTables = new WeakMap<SubIndex, SlotCategories>()
-/** An index's SlotCategories, made on first use (for a dataset in service, by prepareFilters as it loads). */
-function slotCategories (ds: Dataset, index: SubIndex): SlotCategories {
-  let table = slotCategoryTables.get(index)
-  if (table === undefined) {
-    let codes = categoryCodes.get(ds)
-    if (codes === undefined) categoryCodes.set(ds, codes = new CategoryCodes(ds))
-    slotCategoryTables.set(index, table = new SlotCategories(codes, index))
-  }
-  return table
-}
-
-/** Makes the filters by slot of every index a search may walk with one: at load, not in a partner's request. */
-export function prepareFilters (ds: Dataset): void {
-  if (ds.all) slotCategories(ds, ds.all)
-  for (const index of ds.tagIndexes.values()) slotCategories(ds, index)
 }
 
 /** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`; `search` holds the

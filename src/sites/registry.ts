@@ -5,7 +5,7 @@ import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles } from '../setup/replace-file.ts'
-import { loadDataset, prepareFilters, type Dataset } from './dataset.ts'
+import { loadDataset, type Dataset } from './dataset.ts'
 import type { IndexJob, IndexResult } from './index-worker.ts'
 import { readSnapshot, snapshotPath } from './snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
@@ -179,7 +179,6 @@ async function loadAll (
       }
       ds = readSnapshot(path, name, unusable) ?? loadDataset(path, name, { quickCheck: false })
     }
-    prepareFilters(ds)
     loaded[name] = ds
   }
   return loaded

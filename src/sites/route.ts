@@ -206,22 +206,21 @@ export class Route {
     const hair = 1e-6
     const cap = this.legs[0] <= 4 * TIE_RADIANS / hair || Math.abs(phi) + reach >= Math.PI / 2 - 1e-6
     if (cap) return capBoxes(this.points[0], reach)
+    const [sinPhi, cosPhi, sinR, cosR] = [Math.sin(phi), Math.cos(phi), Math.sin(reach), Math.cos(reach)]
     // the first leg's direction at the start, towards north and east
     const lam = lng * RAD
     const u = this.u
-    const north = -Math.sin(phi) * (Math.cos(lam) * u[0] + Math.sin(lam) * u[1]) + Math.cos(phi) * u[2]
+    const north = -sinPhi * (Math.cos(lam) * u[0] + Math.sin(lam) * u[1]) + cosPhi * u[2]
     const east = -Math.sin(lam) * u[0] + Math.cos(lam) * u[1]
     const behind = (cosB: number, sinB: number) => cosB * north + sinB * east <= hair
     // latitude: sin(lat) = sin(phi) cos(d) + cos(phi) sin(d) cos(b) for a point at distance d ≤ reach, bearing b;
     // cos(b) at its largest (smallest) over the half, the ends of the half at ±|east| (+ hair)
     const side = Math.min(1, Math.abs(east) + hair)
     const extreme = (cosB: number, sign: number) => {
-      const a = Math.sin(phi)
-      const c = Math.cos(phi) * cosB
-      let best = sign * a
-      best = Math.max(best, sign * (a * Math.cos(reach) + c * Math.sin(reach)))
-      const turn = Math.atan2(sign * c, sign * a) // where sign * (a cos d + c sin d) is greatest
-      if (turn >= 0 && turn <= reach) best = Math.hypot(a, c)
+      const c = cosPhi * cosB
+      let best = Math.max(sign * sinPhi, sign * (sinPhi * cosR + c * sinR))
+      const turn = Math.atan2(sign * c, sign * sinPhi) // where sign * (sin(phi) cos d + c sin d) is greatest
+      if (turn >= 0 && turn <= reach) best = Math.hypot(sinPhi, c)
       return sign * best
     }
     const south = Math.asin(Math.max(-1, extreme(behind(-1, 0) ? -1 : -side, -1))) / RAD
@@ -229,8 +228,8 @@ export class Route {
     // longitude: along each bearing it moves one way (the cap holds no pole), so it lies between the start's, the
     // rim's at the half's ends, and the rim's east and west extremes where they are behind
     const rimLng = (cosB: number, sinB: number) => {
-      const sinLat = Math.sin(phi) * Math.cos(reach) + Math.cos(phi) * Math.sin(reach) * cosB
-      return Math.atan2(sinB * Math.sin(reach) * Math.cos(phi), Math.cos(reach) - Math.sin(phi) * sinLat) / RAD
+      const sinLat = sinPhi * cosR + cosPhi * sinR * cosB
+      return Math.atan2(sinB * sinR * cosPhi, cosR - sinPhi * sinLat) / RAD
     }
     // the ends of the half: the leg's bearing ± (90° - hair) (± acos(hair), within hair³ / 6; the margin covers it)
     const [cosH, sinH] = [Math.cos(Math.PI / 2 - hair), Math.sin(Math.PI / 2 - hair)]
@@ -240,7 +239,7 @@ export class Route {
     let eastmost = Math.max(0, ...ends)
     const cosE = Math.tan(reach) * Math.tan(phi) // cos of the bearing of the cap's easternmost point
     const sinE = Math.sqrt(Math.max(0, 1 - cosE * cosE))
-    const spread = Math.asin(Math.min(1, Math.sin(reach) / Math.cos(phi))) / RAD
+    const spread = Math.asin(Math.min(1, sinR / cosPhi)) / RAD
     if (behind(cosE, sinE)) eastmost = spread
     if (behind(cosE, -sinE)) west = -spread
     // a margin of `hair` radians all round, for rounding and the points a hair in front

@@ -27,7 +27,9 @@ const plain = (ds: ReturnType<typeof loadDataset>) => ({
   all: ds.all && plainIndex(ds.all),
   byCategory: [...ds.byCategory].map(([c, i]) => [c, plainIndex(i)]),
   tagSites: [...ds.tagSites].map(([tag, list]) => [tag, [...list]]),
-  tagIndexes: [...ds.tagIndexes].map(([tag, i]) => [tag, plainIndex(i)])
+  tagIndexes: [...ds.tagIndexes].map(([tag, i]) => [tag, plainIndex(i)]),
+  // the filters' tables are keyed by tree object: the searches below compare what they let in
+  filters: undefined
 })
 
 t.test('a snapshot reads back the dataset exactly', async (t) => {
