@@ -50,6 +50,8 @@ export interface Dataset {
   tagIndexes: Map<string, SubIndex>
   /** category filters read by tree slot, for the tree of all sites and the tags' trees */
   filters: SlotFilters
+  /** a tag's sites in some categories (tagSitesIn), made on first use: at most 4 times the dataset's sites in all */
+  tagViews: LRUCache<string, Uint32Array>
 }
 
 interface NearbyQuery extends SearchArea {
@@ -258,8 +260,15 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   const digest = contentDigest(served)
   const version = datasetVersion(name, digest)
   const filters = new SlotFilters(categories, byCategory.keys(), all, tagIndexes)
-  return { ...served, name, path, builtAt: meta.built_at, digest, version, count, all, byCategory, tagIndexes, filters }
+  return {
+    ...served, name, path, builtAt: meta.built_at, digest, version, count, all, byCategory, tagIndexes, filters,
+    tagViews: tagViewCache(count)
+  }
 }
+
+/** The cache of a dataset's tag views (Dataset.tagViews). */
+export const tagViewCache = (count: number) =>
+  new LRUCache<string, Uint32Array>({ maxSize: 4 * count + 1, sizeCalculation: (view) => view.length + 1 })
 
 /**
  * Hits in (distance, id) order, and the one sub-index every hit's `slot` belongs to (undefined when
@@ -364,8 +373,6 @@ export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSor
 interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
-/** Lists of a tag's sites in some categories, per dataset: at most 4 times the dataset's sites in all. */
-const tagViews = new WeakMap<Dataset, LRUCache<string, Uint32Array>>()
 
 /**
  * A tag's sites in the allowed categories, in id order: the tag's own list when the categories
@@ -377,13 +384,8 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
   const list = ds.tagSites.get(tag)
   if (!list) return NO_SITES
   if (sitesIn(ds, categories) === ds.count) return list
-  let views = tagViews.get(ds)
-  if (!views) {
-    views = new LRUCache({ maxSize: 4 * ds.count, sizeCalculation: (view) => view.length + 1 })
-    tagViews.set(ds, views)
-  }
   const key = `${tag} ${categories.join(',')}`
-  let view = views.get(key)
+  let view = ds.tagViews.get(key)
   if (view === undefined) {
     const kept = new Uint32Array(list.length)
     let n = 0
@@ -391,7 +393,7 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
       if (categories.includes(ds.categories[list[i]])) kept[n++] = list[i]
     }
     view = kept.slice(0, n)
-    views.set(key, view)
+    ds.tagViews.set(key, view)
   }
   return view
 }

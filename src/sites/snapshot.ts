@@ -8,7 +8,7 @@ import {
 import KDBush from 'kdbush'
 import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
-import { SlotFilters, datasetVersion, withDatasetFile, type Dataset } from './dataset.ts'
+import { SlotFilters, datasetVersion, tagViewCache, withDatasetFile, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
@@ -219,7 +219,7 @@ export function readSnapshot (
       name, path, meta, builtAt: meta.built_at, digest: header.digest,
       version: datasetVersion(name, header.digest),
       count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes,
-      filters: new SlotFilters(categories, byCategory.keys(), all, tagIndexes)
+      filters: new SlotFilters(categories, byCategory.keys(), all, tagIndexes), tagViews: tagViewCache(count)
     }
   })
 }
