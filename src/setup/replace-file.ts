@@ -1,13 +1,17 @@
-// A file written whole or not at all: the bytes go to a temporary file beside it, which is renamed
-// into place once complete. An export that fails half-way (a full disk, a dataset that cannot be
-// read, a kill) leaves the file that was there as it was. Every writer of the service names its
-// temporary file so (the dataset writer, the index snapshot, the exports), and removes those that
-// dead writers of the same file left.
+// A file written whole or not at all: written to a temporary file beside it, renamed into place once
+// complete, so a write that fails half-way (a full disk, a kill) leaves the old file as it was. Every
+// writer of the service (datasets, index snapshots, exports) names its temporary file with tempPathFor.
 import {
   closeSync, createWriteStream, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync, type WriteStream
 } from 'node:fs'
 import { once } from 'node:events'
 import { basename, dirname, join } from 'node:path'
+
+/** fsync of a file, or of a directory: the names made or renamed in it survive a power cut. */
+export function fsyncPath (path: string) {
+  const fd = openSync(path, 'r')
+  try { fsyncSync(fd) } finally { closeSync(fd) }
+}
 
 const isAlive = (pid: number) => {
   try {
@@ -26,21 +30,16 @@ export const tempPathFor = (path: string) =>
 const TEMP_FILE_STALE_MS = 3_600_000
 
 /**
- * Removes the temporary files that writers of `path` left behind when their process died (an
- * import killed half-way): `.<name>.<pid>.<time>.tmp` and its SQLite companions (`-journal`,
- * `-wal`, `-shm`). They are never read, and each can be as large as the dataset. A file is stale
- * when its pid is not a live process, when its pid is this process's but it was made before this
- * process started (the pid was reused), or when it was not written for TEMP_FILE_STALE_MS (a live
- * writer writes its file all the time): so a concurrent writer's files are left alone. With
- * `mine`, this process's own are stale too (its writer was stopped: a terminated index worker).
+ * Removes the temporary files (and their SQLite -journal, -wal, -shm) that dead writers of `path` left:
+ * each can be as large as the dataset. Stale: its pid is not alive, or is ours but the file is older
+ * than this process (a reused pid), or it was not written for TEMP_FILE_STALE_MS; a concurrent
+ * writer's are left alone. With `mine`, this process's own are stale too (a terminated index worker).
  */
-export function removeStaleTempFiles (path: string, options: { mine?: boolean } = {}): string[] {
+export function removeStaleTempFiles (path: string, options: { mine?: boolean } = {}) {
   const dir = dirname(path)
   const prefix = `.${basename(path)}.`
-  const removed: string[] = []
   for (const name of readdirSync(dir)) {
-    if (!name.startsWith(prefix)) continue
-    const m = /^(\d+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length))
+    const m = name.startsWith(prefix) && /^(\d+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length))
     if (!m) continue
     const pid = Number(m[1])
     const file = join(dir, name)
@@ -52,11 +51,8 @@ export function removeStaleTempFiles (path: string, options: { mine?: boolean } 
         continue // gone meanwhile
       }
     }
-    if (!stale) continue
-    rmSync(file, { force: true })
-    removed.push(name)
+    if (stale) rmSync(file, { force: true })
   }
-  return removed
 }
 
 /**
@@ -77,8 +73,7 @@ export async function replaceFile<T> (
     const result = await write(out)
     out.end()
     await once(out, 'finish')
-    const fd = openSync(tmpPath, 'r')
-    try { fsyncSync(fd) } finally { closeSync(fd) }
+    fsyncPath(tmpPath)
     renameSync(tmpPath, path)
     return result
   } catch (err) {

@@ -1,10 +1,9 @@
 // Dataset files: one SQLite file per dataset, tables fixed (other tools read them; docs/data-files.md).
-// Writers build a new file beside the old one and rename it into place only when complete,
-// so a reader never sees a half-written dataset and a failed write loses nothing.
-import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+// A writer builds a new file beside the old one and renames it into place only when complete.
+import { renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
-import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
+import { fsyncPath, removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
 import { compareSites, type SiteChanges } from './changes.ts'
 
 export const SCHEMA_VERSION = '1'
@@ -78,14 +77,11 @@ export interface DatasetWriter<Ref = unknown> {
    * written: then `onDuplicate` is called with the site's `ref` (without it, the write throws).
    */
   add (site: SiteRow, ref?: Ref): void
-  /** Writes the sites added so far (duplicates reported as they are found). */
+  /** Writes the sites added so far. */
   flush (): void
   /** What the sites added so far change against the dataset file at `path` (undefined: none there). */
   compare (path: string | undefined): SiteChanges
-  /**
-   * Writes meta, closes and fsyncs the file, and gives its temporary path: the caller renames it
-   * into place (or aborts, which removes it).
-   */
+  /** Writes meta, closes and fsyncs the file, and gives its temporary path for the caller to rename. */
   finish (meta: CommitMeta): { siteCount: number, builtAt: string, file: string }
   /** finish(), then renames the file into place. */
   commit (meta: CommitMeta): { siteCount: number, builtAt: string }
@@ -126,10 +122,8 @@ export function openDatasetWriter<Ref = unknown> (
   const tagValues: unknown[] = [] // tag rows of written sites, not written yet
   let count = 0
   let sinceCommit = 0
-  let open = true
   db.exec('BEGIN')
 
-  const pushSite = (s: SiteRow) => values.push(s.id, s.category, s.name, s.region, s.country, s.latitude, s.longitude)
   const written = (s: SiteRow) => {
     count++
     for (const tag of s.tags) {
@@ -140,36 +134,32 @@ export function openDatasetWriter<Ref = unknown> (
       }
     }
   }
-  /** A full batch in one statement; false when it holds a duplicate id (the statement then wrote nothing). */
-  const writeBatch = (): boolean => {
+  /** Writes sites[from, to) in one statement, or gives the duplicate id's error that kept it from writing any. */
+  const insert = (statement: Database.Statement, from: number, to: number): unknown => {
     values.length = 0
-    for (const s of sites) pushSite(s)
+    for (let i = from; i < to; i++) {
+      const s = sites[i]
+      values.push(s.id, s.category, s.name, s.region, s.country, s.latitude, s.longitude)
+    }
     try {
-      insertSites.run(values)
+      statement.run(values)
     } catch (err) {
-      if (isDuplicate(err)) return false
+      if (isDuplicate(err)) return err
       throw err
     }
-    for (const s of sites) written(s)
-    return true
-  }
-  /** Row by row: a partial batch, or one holding a duplicate, which this finds. */
-  const writeOneByOne = () => {
-    for (let i = 0; i < sites.length; i++) {
-      values.length = 0
-      pushSite(sites[i])
-      try {
-        insertSite.run(values)
-      } catch (err) {
-        if (!isDuplicate(err) || !onDuplicate) throw err
-        onDuplicate(refs[i], sites[i]) // its tags are not written: the site is not
-        continue
-      }
-      written(sites[i])
-    }
+    for (let i = from; i < to; i++) written(sites[i])
+    return undefined
   }
   const writeSites = () => {
-    if (sites.length !== WRITE_BATCH.sites || !writeBatch()) writeOneByOne()
+    // a full batch in one statement; a partial one, or one holding a duplicate, row by row to find it
+    if (sites.length !== WRITE_BATCH.sites || insert(insertSites, 0, sites.length)) {
+      for (let i = 0; i < sites.length; i++) {
+        const duplicate = insert(insertSite, i, i + 1)
+        if (!duplicate) continue
+        if (!onDuplicate) throw duplicate
+        onDuplicate(refs[i], sites[i]) // its tags are not written: the site is not
+      }
+    }
     sinceCommit += sites.length
     sites.length = 0
     refs.length = 0
@@ -183,14 +173,6 @@ export function openDatasetWriter<Ref = unknown> (
     writeSites()
     for (let i = 0; i < tagValues.length; i += 2) insertTag.run(tagValues[i], tagValues[i + 1])
     tagValues.length = 0
-  }
-
-  /** Closes the file without its last transaction (abort). */
-  const close = () => {
-    if (!open) return
-    open = false
-    if (db.inTransaction) db.exec('ROLLBACK')
-    db.close()
   }
 
   const finish = ({ source, precision, categoryNames }: CommitMeta) => {
@@ -212,9 +194,7 @@ export function openDatasetWriter<Ref = unknown> (
     db.exec('COMMIT')
     db.pragma('journal_mode = DELETE')
     db.close()
-    open = false
-    const fd = openSync(tmpPath, 'r')
-    try { fsyncSync(fd) } finally { closeSync(fd) }
+    fsyncPath(tmpPath)
     return { siteCount: count, builtAt, file: tmpPath }
   }
 
@@ -238,21 +218,14 @@ export function openDatasetWriter<Ref = unknown> (
     commit (meta) {
       const { siteCount, builtAt } = finish(meta)
       renameSync(tmpPath, path)
-      // the rename itself survives a power cut only once the directory is synced
-      fsyncDirectory(dirname(path))
+      fsyncPath(dirname(path))
       return { siteCount, builtAt }
     },
     abort () {
-      close()
+      if (db.open) db.close() // without its last transaction, which SQLite rolls back
       if (!scratch) rmSync(tmpPath, { force: true })
     }
   }
-}
-
-/** fsync of a directory: the names made or renamed in it survive a power cut. */
-export function fsyncDirectory (dir: string) {
-  const fd = openSync(dir, 'r')
-  try { fsyncSync(fd) } finally { closeSync(fd) }
 }
 
 /** Writes a whole dataset file at once (fixtures, empty production file). */
@@ -261,8 +234,7 @@ export function writeDataset (path: string, sites: Iterable<SiteRow>, meta: Comm
   try {
     for (const site of sites) writer.add(site)
     return writer.commit(meta)
-  } catch (err) {
-    writer.abort()
-    throw err
+  } finally {
+    writer.abort() // the temporary file, unless it was renamed into place
   }
 }

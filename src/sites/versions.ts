@@ -5,27 +5,21 @@
 import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
-import {
-  fsyncDirectory, readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter
-} from './dataset-file.ts'
+import { readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter } from './dataset-file.ts'
 import { checkDatasetHead, quickCheck, withDatasetFile } from './dataset.ts'
 import type { SiteChanges } from './changes.ts'
+import { fsyncPath } from '../setup/replace-file.ts'
 
-const VERSIONS_FOLDER = 'versions'
 /** How long a command waits for another's lock on the same dataset (held for a few file moves). */
 const LOCK_WAIT_MS = 10_000
 
-export const versionsFolder = (dataDir: string) => join(dataDir, VERSIONS_FOLDER)
+export const versionsFolder = (dataDir: string) => join(dataDir, 'versions')
 const versionsDir = (datasetFile: string) => versionsFolder(dirname(datasetFile))
 const datasetName = (datasetFile: string) => basename(datasetFile, '.db')
 
 /** A kept version's id: when it was replaced, as a file name may hold it (2026-03-01T10-15-00.123Z). */
 const VERSION_ID = /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/
 const idOf = (ms: number) => new Date(ms).toISOString().replaceAll(':', '-')
-const timeOf = (id: string) => id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
-
-const keptPath = (datasetFile: string, id: string) =>
-  join(versionsDir(datasetFile), `${datasetName(datasetFile)}.${id}.db`)
 
 interface KeptVersion {
   id: string
@@ -33,6 +27,12 @@ interface KeptVersion {
   /** ISO 8601: when an import, generate or rollback replaced it */
   replacedAt: string
 }
+
+const keptVersion = (datasetFile: string, id: string): KeptVersion => ({
+  id,
+  path: join(versionsDir(datasetFile), `${datasetName(datasetFile)}.${id}.db`),
+  replacedAt: id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
+})
 
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT'
 
@@ -51,7 +51,7 @@ export function keptVersions (datasetFile: string): KeptVersion[] {
     .map((name) => name.slice(prefix.length, -'.db'.length))
     .filter((id) => VERSION_ID.test(id))
     .sort().reverse()
-    .map((id) => ({ id, path: keptPath(datasetFile, id), replacedAt: timeOf(id) }))
+    .map((id) => keptVersion(datasetFile, id))
 }
 
 /** A dataset file as `datasets versions` lists it. */
@@ -73,8 +73,7 @@ export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes
   try {
     sizeBytes = statSync(path).size
   } catch (err) {
-    if (isMissing(err)) return { error: 'missing' }
-    return { error: `unreadable: ${(err as Error).message}` }
+    return { error: isMissing(err) ? 'missing' : `unreadable: ${(err as Error).message}` }
   }
   try {
     return { sizeBytes, meta: withDatasetFile(path, readDatasetMeta) }
@@ -95,13 +94,8 @@ export function listVersions (datasetFile: string): VersionInfo[] {
 
 /** What tells one file at a path from another: any file moved in or out changes it. */
 function identity (path: string): string | undefined {
-  try {
-    const s = statSync(path)
-    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
-  } catch (err) {
-    if (isMissing(err)) return undefined
-    throw err
-  }
+  const s = statSync(path, { throwIfNoEntry: false })
+  return s && `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
 }
 
 /**
@@ -109,37 +103,30 @@ function identity (path: string): string | undefined {
  * lock, so one left by a killed command goes with its process (a lock file would stay).
  */
 function withLock<T> (datasetFile: string, fn: () => T): T {
-  const dir = versionsDir(datasetFile)
-  mkdirSync(dir, { recursive: true })
-  const path = join(dir, `${datasetName(datasetFile)}.lock`)
+  mkdirSync(versionsDir(datasetFile), { recursive: true })
+  const path = join(versionsDir(datasetFile), `${datasetName(datasetFile)}.lock`)
   const db = new Database(path, { timeout: LOCK_WAIT_MS })
   try {
-    try {
-      db.exec('BEGIN EXCLUSIVE')
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err
-      throw new Error(`another command has been replacing ${datasetFile} for over ${LOCK_WAIT_MS / 1000} s ` +
-        `(it holds ${path}); nothing changed: try again`)
-    }
-    try {
-      return fn()
-    } finally {
-      db.exec('COMMIT')
-    }
+    return db.transaction(fn).exclusive()
+  } catch (err) {
+    // fn touches no database: a busy one is the lock, not had in time
+    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err
+    throw new Error(`another command has been replacing ${datasetFile} for over ${LOCK_WAIT_MS / 1000} s ` +
+      `(it holds ${path}); nothing changed: try again`)
   } finally {
     db.close()
   }
 }
 
-/** Under the lock: the current file, if any, kept as the newest version (a second name for it); its id. */
-function keepCurrent (datasetFile: string): string | undefined {
+/** Under the lock: the current file, if any, kept as the newest version (a second name for it). */
+function keepCurrent (datasetFile: string): KeptVersion | undefined {
   if (!existsSync(datasetFile)) return undefined
   const newest = keptVersions(datasetFile)[0]
   // ids only grow, even when the clock steps back: the newest id is always the last file replaced
-  const id = idOf(Math.max(Date.now(), newest ? Date.parse(newest.replacedAt) + 1 : 0))
-  linkSync(datasetFile, keptPath(datasetFile, id))
-  fsyncDirectory(versionsDir(datasetFile))
-  return id
+  const kept = keptVersion(datasetFile, idOf(Math.max(Date.now(), newest ? Date.parse(newest.replacedAt) + 1 : 0)))
+  linkSync(datasetFile, kept.path)
+  fsyncPath(versionsDir(datasetFile))
+  return kept
 }
 
 interface Pruned { pruned: string[], warnings: string[] }
@@ -188,10 +175,10 @@ export type Replaced = {
 }
 
 /**
- * Puts the writer's file in place of `target`, the sites added being all there are: compared with
- * the current file, checked against the policy, then, holding the lock, the current file kept
- * and the new one renamed into place, unless another command replaced the current one since it
- * was compared. The writer is closed and its temporary file gone when this returns or throws.
+ * Puts the writer's file in place of `target`: compared with the current file, checked against the
+ * policy, then, holding the lock, the current file kept and the new one renamed into place, unless
+ * another command replaced the current one since it was compared. The writer is closed and its
+ * temporary file gone when this returns or throws.
  */
 export function replaceDataset (writer: DatasetWriter, target: string, meta: CommitMeta, policy: ReplacePolicy):
 Replaced {
@@ -214,9 +201,9 @@ Replaced {
     const { siteCount, builtAt, file } = writer.finish(meta)
     return withLock(target, (): Replaced => {
       if (identity(target) !== compared) return { ok: false, refusal: 'replaced-meanwhile', changes }
-      const kept = keepCurrent(target)
+      const kept = keepCurrent(target)?.id
       renameSync(file, target)
-      fsyncDirectory(dirname(target))
+      fsyncPath(dirname(target))
       return { ok: true, dryRun: false, siteCount, builtAt, changes, unreadable, kept, ...prune(target, policy.keep) }
     })
   } finally {
@@ -267,13 +254,10 @@ export function rollbackDataset (datasetFile: string, { keep, to }: { keep: numb
       throw new Error(`${datasetFile} or version ${pick.id} changed while the rollback ran (another import, ` +
         'generate or rollback): nothing changed; look at datasets versions and run it again')
     }
-    const id = keepCurrent(datasetFile)
+    const keptNow = keepCurrent(datasetFile)
     renameSync(pick.path, datasetFile)
-    fsyncDirectory(dirname(datasetFile))
-    fsyncDirectory(versionsDir(datasetFile))
-    const keptNow = id === undefined
-      ? undefined
-      : { version: id, current: false, path: keptPath(datasetFile, id), replacedAt: timeOf(id), ...replaced }
-    return { restored, kept: keptNow, ...prune(datasetFile, keep) }
+    fsyncPath(dirname(datasetFile))
+    fsyncPath(versionsDir(datasetFile))
+    return { restored, kept: keptNow && keptInfo(keptNow, replaced), ...prune(datasetFile, keep) }
   })
 }
