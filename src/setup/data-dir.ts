@@ -1,25 +1,15 @@
 // First boot: create what is missing under DATA_DIR (docs/data-files.md). Later boots create no
 // dataset: a dataset file lost since then is an error for the operator to fix, not an empty dataset.
 import { existsSync, mkdirSync } from 'node:fs'
-import type Database from 'better-sqlite3'
 import type { Config } from '../config.ts'
 import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
 import { replaceDataset, type ReplacePolicy, type Replaced } from '../sites/versions.ts'
 import { generateSites, type GenerateOptions } from '../sites/generator.ts'
 import { PartnerStore, controlPath } from '../partners/store.ts'
 
-const DEMO_SLUG = 'demo'
-
-interface Prepared {
-  created: string[]
-}
-
 /** A DATA_DIR the service cannot start on; the message says what to do. */
 class DataDirError extends Error {
-  constructor (message: string) {
-    super(message)
-    this.name = 'DataDirError'
-  }
+  name = 'DataDirError'
 }
 
 type GenerateFileOptions = GenerateOptions & { categoryNames?: Record<number, string> }
@@ -46,40 +36,30 @@ export function generateReplacing (path: string, options: GenerateFileOptions, p
   return replaceDataset(writer, path, generatedMeta(options), policy)
 }
 
-/**
- * control.db records the first boot of this DATA_DIR (once both dataset files are there). A later
- * boot is told by that record, not by control.db existing: the CLI makes control.db when partners
- * are created before the first boot.
- */
-const BOOTS_SCHEMA = 'CREATE TABLE IF NOT EXISTS data_dir (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
-const firstBootAt = (db: Database.Database) =>
-  db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get() as string | undefined
-
-// with STATE_URL the partners live in Redis, made with the CLI: no demo partner in control.db
-const wantsDemo = (config: Config) => config.nodeEnv !== 'production' && !config.stateUrl
-
 const howToReplace = (name: DatasetName) => name === 'sandbox'
   ? 'generate it (`npm run admin -- datasets generate --dataset sandbox`), ' +
     'import it (`npm run admin -- datasets import --dataset sandbox --file FILE`)'
   : 'import it (`npm run admin -- datasets import --dataset production --file FILE`)'
 
-export function prepareDataDir (config: Config): Prepared {
+/**
+ * control.db records the first boot of this DATA_DIR (once both dataset files are there). A later
+ * boot is told by that record, not by control.db existing: the CLI makes control.db when partners
+ * are created before the first boot.
+ */
+export function prepareDataDir (config: Config): { created: string[] } {
   const created: string[] = []
   mkdirSync(config.dataDir, { recursive: true })
   const control = controlPath(config.dataDir)
   if (!existsSync(control)) created.push(control)
   const store = new PartnerStore(control)
   try {
-    store.db.exec(BOOTS_SCHEMA)
-    const since = firstBootAt(store.db)
-    if (since !== undefined) {
-      const missing = DATASETS.filter((name) => !existsSync(datasetPath(config.dataDir, name)))
-      if (missing.length > 0) {
-        const name = missing[0]
-        throw new DataDirError(`${datasetPath(config.dataDir, name)} is missing, and this is not the first boot ` +
-          `of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: ` +
-          `${howToReplace(name)} or restore it from a backup, then start again`)
-      }
+    store.db.exec('CREATE TABLE IF NOT EXISTS data_dir (key TEXT PRIMARY KEY, value TEXT NOT NULL)')
+    const since = store.db.prepare("SELECT value FROM data_dir WHERE key = 'first_boot_at'").pluck().get()
+    const missing = DATASETS.find((name) => !existsSync(datasetPath(config.dataDir, name)))
+    if (since !== undefined && missing) {
+      throw new DataDirError(`${datasetPath(config.dataDir, missing)} is missing, and this is not the first boot ` +
+        `of this DATA_DIR (that was at ${since}), so no empty or generated dataset replaces it: ` +
+        `${howToReplace(missing)} or restore it from a backup, then start again`)
     }
     const sandbox = datasetPath(config.dataDir, 'sandbox')
     if (!existsSync(sandbox)) {
@@ -104,11 +84,11 @@ export function prepareDataDir (config: Config): Prepared {
  * The demo partner, created when there is no partner at all, and its token (undefined when none
  * was created). Called once the service listens, on its control.db connection, so the token is
  * printed right after the listening line: a start that fails before that (a port taken) creates
- * none, and the next start does.
+ * none, and the next start does. With STATE_URL the partners live in Redis, made with the CLI.
  */
 export function createDemoPartner (store: PartnerStore, config: Config): string | undefined {
-  if (!wantsDemo(config)) return undefined
+  if (config.nodeEnv === 'production' || config.stateUrl) return undefined
   // immediate: a CLI creating a partner at the same moment waits, or goes first and there is no demo
-  const create = () => store.count() === 0 ? store.create({ name: 'Demo', slug: DEMO_SLUG }).token : undefined
+  const create = () => store.count() === 0 ? store.create({ name: 'Demo', slug: 'demo' }).token : undefined
   return store.db.transaction(create).immediate()
 }

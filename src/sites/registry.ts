@@ -1,6 +1,5 @@
 // The datasets in memory: each file read into its own indexes (from its index snapshot when that
-// is current). The registry holds one reference per dataset, so a reload builds new indexes and
-// swaps the reference at once.
+// is current). A reload builds new indexes and swaps the one reference at once.
 import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
@@ -11,21 +10,16 @@ import { readSnapshot, snapshotPath } from './snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
+type Datasets = Record<DatasetName, Dataset>
+type Load = (verify: boolean, signal?: AbortSignal) => Promise<Datasets>
+
 export class DatasetRegistry {
-  private current: Record<DatasetName, Dataset>
-  private readonly swapListeners: ((datasets: Record<DatasetName, Dataset>) => void)[] = []
+  private readonly swapListeners: ((datasets: Datasets) => void)[] = []
   private pending: Promise<unknown> = Promise.resolve()
   /** aborted by close(): a reload under way stops (its worker terminated), and none starts */
   private readonly closing = new AbortController()
 
-  private constructor (
-    readonly dataDir: string,
-    initial: Record<DatasetName, Dataset>,
-    readonly log: DatasetLog,
-    readonly workerMinBytes: number
-  ) {
-    this.current = initial
-  }
+  private constructor (private current: Datasets, private readonly load: Load) {}
 
   /**
    * Loads both datasets: from their index snapshots when current; else a file of at least
@@ -33,8 +27,8 @@ export class DatasetRegistry {
    * smaller one right here.
    */
   static async open (dataDir: string, log: DatasetLog, workerMinBytes: number): Promise<DatasetRegistry> {
-    const loaded = await loadAll(dataDir, false, log, workerMinBytes)
-    return new DatasetRegistry(dataDir, loaded, log, workerMinBytes)
+    const load: Load = (verify, signal) => loadAll(dataDir, verify, log, workerMinBytes, signal)
+    return new DatasetRegistry(await load(false), load)
   }
 
   get (name: DatasetName): Dataset {
@@ -56,7 +50,7 @@ export class DatasetRegistry {
   }
 
   /** Called after every swap (the response cache empties itself here). */
-  onSwap (listener: (datasets: Record<DatasetName, Dataset>) => void) {
+  onSwap (listener: (datasets: Datasets) => void) {
     this.swapListeners.push(listener)
   }
 
@@ -68,9 +62,9 @@ export class DatasetRegistry {
    */
   reload (): Promise<ReloadOutcome> {
     const run = this.pending.then(async (): Promise<ReloadOutcome> => {
-      let next: Record<DatasetName, Dataset>
+      let next: Datasets
       try {
-        next = await loadAll(this.dataDir, true, this.log, this.workerMinBytes, this.closing.signal)
+        next = await this.load(true, this.closing.signal)
       } catch (err) {
         return { ok: false, error: (err as Error).message, datasets: this.served() }
       }
@@ -83,10 +77,7 @@ export class DatasetRegistry {
     return run
   }
 
-  /**
-   * Stops a reload under way (its outcome: refused, the datasets unchanged) and waits for it, so
-   * that nothing of it runs on after the service has closed; later reloads are refused at once.
-   */
+  /** Stops a reload under way (refused, the datasets unchanged) and waits for it; later ones are refused. */
   async close (): Promise<void> {
     this.closing.abort()
     await this.pending
@@ -152,8 +143,8 @@ async function loadAll (
   log: DatasetLog,
   workerMinBytes: number,
   signal?: AbortSignal
-): Promise<Record<DatasetName, Dataset>> {
-  const loaded = {} as Record<DatasetName, Dataset>
+): Promise<Datasets> {
+  const loaded = {} as Datasets
   for (const name of DATASETS) {
     if (signal?.aborted) throw new Error(RELOAD_STOPPED)
     const path = datasetPath(dataDir, name)

@@ -21,12 +21,8 @@ const datasetName = (datasetFile: string) => basename(datasetFile, '.db')
 const VERSION_ID = /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/
 const idOf = (ms: number) => new Date(ms).toISOString().replaceAll(':', '-')
 
-interface KeptVersion {
-  id: string
-  path: string
-  /** ISO 8601: when an import, generate or rollback replaced it */
-  replacedAt: string
-}
+/** A kept version; replacedAt (ISO 8601): when an import, generate or rollback replaced it. */
+interface KeptVersion { id: string, path: string, replacedAt: string }
 
 const keptVersion = (datasetFile: string, id: string): KeptVersion => ({
   id,
@@ -98,10 +94,7 @@ function identity (path: string): string | undefined {
   return s && `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
 }
 
-/**
- * Runs `fn` holding the dataset's lock: SQLite's exclusive lock on versions/<dataset>.lock, an OS
- * lock, so one left by a killed command goes with its process (a lock file would stay).
- */
+/** Runs `fn` holding SQLite's exclusive lock on versions/<dataset>.lock: an OS lock dies with its process. */
 function withLock<T> (datasetFile: string, fn: () => T): T {
   mkdirSync(versionsDir(datasetFile), { recursive: true })
   const path = join(versionsDir(datasetFile), `${datasetName(datasetFile)}.lock`)
@@ -118,23 +111,26 @@ function withLock<T> (datasetFile: string, fn: () => T): T {
   }
 }
 
-/** Under the lock: the current file, if any, kept as the newest version (a second name for it). */
-function keepCurrent (datasetFile: string): KeptVersion | undefined {
-  if (!existsSync(datasetFile)) return undefined
-  const newest = keptVersions(datasetFile)[0]
-  // ids only grow, even when the clock steps back: the newest id is always the last file replaced
-  const kept = keptVersion(datasetFile, idOf(Math.max(Date.now(), newest ? Date.parse(newest.replacedAt) + 1 : 0)))
-  linkSync(datasetFile, kept.path)
-  fsyncPath(versionsDir(datasetFile))
-  return kept
-}
-
 interface Pruned { pruned: string[], warnings: string[] }
 
-/** Under the lock: the oldest kept versions past `keep` removed. A failure is a warning: the change is made. */
-function prune (datasetFile: string, keep: number): Pruned {
-  const result: Pruned = { pruned: [], warnings: [] }
-  for (const v of keptVersions(datasetFile).slice(keep)) {
+/**
+ * Under the lock: the current file, if any, kept as the newest version (a second name for it), `file`
+ * renamed in its place, and the kept versions past `keep` removed (a failure is a warning: the change is made).
+ */
+function putInPlace (target: string, file: string, keep: number): { kept?: KeptVersion } & Pruned {
+  let kept: KeptVersion | undefined
+  if (existsSync(target)) {
+    const newest = keptVersions(target)[0]
+    // ids only grow, even when the clock steps back: the newest id is always the last file replaced
+    kept = keptVersion(target, idOf(Math.max(Date.now(), newest ? Date.parse(newest.replacedAt) + 1 : 0)))
+    linkSync(target, kept.path)
+    fsyncPath(versionsDir(target))
+  }
+  renameSync(file, target)
+  fsyncPath(dirname(target))
+  fsyncPath(versionsDir(target)) // a rollback moved its version out of it
+  const result: { kept?: KeptVersion } & Pruned = { kept, pruned: [], warnings: [] }
+  for (const v of keptVersions(target).slice(keep)) {
     try {
       rmSync(v.path)
       result.pruned.push(v.id)
@@ -158,10 +154,8 @@ export interface ReplacePolicy {
 export type Replaced = {
   ok: true
   dryRun: boolean
-  /** sites in the new file */
   siteCount: number
-  /** undefined on a dry run */
-  builtAt?: string
+  builtAt?: string // undefined on a dry run
   changes: SiteChanges
   /** why the file replaced could not be compared (its sites then count as none) */
   unreadable?: string
@@ -169,16 +163,13 @@ export type Replaced = {
   kept?: string
 } & Pruned | {
   ok: false
-  /** too many sites removed (see `guard`), or the file was replaced by another command meanwhile */
   refusal: 'removes-too-many' | 'replaced-meanwhile'
   changes: SiteChanges
 }
 
 /**
- * Puts the writer's file in place of `target`: compared with the current file, checked against the
- * policy, then, holding the lock, the current file kept and the new one renamed into place, unless
- * another command replaced the current one since it was compared. The writer is closed and its
- * temporary file gone when this returns or throws.
+ * Puts the writer's file in place of `target`, the current file kept, unless the policy refuses or
+ * another command replaced the current one since it was compared. The writer is done with on return.
  */
 export function replaceDataset (writer: DatasetWriter, target: string, meta: CommitMeta, policy: ReplacePolicy):
 Replaced {
@@ -201,10 +192,8 @@ Replaced {
     const { siteCount, builtAt, file } = writer.finish(meta)
     return withLock(target, (): Replaced => {
       if (identity(target) !== compared) return { ok: false, refusal: 'replaced-meanwhile', changes }
-      const kept = keepCurrent(target)?.id
-      renameSync(file, target)
-      fsyncPath(dirname(target))
-      return { ok: true, dryRun: false, siteCount, builtAt, changes, unreadable, kept, ...prune(target, policy.keep) }
+      const { kept, ...pruned } = putInPlace(target, file, policy.keep)
+      return { ok: true, dryRun: false, siteCount, builtAt, changes, unreadable, kept: kept?.id, ...pruned }
     })
   } finally {
     writer.abort() // the temporary file, unless it was renamed into place
@@ -230,11 +219,7 @@ function checkVersion (v: KeptVersion): DatasetMeta {
   }
 }
 
-/**
- * Puts a kept version back in place of the dataset file (by default the newest, the file the last
- * import, generate or rollback replaced), keeping the file it replaces as the newest version: a
- * second rollback undoes the first.
- */
+/** Puts a kept version (by default the newest) back, keeping the file it replaces: a second rollback undoes it. */
 export function rollbackDataset (datasetFile: string, { keep, to }: { keep: number, to?: string }): RolledBack {
   const kept = keptVersions(datasetFile)
   if (kept.length === 0) {
@@ -254,10 +239,7 @@ export function rollbackDataset (datasetFile: string, { keep, to }: { keep: numb
       throw new Error(`${datasetFile} or version ${pick.id} changed while the rollback ran (another import, ` +
         'generate or rollback): nothing changed; look at datasets versions and run it again')
     }
-    const keptNow = keepCurrent(datasetFile)
-    renameSync(pick.path, datasetFile)
-    fsyncPath(dirname(datasetFile))
-    fsyncPath(versionsDir(datasetFile))
-    return { restored, kept: keptNow && keptInfo(keptNow, replaced), ...prune(datasetFile, keep) }
+    const { kept, ...pruned } = putInPlace(datasetFile, pick.path, keep)
+    return { restored, kept: kept && keptInfo(kept, replaced), ...pruned }
   })
 }
