@@ -1,7 +1,5 @@
-// A SQLite file opened to read and nothing else (the operator CLI's reading commands): nothing
-// written and no file made in DATA_DIR, so that an operator who may only read it (another user
-// than the service's, a read-only mount) can look, and a look leaves nothing another user's
-// service could not write.
+// A SQLite file opened to read and nothing else (the operator CLI's reading commands): no file made
+// in DATA_DIR, so an operator who may only read it can look, and leaves nothing the service cannot write.
 import { existsSync, readFileSync, statSync, type BigIntStats } from 'node:fs'
 import Database from 'better-sqlite3'
 
@@ -13,8 +11,7 @@ const unchanged = (a: BigIntStats, b: BigIntStats) => a.ino === b.ino && a.size 
 
 /**
  * The file at `path`, read only. A read-only connection to a WAL-mode file with no writer makes a
- * `-shm` index beside it and leaves it (a file the service may not write, or none in a read-only
- * directory), so such a file, then the whole database, is read from a copy in memory; while a writer
+ * `-shm` index beside it and leaves it, so such a file is read from a copy in memory; while a writer
  * holds it (its `-wal` is there), SQLite reads through the writer's index.
  */
 export function openReadOnly (path: string): Database.Database {

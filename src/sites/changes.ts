@@ -5,21 +5,10 @@ import type Database from 'better-sqlite3'
 /** How many ids of each kind a comparison names (the first in id order); the counts are exact. */
 export const CHANGE_EXAMPLES = 10
 
-interface IdList {
-  count: number
-  /** the first CHANGE_EXAMPLES ids, in id order */
-  first: string[]
-}
+interface IdList { count: number, first: string[] }
 
-export interface SiteChanges {
-  /** sites in the file compared with (the one to be replaced); 0 when there is none */
-  before: number
-  /** sites in the new file */
-  after: number
-  added: IdList
-  removed: IdList
-  changed: IdList
-}
+/** before: sites in the file replaced (0 when there is none); after: sites in the new file. */
+export interface SiteChanges { before: number, after: number, added: IdList, removed: IdList, changed: IdList }
 
 const FIELDS = ['category', 'name', 'region', 'country', 'latitude', 'longitude']
 
@@ -41,7 +30,7 @@ const CHANGED = 'SELECT n.id FROM main.sites n JOIN old.sites o ON o.id = n.id W
 const none = (): IdList => ({ count: 0, first: [] })
 
 function idList (db: Database.Database, sql: string): IdList {
-  const list: IdList = { count: 0, first: [] }
+  const list = none()
   for (const id of db.prepare(sql).pluck().iterate() as IterableIterator<string>) {
     if (list.count++ < CHANGE_EXAMPLES) list.first.push(id)
   }

@@ -94,9 +94,8 @@ const SITES_PER_COMMIT = 50_000
 const isDuplicate = (err: unknown) => (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 
 /**
- * Opens a writer on a temporary file beside `path`. Sites are committed every SITES_PER_COMMIT,
- * so memory stays flat for any number of rows. A `scratch` writer (a dry run) writes to a file of
- * SQLite's own in the system's temporary folder, deleted when it closes: nothing beside `path`.
+ * Opens a writer on a temporary file beside `path`, committed every SITES_PER_COMMIT sites so memory
+ * stays flat. A `scratch` writer (a dry run) writes to SQLite's own temporary file: nothing beside `path`.
  */
 export function openDatasetWriter<Ref = unknown> (
   path: string,
@@ -179,18 +178,14 @@ export function openDatasetWriter<Ref = unknown> (
     if (scratch) throw new Error('a scratch writer (a dry run) writes no dataset file')
     flush()
     const builtAt = new Date().toISOString()
-    const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
     const meta: DatasetMeta = {
-      schema_version: SCHEMA_VERSION,
-      built_at: builtAt,
-      source,
-      site_count: String(count),
-      precision: String(precision)
+      schema_version: SCHEMA_VERSION, built_at: builtAt, source, site_count: String(count), precision: String(precision)
     }
-    for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
     if (categoryNames !== undefined && Object.keys(categoryNames).length > 0) {
-      insertMeta.run(CATEGORY_NAMES_META, JSON.stringify(categoryNames))
+      meta[CATEGORY_NAMES_META] = JSON.stringify(categoryNames)
     }
+    const insertMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)')
+    for (const [key, value] of Object.entries(meta)) insertMeta.run(key, value)
     db.exec('COMMIT')
     db.pragma('journal_mode = DELETE')
     db.close()

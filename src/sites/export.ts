@@ -1,6 +1,5 @@
 // Sites written in the import formats: `datasets export`, and the files of tests and benchmarks.
 import { once } from 'node:events'
-import type { WriteStream } from 'node:fs'
 import { DatasetError, openDatasetFile } from './dataset.ts'
 import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
 import type { SiteRow } from './dataset-file.ts'
@@ -25,28 +24,23 @@ function siteLine (site: SiteRow, format: ImportFormat): string {
   }
 }
 
-/**
- * Writes sites to a file in the format, streaming (a million sites take no more memory than ten),
- * through a temporary file: a failed export leaves the file that was at `path` as it was.
- */
+/** Writes sites to a file in the format, streaming, whole or not at all (replaceFile). */
 export function writeSitesFile (path: string, format: ImportFormat, sites: Iterable<SiteRow>): Promise<number> {
-  return replaceFile(path, 0o644, (out) => writeSites(out, format, sites))
-}
-
-async function writeSites (out: WriteStream, format: ImportFormat, sites: Iterable<SiteRow>): Promise<number> {
-  let count = 0
-  const write = async (text: string) => {
-    if (!out.write(text)) await once(out, 'drain')
-  }
-  if (format === 'csv') await write(CSV_HEADER.join(',') + '\n')
-  if (format === 'geojson') await write('{"type":"FeatureCollection","features":[\n')
-  for (const site of sites) {
-    const line = siteLine(site, format)
-    await write(format === 'geojson' ? (count > 0 ? ',\n' : '') + line : line + '\n')
-    count++
-  }
-  if (format === 'geojson') await write('\n]}\n')
-  return count
+  return replaceFile(path, 0o644, async (out) => {
+    let count = 0
+    const write = async (text: string) => {
+      if (!out.write(text)) await once(out, 'drain')
+    }
+    if (format === 'csv') await write(CSV_HEADER.join(',') + '\n')
+    if (format === 'geojson') await write('{"type":"FeatureCollection","features":[\n')
+    for (const site of sites) {
+      const line = siteLine(site, format)
+      await write(format === 'geojson' ? (count > 0 ? ',\n' : '') + line : line + '\n')
+      count++
+    }
+    if (format === 'geojson') await write('\n]}\n')
+    return count
+  })
 }
 
 /** The sites of a dataset file, in id order, with their tags. */

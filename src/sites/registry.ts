@@ -22,9 +22,8 @@ export class DatasetRegistry {
   private constructor (private current: Datasets, private readonly load: Load) {}
 
   /**
-   * Loads both datasets: from their index snapshots when current; else a file of at least
-   * workerMinBytes is verified and indexed in a worker thread (which writes the snapshot), a
-   * smaller one right here.
+   * Loads both datasets: from their index snapshots when current; else a file of workerMinBytes or
+   * more is verified and indexed in a worker thread (which writes the snapshot), a smaller one here.
    */
   static async open (dataDir: string, log: DatasetLog, workerMinBytes: number): Promise<DatasetRegistry> {
     const load: Load = (verify, signal) => loadAll(dataDir, verify, log, workerMinBytes, signal)
@@ -113,28 +112,22 @@ function startWorker (job: IndexJob): Worker {
 }
 
 /** Runs the index worker for one dataset file; terminated if `signal` aborts first. */
-function indexInWorker (job: IndexJob, signal?: AbortSignal): Promise<IndexResult> {
-  return new Promise((resolve) => {
-    const worker = startWorker(job)
-    let answered = false
-    // the worker may be writing the snapshot: its temporary file goes once the thread has stopped
-    const stop = () => {
-      answered = true
-      worker.terminate().catch(() => {}).finally(() => {
-        removeStaleTempFiles(snapshotPath(job.path), { mine: true })
-        resolve({ ok: false, error: RELOAD_STOPPED })
-      })
-    }
+async function indexInWorker (job: IndexJob, signal?: AbortSignal): Promise<IndexResult> {
+  const worker = startWorker(job)
+  let stop = () => {}
+  const result = await new Promise<IndexResult | undefined>((resolve) => {
+    stop = () => resolve(undefined)
     signal?.addEventListener('abort', stop, { once: true })
-    const answer = (result: IndexResult) => {
-      signal?.removeEventListener('abort', stop)
-      if (!answered) resolve(result)
-      answered = true
-    }
-    worker.once('message', answer)
-    worker.once('error', (err) => answer({ ok: false, error: `${job.path}: ${err.message}` }))
-    worker.once('exit', (code) => answer({ ok: false, error: `${job.path}: index worker exited with ${code}` }))
+    worker.once('message', resolve)
+    worker.once('error', (err) => resolve({ ok: false, error: `${job.path}: ${err.message}` }))
+    worker.once('exit', (code) => resolve({ ok: false, error: `${job.path}: index worker exited with ${code}` }))
   })
+  signal?.removeEventListener('abort', stop)
+  if (result) return result
+  // the worker may be writing the snapshot: its temporary file goes once the thread has stopped
+  await worker.terminate().catch(() => {})
+  removeStaleTempFiles(snapshotPath(job.path), { mine: true })
+  return { ok: false, error: RELOAD_STOPPED }
 }
 
 async function loadAll (
