@@ -29,11 +29,10 @@ export function generateReplacing (path: string, options: GenerateFileOptions, p
   const writer = openDatasetWriter(path, undefined, { scratch: policy.dryRun })
   try {
     for (const site of generateSites(options)) writer.add(site)
-  } catch (err) {
-    writer.abort()
-    throw err
+    return replaceDataset(writer, path, generatedMeta(options), policy)
+  } finally {
+    writer.abort() // a no-op once replaceDataset has done with it
   }
-  return replaceDataset(writer, path, generatedMeta(options), policy)
 }
 
 const howToReplace = (name: DatasetName) => name === 'sandbox'

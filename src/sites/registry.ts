@@ -2,6 +2,7 @@
 // is current). A reload builds new indexes and swaps the one reference at once.
 import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
+import type { Logger } from 'pino'
 import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles } from '../setup/replace-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
@@ -11,6 +12,7 @@ import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
 type Datasets = Record<DatasetName, Dataset>
+type DatasetLog = Pick<Logger, 'info' | 'warn'>
 type Load = (verify: boolean, signal?: AbortSignal) => Promise<Datasets>
 
 export class DatasetRegistry {
@@ -54,10 +56,9 @@ export class DatasetRegistry {
   }
 
   /**
-   * Verifies both files anew in a worker thread (read-only, quick_check, tables, row count,
-   * values) and has it bring their index snapshots up to date; then reads the snapshots and
-   * swaps them in with one assignment. On any defect the old datasets keep serving. Requests
-   * already running hold the old Dataset objects and finish on them. Reloads run one at a time.
+   * Verifies both files anew and brings their index snapshots up to date, then swaps them in with one
+   * assignment (requests under way finish on the old ones); on any defect the old datasets keep serving.
+   * Reloads run one at a time.
    */
   reload (): Promise<ReloadOutcome> {
     const run = this.pending.then(async (): Promise<ReloadOutcome> => {
@@ -85,11 +86,6 @@ export class DatasetRegistry {
 
 /** The error of a reload stopped by close(). */
 export const RELOAD_STOPPED = 'the service closed before the reload ended'
-
-interface DatasetLog {
-  info (obj: object, msg: string): void
-  warn (obj: object, msg: string): void
-}
 
 const fileSize = (path: string) => {
   try {
