@@ -100,12 +100,14 @@ function withLock<T> (datasetFile: string, fn: () => T): T {
   const path = join(versionsDir(datasetFile), `${datasetName(datasetFile)}.lock`)
   const db = new Database(path, { timeout: LOCK_WAIT_MS })
   try {
-    return db.transaction(fn).exclusive()
-  } catch (err) {
-    // fn touches no database: a busy one is the lock, not had in time
-    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err
-    throw new Error(`another command has been replacing ${datasetFile} for over ${LOCK_WAIT_MS / 1000} s ` +
-      `(it holds ${path}); nothing changed: try again`)
+    try {
+      db.exec('BEGIN EXCLUSIVE') // held until the connection closes
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err
+      throw new Error(`another command has been replacing ${datasetFile} for over ${LOCK_WAIT_MS / 1000} s ` +
+        `(it holds ${path}); nothing changed: try again`)
+    }
+    return fn()
   } finally {
     db.close()
   }
