@@ -4,6 +4,8 @@
 
 /** Most entries one log keeps: bounds a partner's memory when every window is unlimited. */
 export const MAX_LOG_ENTRIES = 1_000_000
+/** The longest window: a request older than this counts nowhere. */
+export const DAY_MS = 86_400_000
 
 export class AcceptLog {
   private times: Float64Array
@@ -16,9 +18,8 @@ export class AcceptLog {
   private readonly starts = new Map<number, number>()
 
   /**
-   * `capacity`: the entries the limits in force need (the log grows to it, doubling). It grows past
-   * it only after limits were tightened within a day, to keep the requests a window still counts:
-   * an entry leaves by age, and the oldest is pushed out only at `max`.
+   * The entries the limits in force need (the log grows to it, doubling). It grows past it only after
+   * limits were tightened within a day: an entry leaves by age, and the oldest is pushed out only at `max`.
    */
   capacity: number
 
@@ -71,13 +72,8 @@ export class AcceptLog {
     return this.times[i]
   }
 
-  /** Index (oldest = 0) of the first entry with time > after; size when none. */
-  firstAfter (after: number): number {
-    return this.search(0, after)
-  }
-
-  /** firstAfter by binary search, given that the entries before `lo` are not after. */
-  private search (lo: number, after: number): number {
+  /** Index (oldest = 0) of the first entry with time > after (size when none), by binary search from `lo`. */
+  firstAfter (after: number, lo = 0): number {
     let hi = this.size
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
@@ -88,10 +84,8 @@ export class AcceptLog {
   }
 
   /**
-   * firstAfter(after) for a window's start: the walk goes on from where the last call for the same
-   * window length ended (a window's start only moves forward), so a request costs a step or two, not
-   * a binary search over a day of requests. Exact whatever `after` is: a start that moved back or far
-   * on is searched for.
+   * firstAfter(after) for a window's start, walked on from where the last call for the same window
+   * length ended (a start only moves forward): a step or two per request. One moved back or far on is searched for.
    */
   windowStart (windowMs: number, after: number): number {
     const oldest = this.nextSeq - this.size
@@ -107,7 +101,7 @@ export class AcceptLog {
     const end = Math.min(this.size, i + 16)
     while (i < end && this.at(i) <= after) i++
     if (i < end || i === this.size) return i
-    return this.search(i, after) // a long way on: search the rest
+    return this.firstAfter(after, i) // a long way on: search the rest
   }
 
   /** Drops entries at or before `time` (usually none or a few, at the oldest end). */
@@ -121,10 +115,7 @@ export class AcceptLog {
     this.size -= k
   }
 
-  /**
-   * A capacity for new limits. Entries held are kept even above a lower capacity: they are
-   * requests of the last day, which limits raised again within it must still count; they leave by age.
-   */
+  /** A capacity for new limits. Entries held are kept even above it: limits raised again within the day count them. */
   resize (capacity: number) {
     this.capacity = Math.min(this.max, Math.max(1, capacity))
     const keep = Math.max(this.capacity, this.size)

@@ -1,63 +1,42 @@
-// The shared limiter store with a way down: Redis while it answers, and limiting alone while it
-// does not. Requests keep being answered either way: when a Redis command fails or times out, the
-// instance limits alone, says so once in the log and in /readyz, and probes Redis (with a write)
-// several times a second. Alone, no window over-admits: the instance counts what Redis last told it was
-// accepted for the partner, and its own requests since, those whose answer it has not had included,
-// and admits at most its share of what is left (AloneWindows). Where it knows nothing of a limited
-// window, it refuses with `unavailable` (a 503, counted nowhere), not with a made-up full window.
-// Every request it accepts is kept with the name it has in Redis's log (OwnRequests): when Redis is
-// back, it adds those accepted alone, or, if Redis lost its data (restarted empty), puts back all of
-// them, each once, and waits for the other instances to do the same before it uses Redis again.
-// It also keeps this instance's heartbeat in Redis, which is how instances count each other.
+// The shared limiter store with a way down: Redis while it answers, limiting alone while it does
+// not (a command failed or timed out), said once in the log and in /readyz, Redis probed with a write
+// several times a second. Alone, no window over-admits: the instance counts what Redis last answered
+// for the partner and its own requests since, and admits at most its share of what is left
+// (AloneWindows); knowing nothing of a limited window, it answers `unavailable` (a 503, counted nowhere).
+// Its accepted requests keep their names in Redis's log (OwnRequests): when Redis is back, it adds
+// those accepted alone, or, if Redis lost its data, puts back all of them and waits for the other
+// instances to do the same. Its heartbeat in Redis is how instances count each other.
 import { randomUUID } from 'node:crypto'
 import { ReplyError, type Redis } from 'ioredis'
 import { INSTANCE_STALE_MS } from '../instances/instances.ts'
 import { WINDOWS, WINDOW_SECONDS } from '../partners/tiers.ts'
-import { AcceptLog } from './accept-log.ts'
-import { logCapacity, type AsyncLimiterStore, type HitResult, type WindowSpec, type WindowState } from './limiter.ts'
+import { AcceptLog, DAY_MS } from './accept-log.ts'
+import {
+  logCapacity, stateOf, type AsyncLimiterStore, type HitResult, type WindowSpec, type WindowState
+} from './limiter.ts'
 import { OwnRequests } from './own-requests.ts'
 import type { Answer, RedisStore } from './redis-store.ts'
 
-/** Where the way down says what happened (the app's logger). */
-interface StoreLog {
-  info (obj: object | string, msg?: string): void
-  warn (obj: object | string, msg?: string): void
-  error (obj: object | string, msg?: string): void
-}
+/** the app's logger */
+type StoreLog = Record<'info' | 'warn' | 'error', (obj: object, msg: string) => void>
 
 const PROBE_MS = 1_000
-const DAY_MS = 86_400_000
 /** partners put back or merged at once on the way back */
 const REJOIN_BATCH = 100
 const SECONDS = WINDOWS.map((w) => WINDOW_SECONDS[w])
 /** A partner whose windows cannot be known is told to ask again after this: a few probes of Redis later. */
 const UNAVAILABLE_RETRY_MS = 5_000
 
-interface SharedStateStatus {
-  backend: 'redis'
-  connected: boolean
-  /** ISO time since when this instance limits alone, or null */
-  degraded_since: string | null
-  error: string | null
-  /** instances sharing the state, as last seen */
-  instances: number
-  /** requests answered 503 since degraded_since: the windows of their partner could not be known */
-  unavailable_answers: number
-}
-
 type Limited = WindowSpec & { limit: number }
 
 /**
- * One partner's windows on this instance while Redis is away. What Redis had accepted is known
- * from its last answer about the partner, as a count per window at a time; each of those requests
- * is taken to be as recent as it can be (one in the hour's count but not the minute's was
- * accepted at least a minute before), so it stays in every window at least as long as it did.
- * The instance's own requests since count too: those it accepts alone, and those whose script had
- * been sent but not answered when this started (Redis may have admitted them, answered in time or
- * not). It admits a request while its own, counted once for every instance (each may do as it
- * does), fit in what is left: its own stay within its share of what is left, rounded down.
- * No answer in the last day: nothing is known of a limited window for a window's length (another
- * instance may have used it all): the instance cannot decide there (unknown).
+ * One partner's windows on this instance while Redis is away. Redis's last answer gives a count per
+ * window at a time; each of those requests is taken to be as recent as it can be (one in the hour's
+ * count but not the minute's is a minute old), so it stays in every window as long as it did. The
+ * instance's own requests count too: those accepted alone, and those whose scripts were unanswered
+ * when this started (Redis may have admitted them). It admits a request while its own stay within
+ * its share of what is left, rounded down (every instance may do the same). With no answer in the
+ * last day, a limited window is unknown for its length: another instance may have used it all.
  */
 class AloneWindows {
   /** this instance's requests counted since the answer */
@@ -154,18 +133,15 @@ class AloneWindows {
   }
 
   /**
-   * A window as this instance enforces it: limit its share of the limit, remaining what it may
-   * still admit, used the rest (its share of what is known to be used, and its own requests);
-   * `rows` those of its own requests in the window.
+   * A window as this instance enforces it: limit its share of the limit, remaining what it may still
+   * admit, used the rest; `rows` those of its own requests in the window.
    */
   state (w: WindowSpec, now: number, instances: number, rows: number): WindowState {
     const { name, seconds, limit } = w
     const windowMs = seconds * 1000
     const from = this.log.windowStart(windowMs, now - windowMs)
     const own = this.log.size - from
-    if (limit === null) {
-      return { name, seconds, limit, used: own + this.known(windowMs, now), remaining: null, rows, resetsInMs: null }
-    }
+    if (limit === null) return stateOf(w, own + this.known(windowMs, now), 0, rows, now)
     const remaining = Math.max(0, this.share(w as Limited, now, instances) - own)
     const next = Math.min(own > 0 ? this.log.at(from) + windowMs : Infinity, this.leaving(windowMs, now)[0] ?? Infinity)
     const shareOfLimit = Math.floor(limit / instances)
@@ -178,14 +154,6 @@ class AloneWindows {
 function reason (err: unknown): string {
   const cause = (err as { previousErrors?: unknown[] } | null)?.previousErrors?.[0] ?? err
   return cause instanceof Error ? cause.message : String(cause)
-}
-
-interface FailoverOptions {
-  prefix?: string
-  /** the limiter's clock, for the answers recorded on the way back */
-  clock?: () => number
-  /** how often the heartbeat runs (degraded, the probe runs four times as often); 0: only when tick() is called */
-  probeMs?: number
 }
 
 export class FailoverStore implements AsyncLimiterStore {
@@ -204,11 +172,11 @@ export class FailoverStore implements AsyncLimiterStore {
   private error: string | null = null
   /** Redis answers, with errors (it refuses writes): the windows of a partner can still be read */
   private readable = false
+  /** requests answered `unavailable`: since degraded, and since this store was made */
   private unavailableNow = 0
-  /** requests answered `unavailable`, since this store was made */
   unavailableAnswers = 0
+  /** the instances sharing the limits, as last seen, and the others among them */
   private share = 1
-  /** the other instances, as last seen */
   private peers: string[] = []
   /** after an outage: the instances not yet back (heartbeat since `backAt`), whose share is kept free */
   private awaiting: Set<string> | null = null
@@ -226,9 +194,7 @@ export class FailoverStore implements AsyncLimiterStore {
   private readonly prefix: string
   private readonly clock: () => number
   private readonly reconnected = () => {
-    // no command may have failed (a Redis restarted within a probe, no request meanwhile): until the
-    // probe has checked what it kept, limit alone, since a Redis restarted empty would give every
-    // partner a fresh window
+    // maybe a Redis restarted empty with no command failing: alone until the probe has checked
     if (this.degradedSince === null) this.degrade(new Error('the connection to Redis was lost and made again'))
   }
 
@@ -237,7 +203,8 @@ export class FailoverStore implements AsyncLimiterStore {
     private readonly remote: RedisStore,
     private readonly instanceId: string,
     private readonly log: StoreLog,
-    options: FailoverOptions = {}
+    /** `clock`: the limiter's; `probeMs`: the heartbeat's period, 0: only when tick() is called */
+    options: { prefix?: string, clock?: () => number, probeMs?: number } = {}
   ) {
     this.prefix = options.prefix ?? 'lsp:'
     this.clock = options.clock ?? Date.now
@@ -261,9 +228,10 @@ export class FailoverStore implements AsyncLimiterStore {
     return this.reserve > 0
   }
 
-  status (): SharedStateStatus {
+  /** /readyz's shared_state */
+  status () {
     return {
-      backend: 'redis',
+      backend: 'redis' as const,
       connected: this.degradedSince === null,
       degraded_since: this.degradedSince === null ? null : new Date(this.degradedSince).toISOString(),
       error: this.error,
@@ -294,10 +262,7 @@ export class FailoverStore implements AsyncLimiterStore {
     return alone
   }
 
-  /**
-   * Alone, `answer`; first, while Redis answers reads but refuses writes, the partner's windows are read
-   * if nothing is known of them, so that it is limited with its share of what is left, not refused.
-   */
+  /** Alone, `answer`; while Redis answers reads but refuses writes, first the partner's windows if nothing is known. */
   private readIfUnknown<T> (key: string, windows: WindowSpec[], now: number, answer: () => T): Promise<T> {
     if (!this.readable || this.knows(key, now)) return Promise.resolve(answer())
     let reading = this.reading.get(key)
@@ -314,9 +279,8 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /**
-   * `timedOut`: the request's number, when its script was sent and failed here (Redis may have run
-   * it). Room kept for instances not back from an earlier outage stays kept: what they accepted
-   * alone is in no answer this instance had.
+   * `timedOut`: the request's number, when its script failed here (Redis may have run it). Room kept
+   * for instances not back from an earlier outage stays kept: what they accepted alone is in no answer.
    */
   private hitAlone (key: string, given: WindowSpec[], now: number, timedOut?: number): HitResult {
     const windows = this.withReserve(given)
@@ -324,8 +288,7 @@ export class FailoverStore implements AsyncLimiterStore {
     const log = alone.log
     // such a request counts here once, whatever is decided: Redis may hold it
     const counted = timedOut !== undefined && alone.placeholders.delete(timedOut)
-    // the clock stepped back: logged at the newest entry's time (the log stays in order), but
-    // checked at now, entries ahead of it counted, so that waits are on the clock clients wait by
+    // a clock stepped back: as in LocalStore.hit
     const time = now < log.newest ? log.newest : now
     const states = () => windows.map((w) => alone.state(w, now, this.share, 0))
     const refuse = (result: HitResult) => {
@@ -442,9 +405,8 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /**
-   * Every second: the heartbeat and the instances, or, while degraded, a probe and the way back
-   * (the heartbeat follows it: an instance seen again has added what it accepted alone).
-   * Called by the timer; tests may call it to step.
+   * Every second (or by tests): the heartbeat and the instances, or, degraded, a probe and the way
+   * back (the heartbeat follows: an instance seen again has added what it accepted alone).
    */
   async tick () {
     if (this.degradedSince !== null) {
@@ -478,7 +440,7 @@ export class FailoverStore implements AsyncLimiterStore {
         .exec() as [Error | null, unknown][]
       const [seconds, micros] = replies[5][1] as [string, string]
       const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
-      this.remote.clockOffsetMs = redisNow - Math.round((now + Date.now()) / 2)
+      this.remote.deadlines.clockOffsetMs = redisNow - Math.round((now + Date.now()) / 2)
       members = replies[2][1] as string[]
       const epoch = replies[4][1] as string
       if (this.epoch !== null && epoch !== this.epoch && this.degradedSince === null) {
@@ -519,13 +481,10 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /**
-   * Redis answers again. If it lost its data (restarted empty: the epoch key is gone or another),
-   * this instance puts back every request it accepted in the last day, says so in Redis, and
-   * limits alone until every instance it counted has done the same (or has been silent for
-   * INSTANCE_STALE_MS): until then Redis lacks their requests. Then the requests accepted alone
-   * are added, and Redis is used again, with room kept for the instances that have not added
-   * theirs yet. Adding is by name: whatever is sent twice is in Redis once. Throws when Redis
-   * fails meanwhile: the next probe tries again.
+   * Redis answers again. If it lost its data (the epoch key gone or another), this instance puts
+   * back every request of the last day, says so in Redis, and stays alone until every instance it
+   * counted has done the same (or been silent INSTANCE_STALE_MS). Then it adds the requests accepted
+   * alone and uses Redis again, room kept for the instances not back yet. Throws when Redis fails.
    */
   private async recover () {
     const backAt = Date.now()
@@ -574,9 +533,8 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /**
-   * Adds to Redis the requests it lacks (`all`: every request of the last day, into a Redis that
-   * lost its data) and takes out those refused alone; the number of requests sent, 0 when there
-   * was nothing to send. After a loss, the counts are remembered only once every instance is back.
+   * Adds to Redis the requests it lacks (`all`: every one of the last day, after a loss) and takes out
+   * those refused alone; the number sent. After a loss, the counts are remembered once all are back.
    */
   private async add (all: boolean): Promise<number> {
     const now = this.clock()
@@ -603,10 +561,7 @@ export class FailoverStore implements AsyncLimiterStore {
     return sent
   }
 
-  /**
-   * After a loss: whether every instance counted has put back its requests, or this one has
-   * waited INSTANCE_STALE_MS (those still silent are taken as gone, their requests with them).
-   */
+  /** After a loss: whether every instance counted has put back its requests, or INSTANCE_STALE_MS has passed. */
   private async othersRestored (): Promise<boolean> {
     const lost = this.lost!
     let waiting: string[] = []

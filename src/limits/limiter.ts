@@ -1,8 +1,8 @@
 // Three rolling windows per partner, exact: in no interval of a window's length are more
-// requests accepted than its limit. Pure logic: time comes from an injected clock and the
-// counts from a store (LocalStore here; a shared store can take its place behind the interface).
+// requests accepted than its limit. Time comes from an injected clock, the counts from a store
+// (LocalStore here, or the shared one: failover-store.ts).
 import { WINDOWS, WINDOW_SECONDS, type Limits, type WindowName } from '../partners/tiers.ts'
-import { AcceptLog, MAX_LOG_ENTRIES } from './accept-log.ts'
+import { AcceptLog, DAY_MS, MAX_LOG_ENTRIES } from './accept-log.ts'
 
 export interface WindowSpec {
   name: WindowName
@@ -15,7 +15,7 @@ export interface WindowState extends WindowSpec {
   used: number
   /** null when unlimited */
   remaining: number | null
-  /** records answered by the requests in the window (0 unless asked for: see windowState) */
+  /** records answered by the requests in the window (only /usage asks for them, else 0) */
   rows: number
   /** ms until the oldest request in the window leaves it (0 when it is empty); null when unlimited */
   resetsInMs: number | null
@@ -25,57 +25,37 @@ export interface HitResult {
   allowed: boolean
   /** the accepted request's entry, for its rows */
   seq?: number
-  /** when the accepted request was logged (the shared store's answer says; the log keeps time order) */
+  /** when the shared store logged the accepted request (not earlier than its log's newest entry) */
   time?: number
   windows: WindowState[]
   refusedBy?: WindowName
   /** ms until a request would be accepted by every window; when unavailable, until it is worth asking again */
   retryAfterMs?: number
-  /**
-   * Refused because the windows could not be read or written (the shared state away, and nothing
-   * known of a limited window): no window is full, and `windows` describe none.
-   */
+  /** Refused since nothing is known of a limited window (Redis away): no window is full, `windows` describe none. */
   unavailable?: true
 }
 
 export interface SecondBucket { second: number, requests: number, rows: number }
 
 /**
- * Where the counts live. A store is synchronous or not by its kind, never per call: the in-process
- * one answers at once, a shared one (Redis) always with a promise, even when it could answer at
- * once (limiting alone while Redis is away). The partner routes choose their pipeline by this once,
- * when they are registered, instead of testing each answer for a promise.
+ * Where the counts live. `hit` checks every window and, if all admit it, records the request, atomically.
+ * A store is synchronous or not by its kind, never per call: the partner routes choose their hook once.
  */
-type LimiterStore = SyncLimiterStore | AsyncLimiterStore
-
-interface SyncLimiterStore {
-  readonly synchronous: true
-  /** Checks every window and, if all admit it, records the request; atomically. */
-  hit (key: string, windows: WindowSpec[], now: number): HitResult
-  setRows (key: string, seq: number, rows: number): void
-  state (key: string, windows: WindowSpec[], now: number): WindowState[]
-}
+type LimiterStore = LocalStore | AsyncLimiterStore
 
 export interface AsyncLimiterStore {
   readonly synchronous: false
-  /** Checks every window and, if all admit it, records the request; atomically. */
   hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult>
   setRows (key: string, seq: number, rows: number): Promise<void>
   state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]>
 }
-
-const DAY_MS = 86_400_000
 
 /** The windows of a partner's limits (the partner routes take them from its profile, made at load). */
 export function windowSpecs (limits: Limits): WindowSpec[] {
   return WINDOWS.map((name) => ({ name, seconds: WINDOW_SECONDS[name], limit: limits[name] }))
 }
 
-/**
- * Entries a log needs under these limits: every request of the last day, which the limited
- * windows bound (a limit L per W seconds admits at most L * ceil(day / W) a day). Requests
- * accepted under earlier, looser limits of the day are kept too: the log grows past this for them.
- */
+/** Entries a log needs under these limits: a limit L per W seconds admits at most L * ceil(day / W) a day. */
 export function logCapacity (windows: WindowSpec[]): number {
   let bound = MAX_LOG_ENTRIES
   for (const w of windows) {
@@ -85,35 +65,32 @@ export function logCapacity (windows: WindowSpec[]): number {
   return bound
 }
 
-/** A window's figures; `rows` costs a pass over the window, so only /usage asks for it. */
-function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number, withRows = false): WindowState {
-  const windowMs = spec.seconds * 1000
-  let used = 0
-  let rows = 0
-  let resetsInMs = 0
-  if (log && log.size > 0) {
-    const from = log.windowStart(windowMs, now - windowMs)
-    used = log.size - from
-    if (withRows) for (let i = from; i < log.size; i++) rows += log.rowsAt(i)
-    if (used > 0) resetsInMs = log.at(from) + windowMs - now
-  }
+/** A window's figures from its count and the time of its oldest request (any when used is 0). */
+export function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, now: number): WindowState {
   // literal objects, not a spread: this runs for every window of every request
   const { name, seconds, limit } = spec
   if (limit === null) return { name, seconds, limit, used, remaining: null, rows, resetsInMs: null }
+  const resetsInMs = used > 0 ? oldest + seconds * 1000 - now : 0
   return { name, seconds, limit, used, remaining: Math.max(0, limit - used), rows, resetsInMs }
 }
 
+/** A window's figures in a log; `rows` costs a pass over the window, so only /usage asks for it. */
+function windowState (log: AcceptLog | undefined, spec: WindowSpec, now: number, withRows = false): WindowState {
+  if (!log || log.size === 0) return stateOf(spec, 0, 0, 0, now)
+  const windowMs = spec.seconds * 1000
+  const from = log.windowStart(windowMs, now - windowMs)
+  let rows = 0
+  if (withRows) for (let i = from; i < log.size; i++) rows += log.rowsAt(i)
+  return stateOf(spec, log.size - from, from < log.size ? log.at(from) : 0, rows, now)
+}
+
 /** In-process store: one AcceptLog per key. Single-threaded, so each hit is atomic. */
-export class LocalStore implements SyncLimiterStore {
+export class LocalStore {
   readonly synchronous = true
   readonly logs = new Map<string, AcceptLog>()
-  /**
-   * Keys changed since the last save, each with the time of its earliest entry changed (accepted,
-   * or given its rows): the save starts from that entry's second, wherever the clock is by then.
-   */
+  /** Keys changed since the last save, each with the time of its earliest entry changed (accepted, or given rows). */
   readonly dirty = new Map<string, number>()
 
-  /** Marks `key` changed from the entry at `time` on. */
   markDirty (key: string, time: number) {
     const since = this.dirty.get(key)
     if (since === undefined || time < since) this.dirty.set(key, time)
@@ -123,9 +100,8 @@ export class LocalStore implements SyncLimiterStore {
     let log = this.logs.get(key)
     const capacity = logCapacity(windows)
     if (log && log.capacity !== capacity) log.resize(capacity)
-    // the clock stepped back: the request is logged at the newest entry's time, to keep the log in
-    // order, but the windows are checked at `now` (counting the entries ahead of it): the waits and
-    // resets are then on the clock the client waits by, and a retry after Retry-After is accepted
+    // a clock stepped back: logged at the newest entry's time (the log stays in order), but checked
+    // at `now`, the entries ahead counted, so that waits are on the clock the client waits by
     const time = log && now < log.newest ? log.newest : now
     let refusedBy: WindowName | undefined
     let retryAfterMs = 0
@@ -149,7 +125,7 @@ export class LocalStore implements SyncLimiterStore {
     if (!log) this.logs.set(key, log = new AcceptLog(capacity))
     log.dropUntil(now - DAY_MS)
     const seq = log.push(time)
-    if (!this.dirty.has(key)) this.dirty.set(key, time) // entries are in time order: the first is the earliest
+    this.markDirty(key, time)
     return { allowed: true, seq, windows: windows.map((w) => windowState(log, w, now)) }
   }
 
@@ -166,10 +142,8 @@ export class LocalStore implements SyncLimiterStore {
   }
 
   /**
-   * For saving: per key changed since the last call, the accepted requests and their rows per
-   * second, for the seconds from `sinceMs` on, and from the second of its earliest entry changed
-   * if that is earlier (a request's rows set late, or entries logged behind a clock that had run
-   * ahead at an earlier save). Marks the keys clean.
+   * For saving: per key changed since the last call, its requests and rows per second from `sinceMs`
+   * on, or from the second of its earliest entry changed if that is earlier. Marks the keys clean.
    */
   takeDirty (sinceMs: number): { key: string, buckets: SecondBucket[] }[] {
     const out: { key: string, buckets: SecondBucket[] }[] = []
@@ -195,9 +169,8 @@ export class LocalStore implements SyncLimiterStore {
   }
 
   /**
-   * A partner's log from saved per-second buckets. Each request is put at the end of its second:
-   * it then stays in every window as long as it possibly could, so a restart never admits more
-   * than the exact log would have (at most a second's worth less, never more).
+   * A partner's log from saved per-second buckets. Each request is put at the end of its second: it
+   * stays in every window as long as it could, so a restart never admits more than the exact log would.
    */
   restore (key: string, buckets: SecondBucket[], now: number) {
     const log = new AcceptLog(MAX_LOG_ENTRIES, 16) // resized to the partner's limits at its next hit
@@ -213,11 +186,7 @@ export class LocalStore implements SyncLimiterStore {
 export class RateLimiter {
   constructor (readonly store: LimiterStore, readonly clock: () => number = Date.now) {}
 
-  /**
-   * Checks and (if admitted) records a request now; `now` is the instant the answer describes.
-   * For callers that take either kind of store (tests, tools); the partner routes call the store
-   * directly, by its kind (src/routes/partner-api.ts).
-   */
+  /** Checks and records a request now, with either kind of store (the partner routes call the store by its kind). */
   async hit (key: string, limits: Limits): Promise<HitResult & { now: number }> {
     const now = this.clock()
     return Object.assign(await this.store.hit(key, windowSpecs(limits), now), { now })
@@ -236,10 +205,8 @@ export class RateLimiter {
 const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
 
 /**
- * The limited window with the least remaining (the first such, minute before hour before day);
- * of windows all spent, the one that frees up last: a request is accepted only once every spent
- * window has room, so its reset is the one a client must wait for. (A 429 names the window that
- * refused it instead: rateLimitHeaders.)
+ * The limited window with the least remaining (the first such); of windows all spent, the one
+ * that frees up last: a request is accepted only once every spent window has room.
  */
 function tightestWindow (windows: WindowState[]): WindowState | undefined {
   let tightest: WindowState | undefined
@@ -257,9 +224,8 @@ export function ratelimitPolicy (windows: WindowSpec[]): string {
 }
 
 /**
- * IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. `refusal`: a 429's
- * window and wait, which its fields describe: a window holding more than its limit (lowered within
- * it) frees up a request only once enough have left, later than its oldest leaves.
+ * IETF RateLimit fields (draft-10) and the GitHub-style X-RateLimit-* fields. `refusal`: a 429's window
+ * and wait, which its fields describe (a window over a lowered limit frees up later than its oldest leaves).
  */
 export function rateLimitHeaders (
   windows: WindowState[],

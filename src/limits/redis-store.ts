@@ -1,41 +1,45 @@
-// The limiter's store on Redis (STATE_URL), for several instances sharing a partner's windows.
-// The same exact sliding log as LocalStore, kept per partner in a sorted set (score: time in ms,
-// member: the request's name, the instance's tag and a number it gave), and every
-// check-and-record is one Lua script, which Redis runs atomically: N instances under any
-// concurrency admit exactly what one process would. A request keeps its name when it is put back
-// into a Redis that lost its data, so putting it back twice adds it once.
-// Rows are a second sorted set of `name:rows` at the request's time. Everything expires a day
-// after the partner's last accepted request. The counts of each partner's last answer are kept,
-// for limiting without Redis while it is away (failover-store.ts).
+// The limiter's store on Redis (STATE_URL), for instances sharing a partner's windows: the same
+// exact sliding log as LocalStore, a sorted set per partner (score: time in ms, member: the request's
+// name, the instance's tag and a number), checked and written by Lua scripts, which Redis runs
+// atomically: N instances admit exactly what one process would. A request keeps its name when it
+// is put back into a Redis that lost its data, so putting it back twice adds it once. Rows are a
+// second sorted set of `name:rows` at the request's time. Everything expires a day after the
+// partner's last accepted request. Each partner's last answer is kept for failover-store.ts.
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
-import type { AsyncLimiterStore, HitResult, WindowSpec, WindowState } from './limiter.ts'
+import { DAY_MS } from './accept-log.ts'
+import { stateOf, type AsyncLimiterStore, type HitResult, type WindowSpec, type WindowState } from './limiter.ts'
 
-const DAY_MS = 86_400_000
 const KEEP_MS = DAY_MS + 60_000
 
 // A script that reaches Redis after its sender gave up on it changes nothing: the sender has
 // already decided that request alone and counts it itself. ARGV[2] is the deadline, -1: any time.
 const TOO_LATE = tooLate('ARGV[2]', '{ -1 }')
 
-// The later of t and the time of the newest entry of the log: a clock behind it (stepped back, or
-// an instance behind another) logs a request there, so that the log stays in order.
-const LATEST = `
+// latest: the later of t and the log's newest entry's time; a clock behind it (stepped back, or an
+// instance behind another) logs a request there, so that the log stays in order.
+// window: the window of length ms that ends at now: its start (for a range), count and oldest entry's time.
+const FUNCTIONS = `
 local function latest (log, t)
   local newest = redis.call('ZREVRANGE', log, 0, 0, 'WITHSCORES')
   if #newest > 0 and tonumber(newest[2]) > t then return tonumber(newest[2]) end
   return t
+end
+local function window (log, now, ms)
+  local from = string.format('(%.0f', now - ms)
+  local used = redis.call('ZCOUNT', log, from, '+inf')
+  local oldest = 0
+  if used > 0 then oldest = tonumber(redis.call('ZRANGEBYSCORE', log, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) end
+  return from, used, oldest
 end
 `
 
 // KEYS: log, rows. ARGV: now, deadline, the request's name, then limit (-1: unlimited) and length
 // in ms of each window. Returns: allowed (-1: too late), the newest entry's time (now if later),
 // refused window (1-based, 0: none), wait ms, then used and the oldest entry's time of each window.
-// A clock behind the log's newest entry (stepped back, or an instance behind another): the request
-// is logged at that entry's time (the log stays in order), but the windows are checked at now,
-// counting the entries ahead of it, so that waits are on the clock the client waits by.
-const HIT = `${TOO_LATE}${LATEST}
+// Logged at latest(), checked at now (the entries ahead counted): waits are on the clock the client waits by.
+const HIT = `${TOO_LATE}${FUNCTIONS}
 local log, rowsKey = KEYS[1], KEYS[2]
 local now = tonumber(ARGV[1])
 local time = latest(log, now)
@@ -63,10 +67,7 @@ if refused == 0 then
 end
 local out = { refused == 0 and 1 or 0, time, refused, wait }
 for i = 1, windows do
-  local from = string.format('(%.0f', now - tonumber(ARGV[i * 2 + 3]))
-  local used = redis.call('ZCOUNT', log, from, '+inf')
-  local oldest = 0
-  if used > 0 then oldest = tonumber(redis.call('ZRANGEBYSCORE', log, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) end
+  local _, used, oldest = window(log, now, tonumber(ARGV[i * 2 + 3]))
   out[#out + 1] = used
   out[#out + 1] = oldest
 end
@@ -84,15 +85,12 @@ return 1
 
 // KEYS: log, rows. ARGV: now, then the length in ms of each window.
 // Returns: the newest entry's time (now if later), then used, oldest and rows of each window (at now).
-const STATE = `${LATEST}
+const STATE = `${FUNCTIONS}
 local log, rowsKey = KEYS[1], KEYS[2]
 local now = tonumber(ARGV[1])
 local out = { latest(log, now) }
 for i = 2, #ARGV do
-  local from = string.format('(%.0f', now - tonumber(ARGV[i]))
-  local used = redis.call('ZCOUNT', log, from, '+inf')
-  local oldest = 0
-  if used > 0 then oldest = tonumber(redis.call('ZRANGEBYSCORE', log, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]) end
+  local from, used, oldest = window(log, now, tonumber(ARGV[i]))
   local rows = 0
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', rowsKey, from, '+inf')) do
     rows = rows + tonumber(string.match(member, ':(%d+)$'))
@@ -110,7 +108,7 @@ return out
 // lacks them, by name (so a second put-back, or one that arrives late, adds nothing), with their
 // rows; those it refused alone after their script had failed here (Redis may have run it) are
 // taken out. Returns: the newest entry's time (now if later), then used of each window.
-const PUT_BACK = `${LATEST}
+const PUT_BACK = `${FUNCTIONS}
 local log, rowsKey = KEYS[1], KEYS[2]
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[2])
 local tag = ARGV[3 + n] .. ':'
@@ -135,20 +133,11 @@ end
 return out
 `
 
-const TOO_LATE_MESSAGE = 'Redis ran the limiter script after its command had timed out here (it had hung)'
-
 interface Scripts {
   lspHit (log: string, rows: string, ...args: (number | string)[]): Promise<number[]>
   lspSetRows (log: string, rows: string, name: string, count: number): Promise<number>
   lspState (log: string, rows: string, ...args: number[]): Promise<number[]>
   lspPutBack (log: string, rows: string, ...args: (number | string)[]): Promise<number[]>
-}
-
-function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, now: number): WindowState {
-  const { name, seconds, limit } = spec
-  const resetsInMs = used > 0 ? oldest + seconds * 1000 - now : 0
-  if (limit === null) return { name, seconds, limit, used, remaining: null, rows, resetsInMs: null }
-  return { name, seconds, limit, used, remaining: Math.max(0, limit - used), rows, resetsInMs }
 }
 
 /** What Redis last answered about a partner: the used count of each window (shortest first) at a time. */
@@ -166,20 +155,14 @@ const PUT_BACK_BATCH = 1000
 
 export class RedisStore implements AsyncLimiterStore {
   readonly synchronous = false
-  /**
-   * Names this store's requests in Redis's logs (with a number): random, so that instances, and
-   * this process's runs, never name two requests alike.
-   */
+  /** names this store's requests in Redis's logs (with a number): random, so no two instances or runs name alike */
   readonly tag = randomBytes(6).toString('base64url')
   private lastId = 0
   private readonly scripts: Scripts
-  /**
-   * Per partner, the last answer: what an instance knows was accepted when Redis goes away.
-   * Updated in place, holding the answer's own window states: no copy per request.
-   */
+  /** per partner, the last answer (updated in place, no copy per request): what is known when Redis goes away */
   readonly answers = new Map<string, Answer>()
   /** the connection's script deadlines, shared with the partners' store on it */
-  private readonly deadlines: ScriptDeadline
+  readonly deadlines: ScriptDeadline
 
   constructor (redis: Redis, private readonly prefix = 'lsp:') {
     this.deadlines = scriptDeadline(redis)
@@ -211,7 +194,7 @@ export class RedisStore implements AsyncLimiterStore {
     const args: (number | string)[] = [now, this.deadlines.now(), this.name(id)]
     for (const w of windows) args.push(w.limit ?? -1, w.seconds * 1000)
     const r = await this.scripts.lspHit(k.log, k.rows, ...args)
-    if (r[0] === -1) throw new Error(TOO_LATE_MESSAGE)
+    if (r[0] === -1) throw new Error('Redis ran the limiter script after its command had timed out here (it had hung)')
     // the counts are remembered at the newest entry's time: none of them is later
     const states = windows.map((w, i) => stateOf(w, r[4 + i * 2], r[5 + i * 2], 0, now))
     this.remember(key, r[1], states)
@@ -232,18 +215,6 @@ export class RedisStore implements AsyncLimiterStore {
     return states
   }
 
-  /**
-   * Redis's clock less this process's (ms), as last measured (the heartbeat does); null: not yet,
-   * and scripts then run whenever they arrive.
-   */
-  get clockOffsetMs (): number | null {
-    return this.deadlines.clockOffsetMs
-  }
-
-  set clockOffsetMs (ms: number | null) {
-    this.deadlines.clockOffsetMs = ms
-  }
-
   private remember (key: string, at: number, windows: Answer['windows']) {
     const answer = this.answers.get(key)
     if (answer) {
@@ -255,11 +226,9 @@ export class RedisStore implements AsyncLimiterStore {
   }
 
   /**
-   * After an outage: adds `requests` (this store's, accepted through Redis or alone) where the
-   * partner's log lacks them, with their rows, and takes out `takenOut` (requests refused alone
-   * whose script may have run). Idempotent: each request is added once, whoever puts it back and
-   * however often. `remember`: the answer is then this instance's knowledge of the partner (not
-   * while other instances may still have requests to put back). `seconds`: the windows' lengths.
+   * After an outage: adds `requests` (this store's) where the partner's log lacks them, with their rows,
+   * and takes out `takenOut` (refused alone, their scripts may have run); each is added once however often
+   * sent. `remember`: the answer is what this instance knows (not while other instances may still put back).
    */
   async putBack (
     key: string,

@@ -1,13 +1,9 @@
-// A write script that reaches Redis after its sender gave up on it (a Redis that hung or was slow,
-// then went on) must change nothing: the sender has already reported it failed (the limiter
-// decided that request alone; the CLI printed an error and no token). So each write script starts
-// by comparing Redis's clock with a deadline its sender passes, earlier than the command timeout.
+// A write script that reaches Redis after its sender gave up on it (a Redis that hung, then went on)
+// must change nothing: the sender has already reported it failed. So each write script first
+// compares Redis's clock with a deadline its sender passes, earlier than the command timeout.
 import type { Redis } from 'ioredis'
 
-/**
- * The first lines of a write script: returns `refused` (Lua) when Redis's clock, in ms, is past
- * the deadline `deadline` (a Lua expression, an ARGV; -1: any time).
- */
+/** A write script's first lines: it returns `refused` (Lua) past `deadline` (Lua, Redis's clock in ms; -1: never). */
 export const tooLate = (deadline: string, refused: string) => `
 redis.replicate_commands()
 local deadline = tonumber(${deadline})
@@ -19,10 +15,7 @@ end
 
 /** The deadlines of one connection's scripts. */
 export class ScriptDeadline {
-  /**
-   * Redis's clock less this process's (ms), as last measured; null: not yet, and scripts then run
-   * whenever they arrive.
-   */
+  /** Redis's clock less this process's (ms), as last measured; null: not yet (scripts then run whenever they arrive) */
   clockOffsetMs: number | null = null
   /** how long after it is sent a script may still run: the command timeout less a margin for the answer's way back */
   private readonly graceMs: number
@@ -41,8 +34,7 @@ export class ScriptDeadline {
   async measured (): Promise<number> {
     if (this.clockOffsetMs === null && this.graceMs >= 0) {
       const [seconds, micros] = await this.redis.time()
-      // Redis read its clock at the latest when the answer came: the lowest offset it can be, so
-      // that a deadline is never later than meant
+      // Redis read its clock by the time the answer came: the lowest offset, so a deadline is never later than meant
       this.clockOffsetMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - Date.now()
     }
     return this.now()
@@ -54,9 +46,6 @@ const deadlines = new WeakMap<Redis, ScriptDeadline>()
 /** The connection's one ScriptDeadline: every store on it uses the offset its heartbeat measures. */
 export function scriptDeadline (redis: Redis): ScriptDeadline {
   let deadline = deadlines.get(redis)
-  if (!deadline) {
-    deadline = new ScriptDeadline(redis)
-    deadlines.set(redis, deadline)
-  }
+  if (!deadline) deadlines.set(redis, deadline = new ScriptDeadline(redis))
   return deadline
 }

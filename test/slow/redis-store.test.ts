@@ -286,10 +286,10 @@ if (!skippedWithoutRedis(t)) {
     const store = new RedisStore(client, 'test:')
     const limits: Limits = { minute: 10, hour: null, day: null }
     const limiter = new RateLimiter(store, () => now)
-    store.clockOffsetMs = -60_000 // as if it had waited a minute in a Redis that hung
+    store.deadlines.clockOffsetMs = -60_000 // as if it had waited a minute in a Redis that hung
     await t.rejects(store.hit('late', windowSpecs(limits), now), { message: /after its command had timed out here/ })
     t.same((await limiters[0].state('late', limits)).windows.map((w) => w.used), [0, 0, 0])
-    store.clockOffsetMs = 0
+    store.deadlines.clockOffsetMs = 0
     t.equal((await limiter.hit('late', limits)).allowed, true, 'in time: recorded')
   })
 
