@@ -98,10 +98,6 @@ class AloneWindows {
     return Math.max(0, Math.floor((w.limit - this.known(windowMs, now)) / instances))
   }
 
-  private own (windowMs: number, now: number): number {
-    return this.log.size - this.log.windowStart(windowMs, now - windowMs)
-  }
-
   /** Times after `now` at which known requests leave the window (what is left grows), soonest first. */
   private leaving (windowMs: number, now: number): number[] {
     const out: number[] = []
@@ -115,7 +111,8 @@ class AloneWindows {
   /** Whether a window (not unknown) admits a request now; if not, the ms until it would (none coming in between). */
   waitMs (w: Limited, now: number, instances: number): number {
     const windowMs = w.seconds * 1000
-    if (this.own(windowMs, now) < this.share(w, now, instances)) return 0
+    const own = this.log.size - this.log.windowStart(windowMs, now - windowMs)
+    if (own < this.share(w, now, instances)) return 0
     // between two departures of known requests the share stays the same: in each such stretch,
     // the first moment the own requests in the window are fewer than it
     const leaving = this.leaving(windowMs, now)
@@ -181,8 +178,7 @@ export class FailoverStore implements AsyncLimiterStore {
   /** after an outage: the instances not yet back (heartbeat since `backAt`), whose share is kept free */
   private awaiting: Set<string> | null = null
   private backAt = 0
-  /** how many of those, and the instances counted while alone (each had 1/that of each limit) */
-  private reserve = 0
+  /** the instances counted while alone (each had 1/that of each limit) */
   private shareAlone = 1
   private readonly reserved = new WeakMap<WindowSpec[], { reserve: number, share: number, windows: WindowSpec[] }>()
   /** the random value Redis held under the epoch key: another one is a Redis that lost its data */
@@ -226,6 +222,10 @@ export class FailoverStore implements AsyncLimiterStore {
   /** Back from an outage, with room still kept for instances that have not added what they accepted alone. */
   get rejoining (): boolean {
     return this.reserve > 0
+  }
+
+  private get reserve (): number {
+    return this.awaiting?.size ?? 0
   }
 
   /** /readyz's shared_state */
@@ -462,7 +462,6 @@ export class FailoverStore implements AsyncLimiterStore {
     this.peers = peers
     // an instance silent this long is not counted any more (and did not come back)
     if (this.awaiting && (this.awaiting.size === 0 || now - this.backAt >= INSTANCE_STALE_MS)) this.awaiting = null
-    this.reserve = this.awaiting?.size ?? 0
     // those not back yet count, though a Redis restarted empty has no heartbeat of theirs
     let missing = 0
     for (const id of this.awaiting ?? []) if (!peers.includes(id)) missing++
@@ -524,7 +523,6 @@ export class FailoverStore implements AsyncLimiterStore {
     this.error = null
     this.awaiting = new Set(this.peers)
     this.backAt = backAt
-    this.reserve = this.awaiting.size
     this.shareAlone = this.share
     this.log.info({
       merged, lost, put_back: putBack, unavailable: this.unavailableNow,

@@ -202,8 +202,6 @@ export class RateLimiter {
   }
 }
 
-const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
-
 /**
  * The limited window with the least remaining (the first such); of windows all spent, the one
  * that frees up last: a request is accepted only once every spent window has room.
@@ -233,19 +231,19 @@ export function rateLimitHeaders (
   policy = ratelimitPolicy(windows),
   refusal?: { window: WindowName, retryAfterMs: number }
 ): Record<string, string> {
-  const headers: Record<string, string> = {}
-  if (policy === '') return headers
-  headers['ratelimit-policy'] = policy
+  if (policy === '') return {}
   const refused = refusal && windows.find((w) => w.name === refusal.window)
   const t = refused ?? tightestWindow(windows)!
   const freesInMs = refused ? refusal!.retryAfterMs : t.resetsInMs!
-  const resetSeconds = refused ? retryAfterSeconds(freesInMs) : seconds(freesInMs)
-  headers.ratelimit = `"${t.name}";r=${t.remaining};t=${resetSeconds}`
-  headers['x-ratelimit-limit'] = String(t.limit)
-  headers['x-ratelimit-remaining'] = String(t.remaining)
-  headers['x-ratelimit-used'] = String(t.used)
-  headers['x-ratelimit-reset'] = String(Math.ceil((now + freesInMs) / 1000))
-  return headers
+  const resetSeconds = refused ? retryAfterSeconds(freesInMs) : Math.max(0, Math.ceil(freesInMs / 1000))
+  return {
+    'ratelimit-policy': policy,
+    ratelimit: `"${t.name}";r=${t.remaining};t=${resetSeconds}`,
+    'x-ratelimit-limit': String(t.limit),
+    'x-ratelimit-remaining': String(t.remaining),
+    'x-ratelimit-used': String(t.used),
+    'x-ratelimit-reset': String(Math.ceil((now + freesInMs) / 1000))
+  }
 }
 
 /** Retry-After in whole seconds, at least 1: a request sent that much later is accepted. */

@@ -13,8 +13,7 @@ import { stateOf, type AsyncLimiterStore, type HitResult, type WindowSpec, type 
 
 const KEEP_MS = DAY_MS + 60_000
 
-// A script that reaches Redis after its sender gave up on it changes nothing: the sender has
-// already decided that request alone and counts it itself. ARGV[2] is the deadline, -1: any time.
+// a script past its deadline (ARGV[2]) changes nothing: its sender has decided the request alone
 const TOO_LATE = tooLate('ARGV[2]', '{ -1 }')
 
 // latest: the later of t and the log's newest entry's time; a clock behind it (stepped back, or an
@@ -103,11 +102,9 @@ return out
 `
 
 // KEYS: log, rows. ARGV: now, the number of windows n, their lengths in ms, this instance's tag,
-// the count r of requests to take out, their numbers, then the number, time and rows of each
-// request to put in. After an outage: the requests this instance accepted are added where the log
-// lacks them, by name (so a second put-back, or one that arrives late, adds nothing), with their
-// rows; those it refused alone after their script had failed here (Redis may have run it) are
-// taken out. Returns: the newest entry's time (now if later), then used of each window.
+// the count of requests to take out, their numbers, then the number, time and rows of each request
+// to put in (by name: one sent twice, or late, is added once). Returns: the newest entry's time
+// (now if later), then used of each window.
 const PUT_BACK = `${FUNCTIONS}
 local log, rowsKey = KEYS[1], KEYS[2]
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[2])
