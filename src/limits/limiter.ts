@@ -65,7 +65,7 @@ export function logCapacity (windows: WindowSpec[]): number {
   return bound
 }
 
-/** A window's figures from its count and the time of its oldest request (any when used is 0). */
+/** A window's figures from its count and the time of its oldest request (unread when the count is 0). */
 export function stateOf (spec: WindowSpec, used: number, oldest: number, rows: number, now: number): WindowState {
   // literal objects, not a spread: this runs for every window of every request
   const { name, seconds, limit } = spec
