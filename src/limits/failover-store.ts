@@ -176,7 +176,7 @@ export class FailoverStore implements AsyncLimiterStore {
   private share = 1
   private peers: string[] = []
   /** after an outage: the instances not yet back (heartbeat since `backAt`), whose share is kept free */
-  private awaiting: Set<string> | null = null
+  private awaiting = new Set<string>()
   private backAt = 0
   /** the instances counted while alone (each had 1/that of each limit) */
   private shareAlone = 1
@@ -221,11 +221,7 @@ export class FailoverStore implements AsyncLimiterStore {
 
   /** Back from an outage, with room still kept for instances that have not added what they accepted alone. */
   get rejoining (): boolean {
-    return this.reserve > 0
-  }
-
-  private get reserve (): number {
-    return this.awaiting?.size ?? 0
+    return this.awaiting.size > 0
   }
 
   /** /readyz's shared_state */
@@ -341,10 +337,11 @@ export class FailoverStore implements AsyncLimiterStore {
 
   /** Just back from an outage: each limit less the shares of the instances not back yet. */
   private withReserve (windows: WindowSpec[]): WindowSpec[] {
-    if (this.reserve === 0) return windows
+    const reserve = this.awaiting.size
+    const share = this.shareAlone
+    if (reserve === 0) return windows
     const known = this.reserved.get(windows)
-    if (known && known.reserve === this.reserve && known.share === this.shareAlone) return known.windows
-    const { reserve, shareAlone: share } = this
+    if (known && known.reserve === reserve && known.share === share) return known.windows
     const less = (limit: number | null) =>
       limit === null ? null : Math.max(0, limit - reserve * Math.floor(limit / share))
     const made = windows.map((w) => ({ ...w, limit: less(w.limit) }))
@@ -457,14 +454,14 @@ export class FailoverStore implements AsyncLimiterStore {
     for (let i = 0; i < members.length; i += 2) {
       if (members[i] === this.instanceId) continue
       peers.push(members[i])
-      if (Number(members[i + 1]) >= this.backAt) this.awaiting?.delete(members[i])
+      if (Number(members[i + 1]) >= this.backAt) this.awaiting.delete(members[i])
     }
     this.peers = peers
     // an instance silent this long is not counted any more (and did not come back)
-    if (this.awaiting && (this.awaiting.size === 0 || now - this.backAt >= INSTANCE_STALE_MS)) this.awaiting = null
+    if (now - this.backAt >= INSTANCE_STALE_MS) this.awaiting.clear()
     // those not back yet count, though a Redis restarted empty has no heartbeat of theirs
     let missing = 0
-    for (const id of this.awaiting ?? []) if (!peers.includes(id)) missing++
+    for (const id of this.awaiting) if (!peers.includes(id)) missing++
     this.share = peers.length + 1 + missing
     this.forgetOld()
   }
