@@ -156,7 +156,7 @@ function reason (err: unknown): string {
 export class FailoverStore implements AsyncLimiterStore {
   readonly synchronous = false
   /** per partner, its windows while limiting alone */
-  readonly alone = new Map<string, AloneWindows>()
+  private readonly alone = new Map<string, AloneWindows>()
   /** per partner, the requests this instance accepted in the last day */
   private readonly own = new Map<string, OwnRequests>()
   /** per partner, the requests whose scripts are sent and not answered yet */

@@ -89,7 +89,7 @@ export class LocalStore {
   readonly synchronous = true
   readonly logs = new Map<string, AcceptLog>()
   /** Keys changed since the last save, each with the time of its earliest entry changed (accepted, or given rows). */
-  readonly dirty = new Map<string, number>()
+  private readonly dirty = new Map<string, number>()
 
   markDirty (key: string, time: number) {
     const since = this.dirty.get(key)
