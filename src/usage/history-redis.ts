@@ -1,10 +1,9 @@
-// The daily history in Redis (STATE_URL), which every instance adds its deltas to: per partner
-// and day a hash of the day's fields and a hash of requests per minute, from which a script keeps
-// the busiest minute exact. Each batch (a partner's day) carries this instance's id and a number
-// that only grows; the script keeps, per partner and day, the last number added from each
-// instance, and adds nothing for a number not above it: a batch sent again after a timeout (Redis
-// may have run it) is added once. That holds because batches not known to be added are sent
-// again, under their number, before anything newer is made.
+// The daily history in Redis (STATE_URL), which every instance adds its deltas to: per partner and
+// day a hash of the day's fields and one of requests per minute, from which a script keeps the
+// busiest minute exact. Each batch (a partner's day) carries this instance's id and a growing
+// number, and the script adds nothing for a number not above the last it added from that instance:
+// a batch sent again after a timeout (Redis may have run it) is added once. That holds because
+// batches not known to be added are sent again, under their number, before anything newer is made.
 import type { Redis } from 'ioredis'
 import { DAY_MS, dateOf, deltaFields, type Deltas, type HistoryCounter } from './history.ts'
 
@@ -30,16 +29,14 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[2])
 return 1
 `
 
-// one hash tag per partner, as the limiter's keys
-const dayKey = (prefix: string, key: string, date: string) => `${prefix}uh:{${key}}:${date}`
-const minuteKey = (prefix: string, key: string, date: string) => `${prefix}um:{${key}}:${date}`
-const addedKey = (prefix: string, key: string, date: string) => `${prefix}ub:{${key}}:${date}`
-
-interface Batch { key: string, day: number, args: (string | number)[] }
+// the day, minute and batches-added hashes; one hash tag per partner, as the limiter's keys
+const keysOf = (prefix: string, key: string, date: string) =>
+  ['uh', 'um', 'ub'].map((kind) => `${prefix}${kind}:{${key}}:${date}`)
 
 /** Adds a counter's deltas to Redis; throws when some batch could not be added (kept, sent first next time). */
 export class RedisHistory {
-  private pending: Batch[] = []
+  /** the script's keys and arguments of each batch not known to be added */
+  private pending: (string | number)[][] = []
   private seq = 0
 
   /** `source`: this instance's id (new at every start), under which its batch numbers are kept. */
@@ -55,39 +52,29 @@ export class RedisHistory {
   async flush (counter: HistoryCounter) {
     // while batches wait, new counts stay in the counter (merged there, not piling up as batches)
     if (this.pending.length === 0) this.pending = this.batches(counter.take())
-    const failed: Batch[] = []
-    let error: unknown
     const scripts = this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> }
-    await Promise.all(this.pending.map(async (b) => {
-      const date = dateOf(b.day)
-      const keys = [dayKey, minuteKey, addedKey].map((keyOf) => keyOf(this.prefix, b.key, date))
-      try {
-        await scripts.lspHistoryAdd(...keys, ...b.args)
-      } catch (err) {
-        failed.push(b)
-        error = err
-      }
-    }))
-    this.pending = failed
-    if (failed.length > 0) throw error
+    const results = await Promise.allSettled(this.pending.map((batch) => scripts.lspHistoryAdd(...batch)))
+    this.pending = this.pending.filter((_, i) => results[i].status === 'rejected')
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failure) throw failure.reason
   }
 
-  private batches (deltas: Deltas): Batch[] {
-    const out: Batch[] = []
+  private batches (deltas: Deltas) {
+    const out: (string | number)[][] = []
     for (const [key, days] of deltas) {
       for (const [day, delta] of days) {
         const fields = deltaFields(delta)
-        const args: (string | number)[] =
-          [(day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
-        for (const [field, n] of fields) args.push(field, n)
-        for (const [m, n] of delta.minutes) args.push(m, n)
-        out.push({ key, day, args })
+        const batch: (string | number)[] = [...keysOf(this.prefix, key, dateOf(day)),
+          (day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
+        for (const [field, n] of fields) batch.push(field, n)
+        for (const [m, n] of delta.minutes) batch.push(m, n)
+        out.push(batch)
       }
     }
     return out
   }
 
-  /** Batches not known to be added (lost if the process ends now). */
+  /** Batches not known to be added. */
   get unsent () {
     return this.pending.length
   }
@@ -104,14 +91,12 @@ export async function readRedisHistory (
   const dates: string[] = []
   for (let day = Math.floor(Date.parse(fromDate) / DAY_MS); dateOf(day) <= toDate; day++) dates.push(dateOf(day))
   const pipeline = redis.pipeline()
-  for (const date of dates) pipeline.hgetall(dayKey(prefix, key, date))
-  const results = (await pipeline.exec()) ?? []
+  for (const date of dates) pipeline.hgetall(keysOf(prefix, key, date)[0])
   const out = new Map<string, Record<string, number>>()
-  results.forEach(([err, hash], i) => {
+  for (const [i, [err, hash]] of ((await pipeline.exec()) ?? []).entries()) {
     if (err) throw err
-    const fields = hash as Record<string, string>
-    if (Object.keys(fields).length === 0) return
-    out.set(dates[i], Object.fromEntries(Object.entries(fields).map(([f, v]) => [f, Number(v)])))
-  })
+    const fields = Object.entries(hash as Record<string, string>)
+    if (fields.length > 0) out.set(dates[i], Object.fromEntries(fields.map(([f, v]) => [f, Number(v)])))
+  }
   return out
 }

@@ -1,11 +1,10 @@
-// The usage report of GET /usage, built in one place for the route and the operator CLI
-// (`partners usage SLUG`): the same windows, rows and telemetry block from the same sources.
+// The usage report of GET /usage, built here for the route and the operator CLI (`partners usage SLUG`).
 import type { WindowState } from '../limits/limiter.ts'
 import type { DatasetName } from '../sites/dataset-file.ts'
 import type { Limits } from '../partners/tiers.ts'
 import type { TelemetryBlock } from './telemetry.ts'
 
-/** Where the figures come from: the limiter (or one over the saved counters) and a telemetry feed. */
+/** The limiter (or one over the saved counters) and a telemetry feed. */
 export interface UsageSources {
   limiter: { state (key: string, limits: Limits): Promise<{ now: number, windows: WindowState[] }> }
   telemetry: { block (key: string, now: number): Promise<TelemetryBlock> }
@@ -25,10 +24,7 @@ function windowReport (w: WindowState, now: number) {
   }
 }
 
-/**
- * The report, but for `client` (the caller's address, which the route adds and the CLI has none
- * of). `environment`: the dataset that answers (the route's demo= decides); `telemetry`: add the block.
- */
+/** The report but for `client` (the caller's address, which the route adds); `environment`: the answering dataset. */
 export async function usageReport (
   sources: UsageSources,
   partner: ReportedPartner,

@@ -1,6 +1,6 @@
 // The in-process telemetry feed in control.db (without STATE_URL): saved with the rate-limit
-// counters, restored at boot, read by the operator CLI. Only events not saved before are written
-// (at most the feed's size per partner and save), and each partner keeps the feed's size.
+// counters, restored at boot, read by the operator CLI. Only events not saved before are written,
+// and each partner keeps the feed's size.
 import type Database from 'better-sqlite3'
 import { TELEMETRY_FEED_SIZE, type TelemetryEvent, type TelemetryFeed } from './telemetry.ts'
 
@@ -9,39 +9,16 @@ const TELEMETRY_DDL = `CREATE TABLE IF NOT EXISTS telemetry_events (
   status INTEGER NOT NULL, rows INTEGER NOT NULL, duration_ms REAL NOT NULL, dataset TEXT, cache TEXT NOT NULL,
   PRIMARY KEY (partner_id, seq)) WITHOUT ROWID`
 
-interface EventRow {
-  partner_id: string, seq: number, timestamp: number, endpoint: string, status: number, rows: number,
-  duration_ms: number, dataset: string | null, cache: string
-}
-
-const eventOf = (r: EventRow): TelemetryEvent => ({
-  timestamp: r.timestamp, endpoint: r.endpoint, status: r.status, rows: r.rows, durationMs: r.duration_ms,
-  dataset: r.dataset, cache: r.cache as TelemetryEvent['cache']
-})
-
 /** Puts the saved feeds back into `feed`; the number of partners restored. */
 export function restoreTelemetry (db: Database.Database, feed: TelemetryFeed): number {
   db.exec(TELEMETRY_DDL)
-  const rows = db.prepare('SELECT * FROM telemetry_events ORDER BY partner_id, seq').all() as EventRow[]
-  let partners = 0
-  for (let i = 0; i < rows.length;) {
-    const key = rows[i].partner_id
-    const events: TelemetryEvent[] = []
-    let total = 0
-    for (; i < rows.length && rows[i].partner_id === key; i++) {
-      events.push(eventOf(rows[i]))
-      total = rows[i].seq
-    }
-    feed.restore(key, events, total)
-    partners++
-  }
-  return partners
+  const partners = db.prepare('SELECT partner_id AS key, max(seq) AS total FROM telemetry_events GROUP BY partner_id')
+    .all() as { key: string, total: number }[]
+  for (const { key, total } of partners) feed.restore(key, readSavedEvents(db, key, feed.size).reverse(), total)
+  return partners.length
 }
 
-/**
- * A function that saves the events recorded since its last call, in one transaction; it throws on
- * a failure, and the events are saved next time.
- */
+/** A function that saves the events recorded since its last call, in one transaction; throws on a failure. */
 export function telemetrySaver (db: Database.Database, feed: TelemetryFeed): () => void {
   db.exec(TELEMETRY_DDL)
   const insert = db.prepare('INSERT OR REPLACE INTO telemetry_events ' +
@@ -67,8 +44,8 @@ export function telemetrySaver (db: Database.Database, feed: TelemetryFeed): () 
 /** A partner's saved feed, newest first (the operator CLI; read only). */
 export function readSavedEvents (db: Database.Database, key: string, size = TELEMETRY_FEED_SIZE): TelemetryEvent[] {
   try {
-    const select = db.prepare('SELECT * FROM telemetry_events WHERE partner_id = ? ORDER BY seq DESC LIMIT ?')
-    return (select.all(key, size) as EventRow[]).map(eventOf)
+    return db.prepare('SELECT timestamp, endpoint, status, rows, duration_ms AS durationMs, dataset, cache ' +
+      'FROM telemetry_events WHERE partner_id = ? ORDER BY seq DESC LIMIT ?').all(key, size) as TelemetryEvent[]
   } catch (err) {
     if (/no such table/.test((err as Error).message)) return [] // no service has run here yet
     throw err

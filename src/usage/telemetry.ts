@@ -1,7 +1,6 @@
-// Telemetry: the latest events of each partner in a ring (200 by default), from which the
-// telemetry block of /usage is derived. Kept apart from the limiter: it is a summary for the
-// partner, the limiter's counts are the authoritative ones. Every event recorded also goes to the
-// daily history (history.ts), when one is given: the partner routes record through here alone.
+// Telemetry: the latest events of each partner in a ring, from which the telemetry block of /usage
+// is derived: a summary for the partner, the limiter's counts are the authoritative ones. Every
+// event recorded also goes to the daily history, when one is given.
 import type { Redis } from 'ioredis'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
 import type { HistorySink } from './history.ts'
@@ -12,14 +11,8 @@ const RECENT_EVENTS = 10
 
 export type TelemetryBlock = ReturnType<typeof telemetryBlock>
 
-/**
- * Where events go and the telemetry block comes from: in process, or shared (Redis). `record` is on
- * the request path and synchronous; `block` serves /usage and the CLI, always a promise.
- */
-export interface Telemetry {
-  record (key: string, event: TelemetryEvent): void
-  block (key: string, now: number): Promise<TelemetryBlock>
-}
+/** In process or shared (Redis): `record` is on the request path, `block` serves /usage and the CLI. */
+export type Telemetry = Pick<TelemetryFeed, 'record' | 'block'>
 
 export interface TelemetryEvent {
   timestamp: number
@@ -40,13 +33,10 @@ interface Ring {
   saved: number
 }
 
-export class TelemetryFeed implements Telemetry {
+export class TelemetryFeed {
   private readonly rings = new Map<string, Ring>()
-  private readonly history?: HistorySink
 
-  constructor (readonly size = TELEMETRY_FEED_SIZE, options: { history?: HistorySink } = {}) {
-    this.history = options.history
-  }
+  constructor (readonly size = TELEMETRY_FEED_SIZE, private readonly options: { history?: HistorySink } = {}) {}
 
   record (key: string, event: TelemetryEvent) {
     let ring = this.rings.get(key)
@@ -55,7 +45,7 @@ export class TelemetryFeed implements Telemetry {
     else ring.events[ring.next] = event
     ring.next = (ring.next + 1) % this.size
     ring.total++
-    this.history?.record(key, event)
+    this.options.history?.record(key, event)
   }
 
   /** Per partner with events not saved yet: those still in the feed, oldest first, and the newest's sequence number. */
@@ -94,22 +84,19 @@ export class TelemetryFeed implements Telemetry {
   }
 }
 
-interface WindowCounts { requests: number, rows: number, errors: number }
-
+/** The block from a partner's events, newest first. */
 export function telemetryBlock (events: TelemetryEvent[], size: number, now: number) {
-  const windows = Object.fromEntries(WINDOWS.map((name): [WindowName, WindowCounts] => {
+  const windows = {} as Record<WindowName, { requests: number, rows: number, errors: number }>
+  for (const name of WINDOWS) {
     const since = now - WINDOW_SECONDS[name] * 1000
-    let requests = 0
-    let rows = 0
-    let errors = 0
+    const counts = windows[name] = { requests: 0, rows: 0, errors: 0 }
     for (const e of events) {
       if (e.timestamp <= since) continue
-      requests++
-      rows += e.rows
-      if (e.status >= 400) errors++
+      counts.requests++
+      counts.rows += e.rows
+      if (e.status >= 400) counts.errors++
     }
-    return [name, { requests, rows, errors }]
-  })) as Record<WindowName, WindowCounts>
+  }
   return {
     feed_size: size,
     events: events.length,
@@ -126,31 +113,27 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
   }
 }
 
-interface TelemetryLog {
-  warn (obj: object, msg: string): void
-  info (obj: object, msg: string): void
-}
-
 /**
  * The feed shared by every instance (STATE_URL): a capped Redis list per partner, newest first.
  * Events are also kept in process, which answers while Redis is away. Failed writes are logged
- * once per outage: a warning when they start failing, an info line when they work again.
+ * once per outage.
  */
-export class SharedTelemetry implements Telemetry {
+export class SharedTelemetry {
   readonly local: TelemetryFeed
   private readonly prefix: string
-  readonly size: number
   private readonly written: (err?: unknown) => void
 
   constructor (
     private readonly redis: Redis,
-    options: { prefix?: string, size?: number, log?: TelemetryLog, history?: HistorySink } = {}
+    options: {
+      prefix?: string
+      log?: { warn (obj: object, msg: string): void, info (obj: object, msg: string): void }
+      history?: HistorySink
+    } = {}
   ) {
-    this.prefix = options.prefix ?? 'lsp:'
-    this.size = options.size ?? TELEMETRY_FEED_SIZE
     const { log } = options
-    // the in-process feed passes each event on to the history
-    this.local = new TelemetryFeed(this.size, { history: options.history })
+    this.prefix = options.prefix ?? 'lsp:'
+    this.local = new TelemetryFeed(TELEMETRY_FEED_SIZE, { history: options.history })
     this.written = outageReporter(
       (err) => log?.warn({ err },
         'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
@@ -162,31 +145,22 @@ export class SharedTelemetry implements Telemetry {
     const k = sharedFeedKey(key, this.prefix)
     this.redis.multi()
       .lpush(k, JSON.stringify(event))
-      .ltrim(k, 0, this.size - 1)
+      .ltrim(k, 0, TELEMETRY_FEED_SIZE - 1)
       .pexpire(k, 7 * 86_400_000)
       .exec()
       .then((results) => this.written(results?.find(([err]) => err)?.[0]), (err: Error) => this.written(err))
   }
 
   async block (key: string, now: number): Promise<TelemetryBlock> {
-    let events: TelemetryEvent[]
-    try {
-      events = await readSharedEvents(this.redis, key, this.size, this.prefix)
-    } catch {
-      events = this.local.events(key)
-    }
-    return telemetryBlock(events, this.size, now)
+    const events = await readSharedEvents(this.redis, key, this.prefix).catch(() => this.local.events(key))
+    return telemetryBlock(events, TELEMETRY_FEED_SIZE, now)
   }
 }
 
 const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
 
 /** A partner's shared feed, newest first; throws when Redis does not answer. */
-export async function readSharedEvents (
-  redis: Redis,
-  key: string,
-  size = TELEMETRY_FEED_SIZE,
-  prefix = 'lsp:'
-): Promise<TelemetryEvent[]> {
-  return (await redis.lrange(sharedFeedKey(key, prefix), 0, size - 1)).map((e) => JSON.parse(e) as TelemetryEvent)
+export async function readSharedEvents (redis: Redis, key: string, prefix = 'lsp:'): Promise<TelemetryEvent[]> {
+  const events = await redis.lrange(sharedFeedKey(key, prefix), 0, TELEMETRY_FEED_SIZE - 1)
+  return events.map((e) => JSON.parse(e) as TelemetryEvent)
 }

@@ -1,9 +1,6 @@
-// Usage: the limiter's three rolling windows per partner, the telemetry feed, the daily history,
-// and their persistence. In process (saved to control.db every saveMs and at close, restored
-// here), or in Redis (STATE_URL) behind a store that limits alone while Redis is away, each
-// instance adding its history counts every second. The partner routes count requests and record
-// rows and events through these (src/routes/partner-api.ts); every event recorded goes to the
-// history too (telemetry.ts).
+// Usage: the limiter's windows, the telemetry feed and the daily history, in process (saved to
+// control.db every saveMs and at close, restored here) or in Redis (STATE_URL, behind a store that
+// limits alone while Redis is away), each instance then adding its history counts every second.
 import type Database from 'better-sqlite3'
 import type { Redis } from 'ioredis'
 import type { ControlDbHealth } from '../health/control-db.ts'
@@ -18,31 +15,22 @@ import { SqliteHistory } from './history-sqlite.ts'
 import { SharedTelemetry, TelemetryFeed, type Telemetry } from './telemetry.ts'
 import { restoreTelemetry, telemetrySaver } from './telemetry-store.ts'
 
-/** How often each instance adds its history counts to Redis, by default. */
 const SHARED_HISTORY_FLUSH_MS = 1000
 
-/** Where the state says what it restored and how Redis is doing (the app's logger). */
-interface UsageLog {
-  info (obj: object, msg: string): void
-  warn (obj: object, msg: string): void
-  error (obj: object, msg: string): void
-}
-
 export interface UsageStateOptions {
-  /** control.db: where the in-process state is saved and restored (unused with redis) */
+  /** control.db, where the in-process state is saved (unused with redis) */
   db: Database.Database
-  /** the shared state's connection (STATE_URL); without it, the state is in process */
+  /** the shared state (STATE_URL); without it, the state is in process */
   redis?: Redis
-  /** this instance's id, under which it heartbeats and adds its history batches in Redis */
+  /** under which this instance heartbeats and adds its history batches in Redis */
   instanceId: string
-  log: UsageLog
-  /** where the in-process saves report how they went (job `counters`) */
+  log: Record<'info' | 'warn' | 'error', (obj: object, msg: string) => void>
+  /** where the in-process saves report (job `counters`) */
   controlDbHealth: Pick<ControlDbHealth, 'succeeded' | 'failed'>
   clock: () => number
   saveMs: number
   /** days of history kept (USAGE_HISTORY_DAYS) */
   historyDays: number
-  /** with redis: how often the history counts are added (SHARED_HISTORY_FLUSH_MS unless a test says) */
   historyFlushMs?: number
 }
 
@@ -52,16 +40,11 @@ interface UsageState {
   /** the shared state's store and health, with redis */
   failover?: FailoverStore
   /**
-   * Saves now; never throws and never rejects. In process it is synchronous: the counters, the
-   * telemetry feed and the history are in control.db (or kept for the next save) when it returns.
-   * With redis it starts adding the history counts (one flush at a time) and returns that flush.
+   * Saves now; never throws or rejects. In process it is synchronous; with redis it returns the
+   * flush of the history counts (one at a time).
    */
   save: () => void | Promise<void>
-  /**
-   * Stops the periodic saves and saves a last time (with redis, the history in at most two more
-   * flushes, then the instance leaves Redis's list); never rejects. Call it before control.db and
-   * the Redis connection close, once every request has been answered.
-   */
+  /** Stops the periodic saves and saves a last time; call it once every request is answered. */
   close: () => Promise<void>
 }
 
@@ -78,16 +61,13 @@ function sharedState (redis: Redis, options: UsageStateOptions): UsageState {
     (err) => log.warn({ err },
       'usage history cannot be added to the shared state (Redis); counted in this process meanwhile'),
     () => log.info({}, 'usage history is added to the shared state (Redis) again'))
-  // never rejects: a failure is reported (once per outage) and its counts kept for the next flush
-  const flush = () => history.flush(counter).then(() => report(), report)
   let flushing: Promise<void> | undefined
-  // one flush at a time: a batch is never sent twice at once
+  // one flush at a time, so that a batch is never sent twice at once; a failure's counts are kept
   const save = () => {
-    if (!flushing) flushing = flush().finally(() => { flushing = undefined })
+    flushing ??= history.flush(counter).then(() => report(), report).finally(() => { flushing = undefined })
     return flushing
   }
-  const timer = setInterval(save, historyFlushMs)
-  timer.unref()
+  const timer = setInterval(save, historyFlushMs).unref()
   const close = async () => {
     clearInterval(timer)
     await flushing
@@ -99,7 +79,6 @@ function sharedState (redis: Redis, options: UsageStateOptions): UsageState {
     await failover.close()
   }
   const telemetry = new SharedTelemetry(redis, { log, history: counter })
-  // Redis keeps the windows and telemetry: only the history is added
   return { limiter: new RateLimiter(failover, clock), telemetry, failover, save, close }
 }
 
@@ -125,8 +104,7 @@ function localState ({ db, log, controlDbHealth, clock, saveMs, historyDays }: U
     if (failure === undefined) controlDbHealth.succeeded('counters')
     else controlDbHealth.failed('counters', failure)
   }
-  const timer = setInterval(save, saveMs)
-  timer.unref()
+  const timer = setInterval(save, saveMs).unref()
   const close = async () => {
     clearInterval(timer)
     save()
