@@ -1,11 +1,7 @@
-// A job that many may ask for at once (a dataset reload): requests that arrive while it runs are
-// merged into one more run after it, so a burst of requests costs two runs, not one per request.
-
 /**
- * Wraps `run` so that it never runs twice at once and requests made while it runs are merged into
- * one more run after it. Each run is given the requests merged into it; every caller gets the
- * outcome of a run that started after its request (a run already under way may have read what the
- * caller asks to be read anew).
+ * Wraps `run` (a dataset reload) so that it never runs twice at once: requests made while it runs
+ * are merged into one more run after it, given to that run. Every caller gets the outcome of a run
+ * that started after its request (a run under way may have read what the caller asks to be read anew).
  */
 export function coalescing<Request, Result> (
   run: (requests: Request[]) => Promise<Result>

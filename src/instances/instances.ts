@@ -1,14 +1,11 @@
-// Running service instances and reload requests, kept in control.db: the CLI asks for a reload
-// by adding a request; every live instance reloads its datasets and writes back its result.
+// Running service instances and reload requests, in control.db or Redis: the CLI asks for a reload,
+// every live instance reloads its datasets and writes back its outcome.
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { Redis } from 'ioredis'
 
-/**
- * An instance that has not written its heartbeat for this long is taken as gone: by the CLI
- * (control.db's rows, Redis's `lsp:instances`) and by the limiter's share while Redis is away.
- */
+/** An instance whose heartbeat is older than this is taken as gone (by the CLI, and the limiter's share). */
 export const INSTANCE_STALE_MS = 10_000
 
 const SCHEMA = `
@@ -22,26 +19,20 @@ CREATE TABLE IF NOT EXISTS reload_results (
   finished_at TEXT NOT NULL, PRIMARY KEY (request_id, instance_id));
 `
 
-function ensureInstanceTables (db: Database.Database) {
-  db.exec(SCHEMA)
-}
-
-interface InstanceRow {
-  id: string, pid: number, hostname: string, address: string | null, started_at: string, seen_at: number
-}
+interface LiveInstance { id: string, pid: number, address: string | null }
 
 export interface ServedDataset { dataset: string, site_count: number, built_at: string }
 export type ReloadOutcome =
   | { ok: true, datasets: ServedDataset[] }
   | { ok: false, error: string, datasets: ServedDataset[] }
 
-/** The service's side: heartbeat, and the reload requests it has not answered yet. */
+/** The service's side in control.db: heartbeat, and the reload requests it has not answered yet. */
 export class InstanceRecord {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`
   private lastRequestId: number
 
   constructor (private readonly db: Database.Database) {
-    ensureInstanceTables(db)
+    db.exec(SCHEMA)
     this.lastRequestId = (db.prepare('SELECT coalesce(max(id), 0) FROM reload_requests').pluck().get() as number)
     db.prepare('INSERT INTO instances (id, pid, hostname, address, started_at, seen_at) VALUES (?, ?, ?, NULL, ?, ?)')
       .run(this.id, process.pid, hostname(), new Date().toISOString(), Date.now())
@@ -76,22 +67,18 @@ export class InstanceRecord {
 }
 
 interface ReloadAsk {
-  /** the instances alive now */
-  live (): InstanceRow[] | Promise<InstanceRow[]>
+  live (): LiveInstance[] | Promise<LiveInstance[]>
   /** posts the request; its id */
   post (): number | Promise<number>
-  /** the answers to it so far, by instance id (as JSON) */
+  /** the answers to it so far: outcomes (JSON) by instance id */
   answers (requestId: number): Record<string, string> | Promise<Record<string, string>>
 }
 
-/**
- * Asks every live instance to reload and collects the answers: an instance that stops sending
- * heartbeats, or does not answer by the deadline, is reported as such.
- */
+/** Asks every live instance to reload; one that stops its heartbeat or misses the deadline is reported so. */
 async function askReload (ask: ReloadAsk, options: { timeoutMs: number, pollMs?: number }) {
   const instances = await ask.live()
   const results = new Map<string, ReloadOutcome | string>()
-  if (instances.length === 0) return { requestId: undefined, instances, results }
+  if (instances.length === 0) return { instances, results }
   const requestId = await ask.post()
   const deadline = Date.now() + options.timeoutMs
   for (;;) {
@@ -110,17 +97,17 @@ async function askReload (ask: ReloadAsk, options: { timeoutMs: number, pollMs?:
     }
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100))
   }
-  return { requestId, instances, results }
+  return { instances, results }
 }
 
 /** The CLI's side over control.db: the instances of this DATA_DIR. */
 export function requestReload (db: Database.Database, options: { timeoutMs: number, pollMs?: number }) {
-  ensureInstanceTables(db)
+  db.exec(SCHEMA)
   const select = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?')
-  const live = db.prepare('SELECT * FROM instances WHERE seen_at > ? ORDER BY started_at')
+  const live = db.prepare('SELECT id, pid, address FROM instances WHERE seen_at > ? ORDER BY started_at')
   const post = db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)')
   return askReload({
-    live: () => live.all(Date.now() - INSTANCE_STALE_MS) as InstanceRow[],
+    live: () => live.all(Date.now() - INSTANCE_STALE_MS) as LiveInstance[],
     post: () => Number(post.run(new Date().toISOString()).lastInsertRowid),
     answers: (id) => {
       const rows = select.all(id) as { instance_id: string, detail: string }[]
@@ -129,13 +116,10 @@ export function requestReload (db: Database.Database, options: { timeoutMs: numb
   }, options)
 }
 
-/**
- * The same over Redis (STATE_URL), for instances on several machines: every instance subscribed
- * to `lsp:reload` reloads from its own files and writes its outcome under the request's key;
- * live instances are those whose heartbeat (`lsp:instances`, every second) is recent.
- */
+// Over Redis (STATE_URL), for instances on several machines: every instance subscribed to the
+// channel reloads from its own files and writes its outcome under the request's key.
 export const RELOAD_CHANNEL = 'lsp:reload'
-/** Live instances by heartbeat time (written every second by the limiter's store: src/limits/failover-store.ts). */
+/** Live instances by heartbeat time (written every second by src/limits/failover-store.ts). */
 export const INSTANCES_KEY = 'lsp:instances'
 export const INSTANCE_INFO = 'lsp:instance-info'
 export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
@@ -145,16 +129,9 @@ export function requestSharedReload (redis: Redis, options: { timeoutMs: number,
     async live () {
       const ids = await redis.zrangebyscore(INSTANCES_KEY, Date.now() - INSTANCE_STALE_MS, '+inf')
       const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
-      return ids.map((id, i): InstanceRow => {
-        const known = info[i] === null ? {} : JSON.parse(info[i]!) as Partial<InstanceRow>
-        return {
-          id,
-          pid: known.pid ?? 0,
-          hostname: known.hostname ?? '',
-          address: known.address ?? null,
-          started_at: known.started_at ?? '',
-          seen_at: Date.now()
-        }
+      return ids.map((id, i): LiveInstance => {
+        const known = JSON.parse(info[i] ?? '{}') as Partial<LiveInstance>
+        return { id, pid: known.pid ?? 0, address: known.address ?? null }
       })
     },
     async post () {

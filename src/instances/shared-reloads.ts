@@ -5,8 +5,6 @@ import { hostname } from 'node:os'
 import type { Redis } from 'ioredis'
 import { INSTANCE_INFO, INSTANCES_KEY, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
 
-interface Log { error (obj: object, msg: string): void }
-
 /** How long a boot waits for the subscription before it listens without it. */
 const SUBSCRIBE_WAIT_MS = 5_000
 
@@ -14,7 +12,7 @@ export function listenForSharedReloads (
   writer: Redis,
   instanceId: string,
   reload: (reason: string) => Promise<ReloadOutcome>,
-  log: Log
+  log: { error (obj: object, msg: string): void }
 ) {
   const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
   subscriber.on('error', () => {}) // the limiter's way down reports Redis trouble, once
@@ -51,19 +49,16 @@ export function listenForSharedReloads (
   })
   return {
     /**
-     * Before the instance listens: resolves once it is subscribed, its info published and a first
-     * heartbeat written (the limiter's store writes the next ones; a failure here is not its
-     * concern, and degrades nothing), or after `timeoutMs` (Redis gone since the boot connected:
-     * ioredis subscribes when it is back); true when subscribed.
+     * Resolves true once subscribed, the info published and a first heartbeat written (the
+     * limiter's store writes the next ones), or false after `timeoutMs` (ioredis subscribes when
+     * Redis is back).
      */
     async ready (timeoutMs = SUBSCRIBE_WAIT_MS): Promise<boolean> {
       let timer: NodeJS.Timeout | undefined
       const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) })
       const heartbeat = writer.zadd(INSTANCES_KEY, Date.now(), instanceId).catch(() => {})
       try {
-        const all = Promise.all([subscribed, publishInfo(), heartbeat])
-        const [ok] = await Promise.race([all, late.then(() => [false] as const)])
-        return ok
+        return await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]).then(([ok]) => ok), late])
       } finally {
         clearTimeout(timer)
       }
