@@ -47,16 +47,13 @@ async function reload (app: FastifyInstance, options: { pollMs: number }) {
       .catch((err) => app.log.error({ err }, 'reload failed'))
       .finally(() => answering.delete(answer))
     answering.add(answer)
-  }, options.pollMs)
-  timer.unref()
+  }, options.pollMs).unref()
 
   const shared = app.redis && listenForSharedReloads(app.redis, instance.id, reloadDatasets, app.log)
 
-  // Reported wherever the CLI looks before it listens: an instance that answers HTTP is one that
-  // `datasets reload` (with or without --all) lists and reaches.
+  // reported wherever the CLI looks before listening: an instance that answers HTTP is one `datasets reload` reaches
   app.addHook('onReady', async () => {
     app.controlDb.attempt('heartbeat', () => instance.heartbeat())
-    // subscribed to lsp:reload, and a first heartbeat in lsp:instances
     if (shared && !await shared.ready()) {
       app.log.error('not subscribed to shared reload requests yet: ' +
         '`datasets reload --all` cannot reach this instance until it is')

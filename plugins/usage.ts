@@ -1,5 +1,4 @@
-// Usage: the limiter, the telemetry feed and the daily history, in process (control.db) or in Redis
-// (STATE_URL), through which the partner routes count requests and record rows and events.
+// Usage: the limiter, the telemetry feed and the daily history (src/usage/usage-state.ts).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { FailoverStore } from '../src/limits/failover-store.ts'
@@ -13,22 +12,12 @@ declare module 'fastify' {
     telemetry: Telemetry
     /** the shared state's health, when STATE_URL is set */
     sharedState?: FailoverStore
-    /**
-     * Saves the counters, telemetry feed and history now; never throws, never rejects. Synchronous without
-     * STATE_URL; with it, a promise of the history counts added to Redis.
-     */
+    /** Saves the counters, telemetry feed and history now; never throws, never rejects. */
     saveCounters (): void | Promise<void>
   }
 }
 
-interface UsageOptions {
-  clock?: () => number
-  saveMs: number
-  /** days of history kept (USAGE_HISTORY_DAYS) */
-  historyDays: number
-}
-
-async function usage (app: FastifyInstance, options: UsageOptions) {
+async function usage (app: FastifyInstance, options: { clock?: () => number, saveMs: number, historyDays: number }) {
   const state = createUsageState({
     db: app.partners.store.db,
     redis: app.redis,
@@ -43,8 +32,7 @@ async function usage (app: FastifyInstance, options: UsageOptions) {
   app.decorate('saveCounters', state.save)
   app.decorate('limiter', state.limiter)
   app.decorate<Telemetry>('telemetry', state.telemetry)
-  // onClose hooks run last registered first: this one, once every request has been answered,
-  // before control.db (partners) and the Redis connection (shared-state) close
+  // onClose hooks run last registered first: this one before control.db and Redis close
   app.addHook('onClose', () => state.close())
 }
 

@@ -27,7 +27,7 @@ const statements = (db: Database.Database) => ({
   pruneMinutes: db.prepare('DELETE FROM usage_minutes WHERE minute < ?')
 })
 
-/** Adds a counter's deltas to control.db; throws when it could not (the deltas go back to the counter). */
+/** Adds a counter's deltas to control.db; throws when it could not (the counter keeps them). */
 export class SqliteHistory {
   private readonly sql: ReturnType<typeof statements>
   private lastPrune = 0
@@ -42,39 +42,35 @@ export class SqliteHistory {
     const prune = now - this.lastPrune >= PRUNE_EVERY_MS
     if (counter.empty && !prune) return
     const { sql } = this
-    const deltas = counter.take()
-    try {
-      this.db.transaction(() => {
-        for (const [key, days] of deltas) {
-          for (const [day, delta] of days) {
-            const date = dateOf(day)
-            for (const [field, n] of deltaFields(delta)) sql.add.run(key, date, field, n)
-            const stored = sql.busiest.all(key, date) as { field: string, value: number }[]
-            const known = Object.fromEntries(stored.map((r) => [r.field, r.value]))
-            let count = known.bc ?? 0
-            let minute = known.bm ?? 0
-            for (const [m, n] of delta.minutes) {
-              const total = sql.addMinute.get(key, m, n) as number
-              // the earliest minute of equal counts wins, as in history-redis.ts
-              if (total > count || (total === count && m < minute)) [count, minute] = [total, m]
-            }
-            if (count !== known.bc || minute !== known.bm) {
-              sql.setField.run(key, date, 'bc', count)
-              sql.setField.run(key, date, 'bm', minute)
-            }
+    const deltas = counter.deltas()
+    this.db.transaction(() => {
+      for (const [key, days] of deltas) {
+        for (const [day, delta] of days) {
+          const date = dateOf(day)
+          for (const [field, n] of deltaFields(delta)) sql.add.run(key, date, field, n)
+          const stored = sql.busiest.all(key, date) as { field: string, value: number }[]
+          const known = Object.fromEntries(stored.map((r) => [r.field, r.value]))
+          let count = known.bc ?? 0
+          let minute = known.bm ?? 0
+          for (const [m, n] of delta.minutes) {
+            const total = sql.addMinute.get(key, m, n) as number
+            // the earliest minute of equal counts wins, as in history-redis.ts
+            if (total > count || (total === count && m < minute)) [count, minute] = [total, m]
+          }
+          if (count !== known.bc || minute !== known.bm) {
+            sql.setField.run(key, date, 'bc', count)
+            sql.setField.run(key, date, 'bm', minute)
           }
         }
-        if (prune) {
-          // minute counts from yesterday on: a flush after midnight may add to yesterday
-          sql.pruneDays.run(dateOf(firstKeptDay(now, this.keepDays)))
-          sql.pruneMinutes.run((Math.floor(now / DAY_MS) - 1) * (DAY_MS / MINUTE_MS))
-          this.lastPrune = now
-        }
-      }).immediate()
-    } catch (err) {
-      counter.putBack(deltas)
-      throw err
-    }
+      }
+      if (prune) {
+        // minute counts from yesterday on: a flush after midnight may add to yesterday
+        sql.pruneDays.run(dateOf(firstKeptDay(now, this.keepDays)))
+        sql.pruneMinutes.run((Math.floor(now / DAY_MS) - 1) * (DAY_MS / MINUTE_MS))
+        this.lastPrune = now
+      }
+    }).immediate()
+    counter.clear() // only once written: a failed flush's deltas are counted on, for the next
   }
 }
 

@@ -43,38 +43,31 @@ export class HistoryCounter implements HistorySink {
   private nextMinute (key: string, slot: Slot | undefined, minute: number): Slot {
     if (slot !== undefined) fold(slot)
     const day = Math.floor(minute * MINUTE_MS / DAY_MS)
-    const days = getOrSet(this.pending, key, () => new Map())
-    const delta = getOrSet(days, day, () => ({ requests: 0, rows: 0, statuses: new Map(), minutes: new Map() }))
+    let days = this.pending.get(key)
+    if (!days) this.pending.set(key, days = new Map())
+    let delta = days.get(day)
+    if (!delta) days.set(day, delta = { requests: 0, rows: 0, statuses: new Map(), minutes: new Map() })
     const next = { delta, minute, minuteCount: 0 }
     this.slots.set(key, next)
     return next
   }
 
-  /** The deltas counted since the last take; the counter starts again from nothing. */
-  take (): Deltas {
+  /** The deltas counted since the last clear; counting goes on into them until then. */
+  deltas (): Deltas {
     for (const slot of this.slots.values()) fold(slot)
-    this.slots.clear()
-    const taken = this.pending
-    this.pending = new Map()
-    return taken
+    return this.pending
   }
 
-  /** Deltas a store could not take: merged with those since, to be flushed next time. */
-  putBack (deltas: Deltas) {
-    for (const [key, days] of deltas) {
-      const mine = getOrSet(this.pending, key, () => new Map())
-      for (const [day, d] of days) {
-        const into = mine.get(day)
-        if (!into) {
-          mine.set(day, d)
-          continue
-        }
-        into.requests += d.requests
-        into.rows += d.rows
-        for (const [s, n] of d.statuses) add(into.statuses, s, n)
-        for (const [m, n] of d.minutes) add(into.minutes, m, n)
-      }
-    }
+  clear () {
+    this.slots.clear()
+    this.pending = new Map()
+  }
+
+  /** The deltas counted since the last take; the counter starts again from nothing. */
+  take (): Deltas {
+    const taken = this.deltas()
+    this.clear()
+    return taken
   }
 
   get empty () {
@@ -82,17 +75,9 @@ export class HistoryCounter implements HistorySink {
   }
 }
 
-function getOrSet<K, V> (map: Map<K, V>, key: K, make: () => V): V {
-  let value = map.get(key)
-  if (value === undefined) map.set(key, value = make())
-  return value
-}
-
-const add = <K>(map: Map<K, number>, key: K, n: number) => map.set(key, (map.get(key) ?? 0) + n)
-
 function fold (slot: Slot) {
   if (slot.minuteCount === 0) return
-  add(slot.delta.minutes, slot.minute, slot.minuteCount)
+  slot.delta.minutes.set(slot.minute, (slot.delta.minutes.get(slot.minute) ?? 0) + slot.minuteCount)
   slot.minuteCount = 0
 }
 

@@ -49,14 +49,12 @@ export class TelemetryFeed {
   }
 
   /** Per partner with events not saved yet: those still in the feed, oldest first, and the newest's sequence number. */
-  unsaved (): { key: string, events: TelemetryEvent[], total: number }[] {
-    const out: { key: string, events: TelemetryEvent[], total: number }[] = []
-    for (const [key, ring] of this.rings) {
-      if (ring.saved === ring.total) continue
-      const events = this.events(key).slice(0, Math.min(ring.total - ring.saved, ring.events.length)).reverse()
-      out.push({ key, events, total: ring.total })
-    }
-    return out
+  unsaved () {
+    return [...this.rings].filter(([, ring]) => ring.saved !== ring.total).map(([key, ring]) => ({
+      key,
+      events: this.events(key).slice(0, Math.min(ring.total - ring.saved, ring.events.length)).reverse(),
+      total: ring.total
+    }))
   }
 
   markSaved (key: string, total: number) {
