@@ -35,8 +35,11 @@ interface Ring {
 
 export class TelemetryFeed {
   private readonly rings = new Map<string, Ring>()
+  private readonly history?: HistorySink
 
-  constructor (readonly size = TELEMETRY_FEED_SIZE, private readonly options: { history?: HistorySink } = {}) {}
+  constructor (readonly size = TELEMETRY_FEED_SIZE, options: { history?: HistorySink } = {}) {
+    this.history = options.history
+  }
 
   record (key: string, event: TelemetryEvent) {
     let ring = this.rings.get(key)
@@ -45,7 +48,7 @@ export class TelemetryFeed {
     else ring.events[ring.next] = event
     ring.next = (ring.next + 1) % this.size
     ring.total++
-    this.options.history?.record(key, event)
+    this.history?.record(key, event)
   }
 
   /** Per partner with events not saved yet: those still in the feed, oldest first, and the newest's sequence number. */
