@@ -17,14 +17,10 @@ interface DayDelta {
 /** partner id → day (days since the epoch) → delta */
 export type Deltas = Map<string, Map<number, DayDelta>>
 
-export interface HistorySink {
-  record (key: string, event: { timestamp: number, status: number, rows: number }): void
-}
-
 /** A partner's delta being counted, its current minute's count kept apart: one Map lookup a request. */
 interface Slot { delta: DayDelta, minute: number, minuteCount: number }
 
-export class HistoryCounter implements HistorySink {
+export class HistoryCounter {
   private pending: Deltas = new Map()
   private readonly slots = new Map<string, Slot>()
 

@@ -3,7 +3,7 @@
 // event recorded also goes to the daily history, when one is given.
 import type { Redis } from 'ioredis'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
-import type { HistorySink } from './history.ts'
+import type { HistoryCounter } from './history.ts'
 import { outageReporter } from '../health/outage.ts'
 
 export const TELEMETRY_FEED_SIZE = 200
@@ -35,9 +35,9 @@ interface Ring {
 
 export class TelemetryFeed {
   private readonly rings = new Map<string, Ring>()
-  private readonly history?: HistorySink
+  private readonly history?: HistoryCounter
 
-  constructor (readonly size = TELEMETRY_FEED_SIZE, options: { history?: HistorySink } = {}) {
+  constructor (readonly size = TELEMETRY_FEED_SIZE, options: { history?: HistoryCounter } = {}) {
     this.history = options.history
   }
 
@@ -129,7 +129,7 @@ export class SharedTelemetry {
     options: {
       prefix?: string
       log?: { warn (obj: object, msg: string): void, info (obj: object, msg: string): void }
-      history?: HistorySink
+      history?: HistoryCounter
     } = {}
   ) {
     const { log } = options
