@@ -44,7 +44,7 @@ interface UsageState {
    * flush of the history counts (one at a time).
    */
   save: () => void | Promise<void>
-  /** Stops the periodic saves and saves a last time; call it once every request is answered. */
+  /** Stops the periodic saves and saves a last time; never rejects. Call it once every request is answered. */
   close: () => Promise<void>
 }
 
