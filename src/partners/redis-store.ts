@@ -1,33 +1,34 @@
-// Partners in Redis (STATE_URL): the same rows as control.db, so that every instance on every
-// machine sees a change made once. `lsp:partners` maps slug to the row (JSON), `lsp:partner-digests`
-// maps token digest to slug (the index a token is found by), `lsp:partners:version` counts changes,
-// `lsp:partners:changes` lists the latest changes (each version with the slugs it wrote, newest
-// first) so that an instance reads again only those partners, and `lsp:partners:epoch` (random, set
-// by the first write or read of a store) changes only when Redis lost its data. Writes check and
-// apply in one Lua script each: two operators cannot break the index, and a change writes only the
-// fields it names.
+// Partners in Redis (STATE_URL): control.db's rows, so that every instance on every machine sees a
+// change made once. `lsp:partners` maps slug to row (JSON), `lsp:partner-digests` token digest to
+// slug (the index a token is found by), `lsp:partners:version` counts changes, `lsp:partners:changes`
+// lists the latest (each version with the slugs it wrote, newest first) so that an instance reads
+// again only those partners, and `lsp:partners:epoch` (random, set by the first write or read of a
+// store) changes only when Redis lost its data. Each write checks and applies in one Lua script:
+// two operators cannot break the index, and a change writes only the fields it names.
 import type { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import {
-  PartnerStoreError, changedColumns, checkedRow, clashMessage, fromRow, importedRows, newPartnerRow,
-  type NewPartner, type Partner, type PartnerChanges, type PartnerRow, type UniqueColumn
+  PartnerStoreError, changedColumns, checkedRow, clashMessage, fromRow, importedRows, newPartnerRow, notFound,
+  slugTaken, type NewPartner, type Partner, type PartnerChanges, type PartnerRow, type UniqueColumn
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
 
-const LATE_MESSAGE = 'Redis reached the write after its deadline (it was slow) and refused it: nothing was written'
 const digestTaken = (slug: string) =>
   new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
+
+/** Changes kept in the list: an instance further behind reads every partner again. */
+export const CHANGES_KEPT = 1000
+
+// Every script's KEYS: partners, digests, version, epoch, changes.
+const KEYS = ['partners', 'partner-digests', 'partners:version', 'partners:epoch', 'partners:changes']
 
 // Every write script starts with tooLate(): ARGV[1] is its deadline (Redis's clock, ms; -1: any
 // time), past which it writes nothing. A CLI command that timed out has exited 1 and printed no
 // token: a rotation Redis ran later would leave the partner with no working token.
 const LATE = tooLate('ARGV[1]', "'late'")
 
-/** Changes kept in the list: an instance further behind reads every partner again. */
-export const CHANGES_KEPT = 1000
-// Moves the version and notes under it the slugs written (`slugs`: a Lua list), for the instances
-// to read those partners alone. KEYS[3]: version, KEYS[5]: the changes list.
+// Moves the version and notes under it the slugs written (`slugs`: a Lua list).
 const noteChange = (slugs: string) => `
 local version = redis.call('INCR', KEYS[3])
 local entry = { version }
@@ -35,22 +36,21 @@ for _, slug in ipairs(${slugs}) do table.insert(entry, slug) end
 redis.call('LPUSH', KEYS[5], cjson.encode(entry))
 redis.call('LTRIM', KEYS[5], 0, ${CHANGES_KEPT - 1})`
 
-// KEYS: partners, digests, version, epoch, changes. ARGV: deadline, slug, row JSON, digest, a fresh
-// epoch. A new partner: 'conflict' if the slug exists, 'digest' if another partner has the digest.
-const CREATE = `${LATE}
+const SCRIPTS = {
+  // ARGV: deadline, slug, row JSON, digest, a fresh epoch. 'conflict': the slug exists; 'digest':
+  // another partner has the digest.
+  lspCreatePartner: `${LATE}
 if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then return 'conflict' end
 if redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then return 'digest' end
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[4], ARGV[2])
 ${noteChange('{ ARGV[2] }')}
 redis.call('SET', KEYS[4], ARGV[5], 'NX')
-return 'ok'
-`
+return 'ok'`,
 
-// KEYS: partners, digests, version, epoch, changes. ARGV: deadline, slug, fields JSON (column →
-// value), new digest ('' to keep it), a fresh epoch. The stored row with those fields changed;
-// 'not_found' or 'digest'.
-const PATCH = `${LATE}
+  // ARGV: deadline, slug, fields JSON (column → value), new digest ('' to keep it), a fresh epoch.
+  // The stored row with those fields changed; 'not_found' or 'digest'.
+  lspPatchPartner: `${LATE}
 local json = redis.call('HGET', KEYS[1], ARGV[2])
 if not json then return 'not_found' end
 local row = cjson.decode(json)
@@ -66,16 +66,13 @@ json = cjson.encode(row)
 redis.call('HSET', KEYS[1], ARGV[2], json)
 ${noteChange('{ ARGV[2] }')}
 redis.call('SET', KEYS[4], ARGV[5], 'NX')
-return json
-`
+return json`,
 
-// KEYS: partners, digests, version, epoch, changes. ARGV: deadline, a fresh epoch, then slug, id,
-// digest and row JSON of each entry (no two sharing any of the first three: importedRows). Adds or
-// replaces partners by slug, all or none: every entry is checked first against the partners Redis
-// keeps (those no entry replaces), as control.db's importRows does in its one transaction. Two
-// partners with one id would share a rate-limit log; with one digest, a token. Returns { 'ok',
-// created, replaced }, or the clash: { key, entry's slug, the stored partner's slug }; 'late'.
-const IMPORT = `${tooLate('ARGV[1]', "{ 'late' }")}
+  // ARGV: deadline, a fresh epoch, then slug, id, digest and row JSON of each entry (no two sharing
+  // any of the first three: importedRows). Adds or replaces partners by slug, all or none: each entry
+  // is checked first against the partners no entry replaces. Returns { 'ok', created, replaced }, or
+  // the clash: { key, entry's slug, the stored partner's slug }.
+  lspImportPartners: `${LATE}
 local slugs = {}
 for i = 3, #ARGV, 4 do slugs[ARGV[i]] = true end
 local kept, old = {}, {}
@@ -101,14 +98,12 @@ for i = 3, #ARGV, 4 do
 end
 ${noteChange('written')}
 redis.call('SET', KEYS[4], ARGV[2], 'NX')
-return { 'ok', created, (#ARGV - 2) / 4 - created }
-`
+return { 'ok', created, (#ARGV - 2) / 4 - created }`,
 
-// KEYS: partners, digests, version, epoch, changes. ARGV: deadline, then slug, row JSON, digest, for
-// each row. Puts back the rows whose slug and digest are both missing (a row written since the loss
-// is newer, and stays), all in one step: an instance reading meanwhile sees none or all of them.
-// The count written; -1: too late.
-const MERGE = `${tooLate('ARGV[1]', '-1')}
+  // ARGV: deadline, then slug, row JSON and digest of each row. Puts back the rows whose slug and
+  // digest are both missing (a row written since the loss is newer, and stays), all in one step: an
+  // instance reading meanwhile sees none or all of them. The count written.
+  lspMergePartners: `${LATE}
 local written = {}
 for i = 2, #ARGV, 3 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 and redis.call('HEXISTS', KEYS[2], ARGV[i + 2]) == 0 then
@@ -119,77 +114,59 @@ for i = 2, #ARGV, 3 do
 end
 if #written > 0 then${noteChange('written')}
 end
-return #written
-`
+return #written`,
 
-// KEYS: version, epoch. ARGV: a fresh epoch, set if the store has none. The version and the epoch.
-const STATE = `
-redis.call('SET', KEYS[2], ARGV[1], 'NX')
-return { redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[2]) }
-`
+  // ARGV: a fresh epoch, set if the store has none. The version and the epoch.
+  lspPartnersState: `
+redis.call('SET', KEYS[4], ARGV[1], 'NX')
+return { redis.call('GET', KEYS[3]) or '0', redis.call('GET', KEYS[4]) }`,
 
-// KEYS: version, changes. ARGV: a version seen before. The version now, and the entries of the
-// changes list after the one seen, newest first (as many as the versions between, if all are there).
-const CHANGES = `
-local version = tonumber(redis.call('GET', KEYS[1]) or '0')
+  // ARGV: a version seen before. The version now, and the entries of the changes list after the one
+  // seen, newest first (as many as the versions between, if all are there).
+  lspPartnerChanges: `
+local version = tonumber(redis.call('GET', KEYS[3]) or '0')
 local since = tonumber(ARGV[1])
 if version <= since then return { version, {} } end
-return { version, redis.call('LRANGE', KEYS[2], 0, version - since - 1) }
-`
-
-/** Partners written since a version, by slug: each one's row now, or undefined when it is gone. */
-interface SharedChanges { version: number, rows: Map<string, PartnerRow | undefined> }
+return { version, redis.call('LRANGE', KEYS[5], 0, version - since - 1) }`
+}
 
 export class RedisPartnerStore {
-  private readonly keys: { partners: string, digests: string, version: string, epoch: string, changes: string }
-  private readonly scripts: {
-    lspCreatePartner (...args: (string | number)[]): Promise<string>
-    lspPatchPartner (...args: (string | number)[]): Promise<string>
-    lspImportPartners (...args: (string | number)[]): Promise<[string, number | string, number | string]>
-    lspMergePartners (...args: (string | number)[]): Promise<number>
-    lspPartnersState (...args: string[]): Promise<[string, string]>
-    lspPartnerChanges (...args: (string | number)[]): Promise<[number, string[]]>
-  }
-
+  private readonly keys: string[]
   /** the connection's script deadlines, shared with the limiter's store on it (its heartbeat measures the clock) */
   private readonly deadlines: ScriptDeadline
 
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
     this.deadlines = scriptDeadline(redis)
-    this.keys = {
-      partners: `${prefix}partners`,
-      digests: `${prefix}partner-digests`,
-      version: `${prefix}partners:version`,
-      epoch: `${prefix}partners:epoch`,
-      changes: `${prefix}partners:changes`
+    this.keys = KEYS.map((key) => prefix + key)
+    for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: KEYS.length, lua })
+  }
+
+  private get rowsKey () {
+    return this.keys[0]
+  }
+
+  private run<T> (script: keyof typeof SCRIPTS, ...args: (string | number)[]): Promise<T> {
+    const commands = this.redis as unknown as Record<typeof script, (...args: (string | number)[]) => Promise<T>>
+    return commands[script](...this.keys, ...args)
+  }
+
+  /** A write script, with its deadline. */
+  private async write<T> (script: keyof typeof SCRIPTS, ...args: (string | number)[]): Promise<T> {
+    const result = await this.run<T | 'late'>(script, await this.deadlines.measured(), ...args)
+    if (result === 'late') {
+      throw new Error('Redis reached the write after its deadline (it was slow) and refused it: nothing was written')
     }
-    redis.defineCommand('lspCreatePartner', { numberOfKeys: 5, lua: CREATE })
-    redis.defineCommand('lspPatchPartner', { numberOfKeys: 5, lua: PATCH })
-    redis.defineCommand('lspImportPartners', { numberOfKeys: 5, lua: IMPORT })
-    redis.defineCommand('lspMergePartners', { numberOfKeys: 5, lua: MERGE })
-    redis.defineCommand('lspPartnersState', { numberOfKeys: 2, lua: STATE })
-    redis.defineCommand('lspPartnerChanges', { numberOfKeys: 2, lua: CHANGES })
-    this.scripts = redis as unknown as RedisPartnerStore['scripts']
-  }
-
-  private get allKeys () {
-    return [this.keys.partners, this.keys.digests, this.keys.version, this.keys.epoch, this.keys.changes]
-  }
-
-  private async row (slug: string): Promise<PartnerRow> {
-    const json = await this.redis.hget(this.keys.partners, slug)
-    if (json === null) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
-    return JSON.parse(json) as PartnerRow
+    return result as T
   }
 
   /** Changes whenever a partner is written. */
   async version (): Promise<number> {
-    return Number(await this.redis.get(this.keys.version) ?? 0)
+    return Number(await this.redis.get(this.keys[2]) ?? 0)
   }
 
   /** The version, and the epoch: the same until Redis loses its data (a store without one gets one). */
   async state (): Promise<{ version: number, epoch: string }> {
-    const [version, epoch] = await this.scripts.lspPartnersState(this.keys.version, this.keys.epoch, randomUUID())
+    const [version, epoch] = await this.run<[string, string]>('lspPartnersState', randomUUID())
     return { version: Number(version), epoch }
   }
 
@@ -199,8 +176,9 @@ export class RedisPartnerStore {
    * entry was written by a writer that notes none, an older CLI; or the list no longer reaches
    * back that far): then every partner must be read again.
    */
-  async changesSince (version: number): Promise<SharedChanges | undefined> {
-    const [now, entries] = await this.scripts.lspPartnerChanges(this.keys.version, this.keys.changes, version)
+  async changesSince (version: number): Promise<{ version: number, rows: Map<string, PartnerRow | undefined> }
+    | undefined> {
+    const [now, entries] = await this.run<[number, string[]]>('lspPartnerChanges', version)
     if (now < version || entries.length !== now - version) return undefined
     const slugs = new Set<string>()
     for (const [i, entry] of entries.entries()) {
@@ -208,30 +186,14 @@ export class RedisPartnerStore {
       if (written !== now - i) return undefined
       for (const slug of changed) slugs.add(slug)
     }
-    const rows = new Map<string, PartnerRow | undefined>()
-    if (slugs.size === 0) return { version: now, rows }
     const list = [...slugs]
-    const jsons = await this.redis.hmget(this.keys.partners, ...list)
-    for (const [i, slug] of list.entries()) {
-      rows.set(slug, jsons[i] === null ? undefined : JSON.parse(jsons[i]!) as PartnerRow)
-    }
+    const jsons = list.length === 0 ? [] : await this.redis.hmget(this.rowsKey, ...list)
+    const rows = new Map(list.map((slug, i) => [slug, jsons[i] === null ? undefined : JSON.parse(jsons[i]!)]))
     return { version: now, rows }
   }
 
-  /** Changes fields of the stored row in one script; a new token digest moves the index with it. */
-  private async patch (slug: string, fields: Partial<PartnerRow>, digest = ''): Promise<PartnerRow> {
-    const deadline = await this.deadlines.measured()
-    const result = await this.scripts.lspPatchPartner(
-      ...this.allKeys, deadline, slug, JSON.stringify(fields), digest, randomUUID())
-    if (result === 'late') throw new Error(LATE_MESSAGE)
-    if (result === 'not_found') throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
-    if (result === 'digest') throw digestTaken(slug)
-    return JSON.parse(result) as PartnerRow
-  }
-
   async exportRows (): Promise<PartnerRow[]> {
-    const all = await this.redis.hgetall(this.keys.partners)
-    const rows = Object.values(all).map((json) => JSON.parse(json) as PartnerRow)
+    const rows = Object.values(await this.redis.hgetall(this.rowsKey)).map((json) => JSON.parse(json) as PartnerRow)
     return rows.sort((a, b) => (a.slug < b.slug ? -1 : 1))
   }
 
@@ -240,30 +202,34 @@ export class RedisPartnerStore {
   }
 
   async get (slug: string): Promise<Partner> {
-    return fromRow(await this.row(slug))
+    const json = await this.redis.hget(this.rowsKey, slug)
+    if (json === null) throw notFound(slug)
+    return fromRow(JSON.parse(json))
   }
 
   async create (input: NewPartner): Promise<{ partner: Partner, token: string }> {
     const { row, token } = newPartnerRow(input)
-    const deadline = await this.deadlines.measured()
-    const result = await this.scripts.lspCreatePartner(
-      ...this.allKeys, deadline, row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
-    if (result === 'late') throw new Error(LATE_MESSAGE)
-    if (result === 'conflict') {
-      throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
-    }
+    const result = await this.write('lspCreatePartner', row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
+    if (result === 'conflict') throw slugTaken(row.slug)
     if (result === 'digest') throw digestTaken(row.slug)
     return { partner: fromRow(row), token }
   }
 
+  /** Changes fields of the stored row in one script; a new token digest moves the index with it. */
+  private async patch (slug: string, fields: Partial<PartnerRow>, digest = ''): Promise<Partner> {
+    const result = await this.write<string>('lspPatchPartner', slug, JSON.stringify(fields), digest, randomUUID())
+    if (result === 'not_found') throw notFound(slug)
+    if (result === 'digest') throw digestTaken(slug)
+    return fromRow(JSON.parse(result))
+  }
+
   async update (slug: string, changes: PartnerChanges): Promise<Partner> {
-    return fromRow(await this.patch(slug, changedColumns(changes)))
+    return await this.patch(slug, changedColumns(changes))
   }
 
   async rotate (slug: string): Promise<{ partner: Partner, token: string }> {
     const token = newToken()
-    const row = await this.patch(slug, { updated_at: new Date().toISOString() }, tokenDigest(token))
-    return { partner: fromRow(row), token }
+    return { partner: await this.patch(slug, { updated_at: new Date().toISOString() }, tokenDigest(token)), token }
   }
 
   /**
@@ -271,11 +237,8 @@ export class RedisPartnerStore {
    * missing (a partner written since the loss is newer and stays); the number written.
    */
   async mergeRows (rows: PartnerRow[]): Promise<number> {
-    const args: string[] = []
-    for (const row of rows.map(checkedRow)) args.push(row.slug, JSON.stringify(row), row.token_sha256)
-    const written = await this.scripts.lspMergePartners(...this.allKeys, await this.deadlines.measured(), ...args)
-    if (written === -1) throw new Error(LATE_MESSAGE)
-    return written
+    const args = rows.map(checkedRow).flatMap((row) => [row.slug, JSON.stringify(row), row.token_sha256])
+    return await this.write('lspMergePartners', ...args)
   }
 
   /**
@@ -283,12 +246,10 @@ export class RedisPartnerStore {
    * two partners would then share a slug, an id or a token digest (for `partners import`).
    */
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
-    const args: string[] = []
-    for (const row of importedRows(rows)) args.push(row.slug, row.id, row.token_sha256, JSON.stringify(row))
-    const deadline = await this.deadlines.measured()
-    const [result, a, b] = await this.scripts.lspImportPartners(...this.allKeys, deadline, randomUUID(), ...args)
+    const args = importedRows(rows).flatMap((row) => [row.slug, row.id, row.token_sha256, JSON.stringify(row)])
+    const [result, a, b] = await this.write<[string, number | string, number | string]>(
+      'lspImportPartners', randomUUID(), ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
-    if (result === 'late') throw new Error(LATE_MESSAGE)
     throw new PartnerStoreError('conflict',
       clashMessage(result as UniqueColumn, String(a), String(b), 'in the shared state'))
   }

@@ -1,5 +1,5 @@
-// Partners in control.db (docs/data-files.md). The CLI writes here; the service reads, and
-// notices partner changes through partner_changes, which only writes to the partners table move.
+// Partners in control.db (docs/data-files.md). The CLI writes here; the service reads, and notices
+// partner changes through partner_changes, which only writes to the partners table move.
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -10,8 +10,9 @@ import {
 } from './tiers.ts'
 import { openReadOnly } from '../setup/read-only-db.ts'
 import { newToken, tokenDigest } from './tokens.ts'
-import { boundsProblem, partnerLabel, rowProblem } from './row-schema.ts'
+import { PartnerRowSchema, boundsProblem, partnerLabel, rowProblem, type PartnerRow } from './row-schema.ts'
 
+export type { PartnerRow }
 export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
 
 /** A limit override: a number, 'unlimited', or null for the tier's limit. */
@@ -47,11 +48,15 @@ export type PartnerChanges = Partial<Pick<Partner, 'name' | 'tier' | 'environmen
   { limitOverrides?: Partial<Record<WindowName, LimitOverride>> }
 
 export class PartnerStoreError extends Error {
+  override name = 'PartnerStoreError'
   constructor (readonly reason: 'not_found' | 'conflict' | 'invalid', message: string) {
     super(message)
-    this.name = 'PartnerStoreError'
   }
 }
+
+export const notFound = (slug: string) => new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
+export const slugTaken = (slug: string) =>
+  new PartnerStoreError('conflict', `a partner with slug '${slug}' exists already`)
 
 /**
  * Each partner's latest change, numbered in commit order, kept by triggers: every writer of the
@@ -63,16 +68,6 @@ const noteChanges = (ids: string) => `
   INSERT INTO partner_changes (partner_id) VALUES ${ids.split(', ').map((id) => `(${id})`).join(', ')};
   DELETE FROM partner_changes WHERE partner_id IN (${ids}) AND seq <
     (SELECT max(seq) FROM partner_changes AS newer WHERE newer.partner_id = partner_changes.partner_id);`
-const PARTNER_CHANGES = `
-CREATE TABLE IF NOT EXISTS partner_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, partner_id TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS partner_changes_by_partner ON partner_changes (partner_id);
-CREATE TRIGGER IF NOT EXISTS partner_inserted AFTER INSERT ON partners BEGIN${noteChanges('NEW.id')}
-END;
-CREATE TRIGGER IF NOT EXISTS partner_updated AFTER UPDATE ON partners BEGIN${noteChanges('OLD.id, NEW.id')}
-END;
-CREATE TRIGGER IF NOT EXISTS partner_deleted AFTER DELETE ON partners BEGIN${noteChanges('OLD.id')}
-END;
-`
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS partners (
@@ -92,27 +87,18 @@ CREATE TABLE IF NOT EXISTS partners (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
-${PARTNER_CHANGES}`
-
-export interface PartnerRow {
-  id: string
-  slug: string
-  name: string
-  status: Status
-  tier: Tier
-  environment: Environment
-  categories: string
-  other_categories: number
-  site_by_id: number
-  radius_cap_km: number
-  max_results: number
-  limit_minute: string | null
-  limit_hour: string | null
-  limit_day: string | null
-  token_sha256: string
-  created_at: string
-  updated_at: string
-}
+CREATE TABLE IF NOT EXISTS partner_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, partner_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS partner_changes_by_partner ON partner_changes (partner_id);
+CREATE TRIGGER IF NOT EXISTS partner_inserted AFTER INSERT ON partners BEGIN${noteChanges('NEW.id')}
+END;
+CREATE TRIGGER IF NOT EXISTS partner_updated AFTER UPDATE ON partners BEGIN${noteChanges('OLD.id, NEW.id')}
+END;
+CREATE TRIGGER IF NOT EXISTS partner_deleted AFTER DELETE ON partners BEGIN${noteChanges('OLD.id')}
+END;
+`
+const COLUMNS = Object.keys(PartnerRowSchema.properties)
+/** A checked row has control.db's columns and no other. */
+const INSERT_ROW = `INSERT INTO partners (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((k) => '@' + k).join(', ')})`
 
 const overrideFromColumn = (value: string | null): LimitOverride =>
   value === null ? null : value === 'unlimited' ? 'unlimited' : Number(value)
@@ -184,81 +170,36 @@ export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: str
   return { row, token }
 }
 
-/** The row after `changes`; a limit must be a whole number from 1 to MAX_LIMIT (or unlimited, or the tier's). */
-export function changedRow (current: PartnerRow, changes: PartnerChanges): PartnerRow {
-  for (const [window, value] of Object.entries(changes.limitOverrides ?? {})) {
+const bit = (on: boolean | undefined) => on === undefined ? undefined : on ? 1 : 0
+
+/**
+ * The columns a change writes, with updated_at: only those it names, so that two changes of
+ * different fields made at once both take effect. A limit must be a whole number from 1 to
+ * MAX_LIMIT (or unlimited, or the tier's).
+ */
+export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
+  const limits = Object.entries(changes.limitOverrides ?? {}).map(([window, value]) => {
     if (typeof value === 'number' && !(Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT)) {
       throw new PartnerStoreError('invalid',
         `the ${window} limit must be a whole number from 1 to ${MAX_LIMIT} or unlimited`)
     }
-  }
-  const partner = fromRow(current)
-  const limitOverrides = { ...partner.limitOverrides, ...changes.limitOverrides }
-  const next: Partner = { ...partner, ...changes, limitOverrides }
-  return {
-    ...current,
-    name: next.name,
-    status: next.status,
-    tier: next.tier,
-    environment: next.environment,
-    categories: [...new Set(next.categories)].sort((a, b) => a - b).join(','),
-    other_categories: next.otherCategories ? 1 : 0,
-    site_by_id: next.siteById ? 1 : 0,
-    radius_cap_km: next.radiusCapKm,
-    max_results: next.maxResults,
-    limit_minute: overrideToColumn(next.limitOverrides.minute),
-    limit_hour: overrideToColumn(next.limitOverrides.hour),
-    limit_day: overrideToColumn(next.limitOverrides.day),
-    updated_at: new Date().toISOString()
-  }
+    return [`limit_${window}`, overrideToColumn(value)]
+  })
+  const named = Object.entries({
+    name: changes.name,
+    status: changes.status,
+    tier: changes.tier,
+    environment: changes.environment,
+    categories: changes.categories && [...new Set(changes.categories)].sort((a, b) => a - b).join(','),
+    other_categories: bit(changes.otherCategories),
+    site_by_id: bit(changes.siteById),
+    radius_cap_km: changes.radiusCapKm,
+    max_results: changes.maxResults
+  }).filter(([, value]) => value !== undefined)
+  return { ...Object.fromEntries([...named, ...limits]), updated_at: new Date().toISOString() }
 }
 
-const COLUMN_OF: Record<Exclude<keyof PartnerChanges, 'limitOverrides'>, keyof PartnerRow> = {
-  name: 'name',
-  status: 'status',
-  tier: 'tier',
-  environment: 'environment',
-  categories: 'categories',
-  otherCategories: 'other_categories',
-  siteById: 'site_by_id',
-  radiusCapKm: 'radius_cap_km',
-  maxResults: 'max_results'
-}
-/** A row to compute a change's columns on (their values do not depend on it). */
-const EMPTY_ROW: PartnerRow = {
-  id: 'ptn_000000000000', slug: 'x', name: 'x', status: 'active', tier: 'demo', environment: 'sandbox',
-  categories: '4', other_categories: 0, site_by_id: 0, radius_cap_km: 1, max_results: 1,
-  limit_minute: null, limit_hour: null, limit_day: null, token_sha256: '', created_at: '', updated_at: ''
-}
-/** A row's insert: a checked row has control.db's columns and no other. */
-const INSERT_ROW = `INSERT INTO partners (${Object.keys(EMPTY_ROW).join(', ')}) ` +
-  `VALUES (${Object.keys(EMPTY_ROW).map((k) => '@' + k).join(', ')})`
-const LIMIT_COLUMN: Record<WindowName, keyof PartnerRow> = {
-  minute: 'limit_minute', hour: 'limit_hour', day: 'limit_day'
-}
-
-/**
- * The columns a change writes, with their new values (and updated_at): only what it names, so two
- * changes of different fields made at once both take effect. The values do not depend on the row.
- */
-export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
-  const next = changedRow(EMPTY_ROW, changes)
-  const columns: Partial<Record<keyof PartnerRow, unknown>> = {}
-  for (const [field, column] of Object.entries(COLUMN_OF) as [keyof typeof COLUMN_OF, keyof PartnerRow][]) {
-    if (changes[field] !== undefined) columns[column] = next[column]
-  }
-  for (const window of Object.keys(changes.limitOverrides ?? {}) as WindowName[]) {
-    columns[LIMIT_COLUMN[window]] = next[LIMIT_COLUMN[window]]
-  }
-  columns.updated_at = next.updated_at
-  return columns as Partial<PartnerRow>
-}
-
-/**
- * A row from an export file or Redis, checked by its schema (src/partners/row-schema.ts) before it
- * is written anywhere: the row, which then has control.db's columns and no other, or an error
- * naming the partner (`index`: its place in the file, for one without a slug) and the field.
- */
+/** A row from an export file or Redis, checked by its schema before it is written anywhere. */
 export function checkedRow (value: unknown, index?: number): PartnerRow {
   const problem = rowProblem(value)
   if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(value, index)}: ${problem}`)
@@ -288,17 +229,15 @@ export function clashMessage (key: UniqueColumn, slug: string, other: string, wh
   return `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${place}`
 }
 
-/** The rows of an import, each checked, no two sharing a slug, id or digest: what either store's importRows takes. */
+/** The rows of an import, each checked with a new partner's bounds, no two sharing a slug, id or digest. */
 export function importedRows (rows: PartnerRow[]): PartnerRow[] {
-  const checked = rows.map((row, index) => {
-    const checkedOne = checkedRow(row, index)
-    const problem = boundsProblem(checkedOne)
+  for (const [index, row] of rows.entries()) {
+    const problem = rowProblem(row) ?? boundsProblem(row)
     if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(row, index)}: ${problem}`)
-    return checkedOne
-  })
-  const shared = sharedKey(checked)
+  }
+  const shared = sharedKey(rows)
   if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
-  return checked
+  return rows
 }
 
 export class PartnerStore {
@@ -306,49 +245,29 @@ export class PartnerStore {
 
   /**
    * busyTimeoutMs: how long a statement waits for another connection's lock. The service passes a
-   * short one: better-sqlite3 is synchronous, and a long wait would stall every request.
+   * short one: better-sqlite3 is synchronous, and a long wait would stall every request. `readonly`:
+   * nothing written and no file made, so that an operator who may only read DATA_DIR can look.
    */
   constructor (readonly path: string, options: { readonly?: boolean, busyTimeoutMs?: number } = {}) {
-    if (options.readonly) {
-      this.db = PartnerStore.lookAt(path, options.busyTimeoutMs ?? 5000)
+    if (options.readonly && !existsSync(path)) {
+      this.db = new Database(':memory:') // no file: no partner
+      this.db.exec(SCHEMA)
       return
     }
-    mkdirSync(dirname(path), { recursive: true })
-    this.db = new Database(path)
+    if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
+    let db: Database.Database | undefined = options.readonly ? undefined : new Database(path)
     try {
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
-      this.db.pragma('journal_mode = WAL')
-      this.db.exec(SCHEMA)
-    } catch (err) {
-      this.db.close()
-      throw PartnerStore.unusable(path, err)
-    }
-  }
-
-  /**
-   * The file opened to read only: nothing written, no file made, so that an operator who may only
-   * read DATA_DIR can look (without the file: no partner).
-   */
-  private static lookAt (path: string, busyTimeoutMs: number): Database.Database {
-    if (!existsSync(path)) {
-      const empty = new Database(':memory:')
-      empty.exec(SCHEMA)
-      return empty
-    }
-    let db: Database.Database | undefined
-    try {
-      db = openReadOnly(path) // a file that is not a database fails here
-      db.pragma(`busy_timeout = ${busyTimeoutMs}`)
-      return db
+      this.db = db ??= openReadOnly(path) // a file that is not a database fails here, or at the first pragma
+      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+      if (!options.readonly) {
+        db.pragma('journal_mode = WAL')
+        db.exec(SCHEMA)
+      }
     } catch (err) {
       db?.close()
-      throw PartnerStore.unusable(path, err)
+      // SQLite's own words ("file is not a database") do not say which file
+      throw new Error(`${path} cannot be used: ${(err as Error).message}`, { cause: err })
     }
-  }
-
-  // SQLite's own words ("file is not a database") do not say which file
-  private static unusable (path: string, err: unknown): Error {
-    return new Error(`${path} cannot be used: ${(err as Error).message}`, { cause: err })
   }
 
   /** The newest partner change's number: moved by every write to the partners table, and by nothing else. */
@@ -358,10 +277,7 @@ export class PartnerStore {
 
   /** Every partner, and the change mark they are as of (one read transaction). */
   snapshot (): { mark: number, rows: PartnerRow[] } {
-    return this.db.transaction(() => ({
-      mark: this.changeMark(),
-      rows: this.db.prepare('SELECT * FROM partners').all() as PartnerRow[]
-    }))()
+    return this.db.transaction(() => ({ mark: this.changeMark(), rows: this.exportRows() }))()
   }
 
   /**
@@ -384,55 +300,42 @@ export class PartnerStore {
     return this.db.prepare('SELECT count(*) FROM partners').pluck().get() as number
   }
 
-  list (): Partner[] {
-    return (this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]).map(fromRow)
+  /** Every partner as stored (token digests included, never tokens), by slug. */
+  exportRows (): PartnerRow[] {
+    return this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]
   }
 
-  private row (slug: string): PartnerRow {
-    const row = this.db.prepare('SELECT * FROM partners WHERE slug = ?').get(slug) as PartnerRow | undefined
-    if (!row) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
-    return row
+  list (): Partner[] {
+    return this.exportRows().map(fromRow)
   }
 
   get (slug: string): Partner {
-    return fromRow(this.row(slug))
-  }
-
-  /** Every partner as stored (token digests included, never tokens): for `partners export`. */
-  exportRows (): PartnerRow[] {
-    return this.db.prepare('SELECT * FROM partners ORDER BY slug').all() as PartnerRow[]
+    const row = this.db.prepare('SELECT * FROM partners WHERE slug = ?').get(slug) as PartnerRow | undefined
+    if (!row) throw notFound(slug)
+    return fromRow(row)
   }
 
   /**
    * Adds or replaces partners by slug, digests and all, in one transaction: all or none, refused
    * when two partners would then share a slug, an id or a token digest (for `partners import`).
-   * The store after the import is what is checked, as RedisPartnerStore does: a file may swap
-   * two replaced partners' digests.
+   * The store after the import is what is checked: a file may swap two replaced partners' digests.
    */
   importRows (rows: PartnerRow[]): { created: number, replaced: number } {
     const checked = importedRows(rows)
     const slugs = new Set(checked.map((row) => row.slug))
+    const ownerBy = (key: string) => this.db.prepare(`SELECT slug FROM partners WHERE ${key} = ?`).pluck()
+    const owners = { id: ownerBy('id'), token_sha256: ownerBy('token_sha256') }
     return this.db.transaction(() => {
-      const kept = { id: new Map<string, string>(), token_sha256: new Map<string, string>() }
-      let replaced = 0
-      const stored = this.db.prepare('SELECT slug, id, token_sha256 FROM partners').all() as PartnerRow[]
-      for (const { slug, id, token_sha256: digest } of stored) {
-        if (slugs.has(slug)) {
-          replaced++
-        } else {
-          kept.id.set(id, slug)
-          kept.token_sha256.set(digest, slug)
-        }
-      }
       for (const row of checked) {
         for (const key of ['id', 'token_sha256'] as const) {
-          const owner = kept[key].get(row[key])
-          if (owner === undefined) continue
-          throw new PartnerStoreError('conflict', clashMessage(key, row.slug, owner, 'in control.db'))
+          const owner = owners[key].get(row[key]) as string | undefined
+          if (owner !== undefined && !slugs.has(owner)) {
+            throw new PartnerStoreError('conflict', clashMessage(key, row.slug, owner, 'in control.db'))
+          }
         }
       }
       const remove = this.db.prepare('DELETE FROM partners WHERE slug = ?')
-      for (const row of checked) remove.run(row.slug)
+      const replaced = checked.filter((row) => remove.run(row.slug).changes > 0).length
       const insert = this.db.prepare(INSERT_ROW)
       for (const row of checked) insert.run(row)
       return { created: checked.length - replaced, replaced }
@@ -444,32 +347,29 @@ export class PartnerStore {
     try {
       this.db.prepare(INSERT_ROW).run(row)
     } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-        throw new PartnerStoreError('conflict', `a partner with slug '${row.slug}' exists already`)
-      }
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw slugTaken(row.slug)
       throw err
     }
     return { partner: fromRow(row), token }
   }
 
-  /** One immediate transaction that writes only the columns the change names. */
+  /** Writes only the columns given (one statement), and returns the partner as it then is. */
+  private patch (slug: string, columns: Partial<PartnerRow>): Partner {
+    const set = Object.keys(columns).map((c) => `${c} = @${c}`).join(', ')
+    const row = this.db.prepare(`UPDATE partners SET ${set} WHERE slug = @slug RETURNING *`)
+      .get({ ...columns, slug }) as PartnerRow | undefined
+    if (!row) throw notFound(slug)
+    return fromRow(row)
+  }
+
   update (slug: string, changes: PartnerChanges): Partner {
-    const columns = changedColumns(changes)
-    const names = Object.keys(columns)
-    this.db.transaction(() => {
-      this.row(slug)
-      const set = names.map((c) => `${c} = @${c}`).join(', ')
-      this.db.prepare(`UPDATE partners SET ${set} WHERE slug = @slug`).run({ ...columns, slug })
-    }).immediate()
-    return this.get(slug)
+    return this.patch(slug, changedColumns(changes))
   }
 
   rotate (slug: string): { partner: Partner, token: string } {
     const token = newToken()
-    const changed = this.db.prepare('UPDATE partners SET token_sha256 = ?, updated_at = ? WHERE slug = ?')
-      .run(tokenDigest(token), new Date().toISOString(), slug).changes
-    if (changed === 0) throw new PartnerStoreError('not_found', `no partner with slug '${slug}'`)
-    return { partner: this.get(slug), token }
+    const partner = this.patch(slug, { token_sha256: tokenDigest(token), updated_at: new Date().toISOString() })
+    return { partner, token }
   }
 
   close () {

@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'tap'
 import { exportDocument, readExportDocument } from '../../src/partners/export-file.ts'
-import { changedRow, fromRow, newPartnerRow, partnerView, type PartnerRow } from '../../src/partners/store.ts'
+import {
+  changedColumns, fromRow, newPartnerRow, partnerView, type PartnerChanges, type PartnerRow
+} from '../../src/partners/store.ts'
 import { REPO_ROOT } from '../helper.ts'
 
 const V1_FILE = join(REPO_ROOT, 'test/fixtures/partners-v1.json')
@@ -15,6 +17,9 @@ const NOT_EXPORT = 'ExportFileError: partners.json is not a partners export (for
 const CATEGORY_IDS = 'a list of category ids (whole numbers up to 2147483647), e.g. [4, 7]'
 const OVERRIDE = 'a whole number from 1 to 1000000000, "unlimited", or null (the tier\'s limit)'
 const CATEGORY_COLUMN = 'categories must be category ids up to 2147483647 separated by commas, e.g. 4,7'
+
+/** A row after a change, as a store writes it. */
+const changedRow = (row: PartnerRow, changes: PartnerChanges): PartnerRow => ({ ...row, ...changedColumns(changes) })
 
 /** Partners with every kind of value: overrides of each kind, switches on, categories 8+. */
 function rows (): PartnerRow[] {
