@@ -7,9 +7,6 @@ import { fromRow, type PartnerRow, type PartnerStore } from './store.ts'
 import type { RedisPartnerStore } from './redis-store.ts'
 import { tokenDigest } from './tokens.ts'
 
-/** Changed partners by their key in the store, each with its row now, or undefined when it is gone. */
-type Changes = Map<string, PartnerRow | undefined>
-
 export class PartnerDirectory {
   private byDigest = new Map<string, PartnerProfile>()
   /** The digest each partner is found by, by its key in the store (control.db: id; Redis: slug). */
@@ -23,27 +20,18 @@ export class PartnerDirectory {
   /** Partner rows read from the store since start (lsp_partner_rows_read_total). */
   rowsRead = 0
 
-  /**
-   * `store` is control.db (also used for the instance rows and counters); `shared`, when
-   * STATE_URL is set, is where the partners are read from instead.
-   */
+  /** `store`: control.db; `shared`, with STATE_URL, is where the partners are read from instead. */
   constructor (readonly store: PartnerStore, readonly shared?: RedisPartnerStore) {
     if (!shared) this.refresh()
   }
 
-  /** Every partner anew. */
-  private loadAll (rows: PartnerRow[], keyOf: (row: PartnerRow) => string, mark: number) {
-    this.byDigest = new Map()
-    this.digestOf = new Map()
-    this.apply(new Map(rows.map((row) => [keyOf(row), row])), mark)
-  }
-
-  /** The changed partners: every old entry out first, as one partner's new digest may be another's old one. */
-  private apply (changes: Changes, mark: number) {
+  /**
+   * The changed partners, by their key in the store, each with its row now (undefined: gone). Every
+   * old entry goes out first: one partner's new digest may be another's old one.
+   */
+  private apply (changes: Map<string, PartnerRow | undefined>, mark: number) {
     for (const key of changes.keys()) {
-      const digest = this.digestOf.get(key)
-      if (digest === undefined) continue
-      this.byDigest.delete(digest)
+      this.byDigest.delete(this.digestOf.get(key)!)
       this.digestOf.delete(key)
     }
     for (const [key, row] of changes) {
@@ -53,6 +41,13 @@ export class PartnerDirectory {
       this.digestOf.set(key, row.token_sha256)
     }
     this.seenMark = mark
+  }
+
+  /** Every partner anew. */
+  private loadAll (rows: PartnerRow[], keyOf: (row: PartnerRow) => string, mark: number) {
+    this.byDigest = new Map()
+    this.digestOf = new Map()
+    this.apply(new Map(rows.map((row) => [keyOf(row), row])), mark)
   }
 
   /**
@@ -73,11 +68,10 @@ export class PartnerDirectory {
   }
 
   /**
-   * The same from Redis: the version first, the changed partners only when it moved. A new epoch
-   * is a Redis that lost its data (restarted without persistence): the partners it lacks are put
-   * back from this copy, whatever was written there since (an operator's change is newer and
-   * stays), instead of every token but those being refused; then everything is read again.
-   * `changed`: how many partners were read again or dropped (0: none).
+   * The same from Redis. A new epoch is a Redis that lost its data (restarted without persistence):
+   * the partners it lacks are put back from this copy (a partner written there since is newer and
+   * stays) rather than every other token refused; then everything is read again. `changed`: how
+   * many partners were read again or dropped.
    */
   async refreshShared (): Promise<{ restored: boolean, changed: number }> {
     const shared = this.shared!
@@ -97,7 +91,7 @@ export class PartnerDirectory {
         this.apply(changes.rows, changes.version)
         return { restored: false, changed: changes.rows.size }
       }
-      // a writer that records no changes (an older CLI) wrote: everything is read again
+      // a writer that notes no changes (an older CLI) wrote: everything is read again
     } else if (restored) {
       mark = (await shared.state()).version
     }

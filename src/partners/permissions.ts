@@ -23,14 +23,10 @@ export interface PartnerProfile extends Partner {
 
 const FIRST_OTHER_CATEGORY = 8
 
-function allowedCategories (partner: Pick<Partner, 'categories' | 'otherCategories'>): number[] {
-  return [...new Set(partner.categories)]
-    .filter((c) => c >= 2 && (c < FIRST_OTHER_CATEGORY || partner.otherCategories))
-    .sort((a, b) => a - b)
-}
-
 export function profileOf (partner: Partner): PartnerProfile {
-  const allowed = Object.freeze(allowedCategories(partner))
+  const allowed = Object.freeze([...new Set(partner.categories)]
+    .filter((c) => c >= 2 && (c < FIRST_OTHER_CATEGORY || partner.otherCategories))
+    .sort((a, b) => a - b))
   const limits = effectiveLimits(partner)
   const windows = windowSpecs(limits)
   return {

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
   DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, MAX_LIMIT, TIER_LIMITS, WINDOWS,
-  type Environment, type Limit, type Limits, type Status, type Tier, type WindowName
+  type Limit, type Limits, type WindowName
 } from './tiers.ts'
 import { openReadOnly } from '../setup/read-only-db.ts'
 import { newToken, tokenDigest } from './tokens.ts'
@@ -18,30 +18,7 @@ export const controlPath = (dataDir: string) => join(dataDir, 'control.db')
 /** A limit override: a number, 'unlimited', or null for the tier's limit. */
 export type LimitOverride = number | 'unlimited' | null
 
-export interface Partner {
-  id: string
-  slug: string
-  name: string
-  status: Status
-  tier: Tier
-  environment: Environment
-  categories: number[]
-  otherCategories: boolean
-  siteById: boolean
-  radiusCapKm: number
-  maxResults: number
-  limitOverrides: Record<WindowName, LimitOverride>
-  createdAt: string
-  updatedAt: string
-}
-
-export interface NewPartner {
-  name: string
-  slug?: string
-  tier?: Tier
-  environment?: Environment
-  status?: Status
-}
+export type NewPartner = { name: string } & Partial<Pick<Partner, 'slug' | 'tier' | 'environment' | 'status'>>
 
 export type PartnerChanges = Partial<Pick<Partner, 'name' | 'tier' | 'environment' | 'status' | 'categories' |
   'otherCategories' | 'siteById' | 'radiusCapKm' | 'maxResults'>> &
@@ -104,7 +81,10 @@ const overrideFromColumn = (value: string | null): LimitOverride =>
   value === null ? null : value === 'unlimited' ? 'unlimited' : Number(value)
 export const overrideToColumn = (value: LimitOverride): string | null => value === null ? null : String(value)
 
-export function fromRow (row: PartnerRow): Partner {
+/** A partner as the service and the CLI use it. */
+export type Partner = ReturnType<typeof fromRow>
+
+export function fromRow (row: PartnerRow) {
   return {
     id: row.id,
     slug: row.slug,
@@ -160,9 +140,7 @@ export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: str
     site_by_id: 0,
     radius_cap_km: DEFAULT_RADIUS_CAP_KM,
     max_results: DEFAULT_MAX_RESULTS,
-    limit_minute: null,
-    limit_hour: null,
-    limit_day: null,
+    limit_minute: null, limit_hour: null, limit_day: null,
     token_sha256: tokenDigest(token),
     created_at: now,
     updated_at: now
@@ -255,14 +233,15 @@ export class PartnerStore {
       return
     }
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
-    let db: Database.Database | undefined = options.readonly ? undefined : new Database(path)
+    let db = options.readonly ? undefined : new Database(path)
     try {
-      this.db = db ??= openReadOnly(path) // a file that is not a database fails here, or at the first pragma
+      db ??= openReadOnly(path) // a file that is not a database fails here, or at the first pragma
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
       if (!options.readonly) {
         db.pragma('journal_mode = WAL')
         db.exec(SCHEMA)
       }
+      this.db = db
     } catch (err) {
       db?.close()
       // SQLite's own words ("file is not a database") do not say which file
