@@ -1,10 +1,6 @@
 // Partners in Redis (STATE_URL): control.db's rows, so that every instance on every machine sees a
-// change made once. `lsp:partners` maps slug to row (JSON), `lsp:partner-digests` token digest to
-// slug (the index a token is found by), `lsp:partners:version` counts changes, `lsp:partners:changes`
-// lists the latest (each version with the slugs it wrote, newest first) so that an instance reads
-// again only those partners, and `lsp:partners:epoch` (random, set by the first write or read of a
-// store) changes only when Redis lost its data. Each write checks and applies in one Lua script:
-// two operators cannot break the index, and a change writes only the fields it names.
+// change made once. Each write checks and applies in one Lua script: two operators cannot break the
+// index, and a change writes only the fields it names.
 import type { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import {
@@ -20,12 +16,13 @@ const digestTaken = (slug: string) =>
 /** Changes kept in the list: an instance further behind reads every partner again. */
 export const CHANGES_KEPT = 1000
 
-// Every script's KEYS: partners, digests, version, epoch, changes.
+// Every script's KEYS: slug → row JSON; token digest → slug; a count of writes; the latest writes
+// (each version with the slugs it wrote, newest first), for an instance to read only those again;
+// the epoch (random, set by the first write or read), which changes only when Redis lost its data.
 const KEYS = ['partners', 'partner-digests', 'partners:version', 'partners:epoch', 'partners:changes']
 
-// Every write script starts with tooLate(): ARGV[1] is its deadline (Redis's clock, ms; -1: any
-// time), past which it writes nothing. A CLI command that timed out has exited 1 and printed no
-// token: a rotation Redis ran later would leave the partner with no working token.
+// Every write script starts with tooLate() (ARGV[1]: its deadline): a CLI command that timed out
+// has printed no token, and a rotation Redis ran later would leave the partner none that works.
 const LATE = tooLate('ARGV[1]', "'late'")
 
 // Moves the version and notes under it the slugs written (`slugs`: a Lua list).
@@ -68,10 +65,9 @@ ${noteChange('{ ARGV[2] }')}
 redis.call('SET', KEYS[4], ARGV[5], 'NX')
 return json`,
 
-  // ARGV: deadline, a fresh epoch, then slug, id, digest and row JSON of each entry (no two sharing
-  // any of the first three: importedRows). Adds or replaces partners by slug, all or none: each entry
-  // is checked first against the partners no entry replaces. Returns { 'ok', created, replaced }, or
-  // the clash: { key, entry's slug, the stored partner's slug }.
+  // ARGV: deadline, a fresh epoch, then slug, id, digest and row JSON of each entry. Adds or replaces
+  // partners by slug, all or none, each entry checked first against the partners no entry replaces.
+  // { 'ok', created, replaced }, or the clash: { key, entry's slug, the stored partner's slug }.
   lspImportPartners: `${LATE}
 local slugs = {}
 for i = 3, #ARGV, 4 do slugs[ARGV[i]] = true end
@@ -100,9 +96,8 @@ ${noteChange('written')}
 redis.call('SET', KEYS[4], ARGV[2], 'NX')
 return { 'ok', created, (#ARGV - 2) / 4 - created }`,
 
-  // ARGV: deadline, then slug, row JSON and digest of each row. Puts back the rows whose slug and
-  // digest are both missing (a row written since the loss is newer, and stays), all in one step: an
-  // instance reading meanwhile sees none or all of them. The count written.
+  // ARGV: deadline, then slug, row JSON and digest of each row. Puts back, in one step, the rows whose
+  // slug and digest are both missing (a row written since the loss is newer). The count written.
   lspMergePartners: `${LATE}
 local written = {}
 for i = 2, #ARGV, 3 do
@@ -121,8 +116,7 @@ return #written`,
 redis.call('SET', KEYS[4], ARGV[1], 'NX')
 return { redis.call('GET', KEYS[3]) or '0', redis.call('GET', KEYS[4]) }`,
 
-  // ARGV: a version seen before. The version now, and the entries of the changes list after the one
-  // seen, newest first (as many as the versions between, if all are there).
+  // ARGV: a version seen before. The version now, and the changes list's entries after it.
   lspPartnerChanges: `
 local version = tonumber(redis.call('GET', KEYS[3]) or '0')
 local since = tonumber(ARGV[1])
@@ -132,17 +126,15 @@ return { version, redis.call('LRANGE', KEYS[5], 0, version - since - 1) }`
 
 export class RedisPartnerStore {
   private readonly keys: string[]
-  /** the connection's script deadlines, shared with the limiter's store on it (its heartbeat measures the clock) */
+  private readonly rowsKey: string
+  /** shared with the limiter's store on the connection, whose heartbeat measures Redis's clock */
   private readonly deadlines: ScriptDeadline
 
   constructor (private readonly redis: Redis, prefix = 'lsp:') {
     this.deadlines = scriptDeadline(redis)
     this.keys = KEYS.map((key) => prefix + key)
+    this.rowsKey = this.keys[0]
     for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: KEYS.length, lua })
-  }
-
-  private get rowsKey () {
-    return this.keys[0]
   }
 
   private run<T> (script: keyof typeof SCRIPTS, ...args: (string | number)[]): Promise<T> {
@@ -171,10 +163,9 @@ export class RedisPartnerStore {
   }
 
   /**
-   * The partners written since `version`, by slug, each with its row now (undefined: gone), and
-   * the version they are as of; undefined when the changes list cannot say (a version without its
-   * entry was written by a writer that notes none, an older CLI; or the list no longer reaches
-   * back that far): then every partner must be read again.
+   * The partners written since `version`, by slug, each with its row now (undefined: gone), and the
+   * version they are as of; undefined when the list cannot say (an older CLI wrote without noting it,
+   * or the list no longer reaches back that far): then every partner must be read again.
    */
   async changesSince (version: number): Promise<{ version: number, rows: Map<string, PartnerRow | undefined> }
     | undefined> {
@@ -232,19 +223,13 @@ export class RedisPartnerStore {
     return { partner: await this.patch(slug, { updated_at: new Date().toISOString() }, tokenDigest(token)), token }
   }
 
-  /**
-   * Puts back, in one step, the rows of a store that lost its data whose slug and digest are both
-   * missing (a partner written since the loss is newer and stays); the number written.
-   */
+  /** Puts back the rows of a store that lost its data, as the merge script does; the number written. */
   async mergeRows (rows: PartnerRow[]): Promise<number> {
     const args = rows.map(checkedRow).flatMap((row) => [row.slug, JSON.stringify(row), row.token_sha256])
     return await this.write('lspMergePartners', ...args)
   }
 
-  /**
-   * Adds or replaces partners by slug, digests and all, in one script: all or none, refused when
-   * two partners would then share a slug, an id or a token digest (for `partners import`).
-   */
+  /** `partners import`: as PartnerStore.importRows, in one script. */
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
     const args = importedRows(rows).flatMap((row) => [row.slug, row.id, row.token_sha256, JSON.stringify(row)])
     const [result, a, b] = await this.write<[string, number | string, number | string]>(

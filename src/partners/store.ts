@@ -35,12 +35,9 @@ export const notFound = (slug: string) => new PartnerStoreError('not_found', `no
 export const slugTaken = (slug: string) =>
   new PartnerStoreError('conflict', `a partner with slug '${slug}' exists already`)
 
-/**
- * Each partner's latest change, numbered in commit order, kept by triggers: every writer of the
- * partners table moves it (this CLI, an older one, a sqlite3 shell), and nothing else does, so the
- * service's own heartbeats and counter saves cost no partner reload. One row per partner id: its
- * newest change (AUTOINCREMENT never gives a number twice, so the newest number only grows).
- */
+// partner_changes: each partner id's newest change, numbered in commit order (AUTOINCREMENT never
+// reuses a number), kept by triggers: every writer of the partners table moves it (this CLI, an older
+// one, a sqlite3 shell) and nothing else does, so heartbeats and counter saves cost no partner reload.
 const noteChanges = (ids: string) => `
   INSERT INTO partner_changes (partner_id) VALUES ${ids.split(', ').map((id) => `(${id})`).join(', ')};
   DELETE FROM partner_changes WHERE partner_id IN (${ids}) AND seq <
@@ -259,10 +256,7 @@ export class PartnerStore {
     return this.db.transaction(() => ({ mark: this.changeMark(), rows: this.exportRows() }))()
   }
 
-  /**
-   * The partners changed since change `mark`, by id: each one's row now, or undefined when it is
-   * gone (deleted, or replaced by an import under another id); and the mark they are as of.
-   */
+  /** The partners changed since change `mark`, by id, each with its row now (undefined: gone), and the mark now. */
   changesSince (mark: number): { mark: number, rows: Map<string, PartnerRow | undefined> } {
     return this.db.transaction(() => {
       const select = this.db.prepare('SELECT c.partner_id AS changed, p.* FROM partner_changes AS c ' +
@@ -295,9 +289,8 @@ export class PartnerStore {
   }
 
   /**
-   * Adds or replaces partners by slug, digests and all, in one transaction: all or none, refused
-   * when two partners would then share a slug, an id or a token digest (for `partners import`).
-   * The store after the import is what is checked: a file may swap two replaced partners' digests.
+   * `partners import`: adds or replaces partners by slug, digests and all, all or none; refused when
+   * two partners would then share an id or a digest (a file may swap two replaced partners' digests).
    */
   importRows (rows: PartnerRow[]): { created: number, replaced: number } {
     const checked = importedRows(rows)
