@@ -31,7 +31,8 @@ export class PartnerDirectory {
    */
   private apply (changes: Map<string, PartnerRow | undefined>, mark: number) {
     for (const key of changes.keys()) {
-      this.byDigest.delete(this.digestOf.get(key)!)
+      const digest = this.digestOf.get(key)
+      if (digest !== undefined) this.byDigest.delete(digest)
       this.digestOf.delete(key)
     }
     for (const [key, row] of changes) {

@@ -130,7 +130,8 @@ export function firstProblem (schema: TObject, value: unknown): string | undefin
   }
   const field = segments.filter((s) => !/^\d+$/.test(s)).join('.') // a list's item: the list
   if (error.type === ValueErrorType.ObjectRequiredProperty) return `${field} is missing`
-  return `${field} must be ${error.schema['x-expected'] ?? error.message}`
+  const expected = error.schema['x-expected'] as string | undefined
+  return expected === undefined ? `${field}: ${error.message}` : `${field} must be ${expected}`
 }
 
 /** How a message names a partner: its slug when it has a text one, else its place in the file. */
