@@ -18,10 +18,12 @@ const SERVICE_BUSY_TIMEOUT_MS = 250
 
 async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number }) {
   const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: SERVICE_BUSY_TIMEOUT_MS })
+  const directory = new PartnerDirectory(store, app.redis ? new RedisPartnerStore(app.redis) : undefined)
+  const reloaded = (changed: number) => {
+    if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')
+  }
   let timer: NodeJS.Timeout
-  let directory: PartnerDirectory
   if (app.redis) {
-    directory = new PartnerDirectory(store, new RedisPartnerStore(app.redis))
     await directory.refreshShared()
     const report = outageReporter(
       (err) => app.log.error({ error: (err as Error).message },
@@ -36,17 +38,11 @@ async function partners (app: FastifyInstance, options: { dataDir: string, refre
         if (restored) {
           app.log.warn({ partners: directory.size },
             'the shared state had lost the partners; put back from this instance\'s copy')
-        } else if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')
+        } else reloaded(changed)
       }, report)
     }, options.refreshMs)
   } else {
-    directory = new PartnerDirectory(store)
-    timer = setInterval(() => {
-      app.controlDb.attempt('partners', () => {
-        const changed = directory.refresh()
-        if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')
-      })
-    }, options.refreshMs)
+    timer = setInterval(() => app.controlDb.attempt('partners', () => reloaded(directory.refresh())), options.refreshMs)
   }
   timer.unref()
   app.log.info({ partners: directory.size, source: app.redis ? 'redis' : 'control.db' }, 'partners loaded')
