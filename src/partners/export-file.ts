@@ -3,7 +3,7 @@
 // `token_sha256`; version 1 (earlier builds) held control.db's rows, and is still read. Every entry
 // is checked, and the file as a whole, before a row is written anywhere.
 import type { Static } from '@sinclair/typebox'
-import { clashMessage, fromRow, overrideToColumn, partnerView, sharedKey, type PartnerRow } from './store.ts'
+import { clashInFile, fromRow, overrideToColumn, partnerView, type PartnerRow } from './store.ts'
 import { PartnerEntrySchema, firstProblem, partnerLabel, rowProblem } from './row-schema.ts'
 
 const FORMAT = 'lsp-partners'
@@ -62,7 +62,7 @@ export function readExportDocument (text: string, source = 'the file'): { versio
     return version === 1 ? value as PartnerRow : rowFromEntry(value as Static<typeof PartnerEntrySchema>)
   })
   // a slug, id or token digest twice: the stores would keep one of them
-  const shared = sharedKey(rows)
-  if (shared) throw new ExportFileError(clashMessage(...shared))
+  const clash = clashInFile(rows)
+  if (clash !== undefined) throw new ExportFileError(clash)
   return { version, rows }
 }

@@ -181,27 +181,25 @@ export function checkedRow (value: unknown, index?: number): PartnerRow {
   return value as PartnerRow
 }
 
-/** What no two partners may share: each is a key of the store (an id keys a rate-limit log, a digest a token). */
-export type UniqueColumn = 'slug' | 'id' | 'token_sha256'
+/** What no two partners may share besides a slug: an id keys a rate-limit log, a digest a token. */
+export type UniqueColumn = 'id' | 'token_sha256'
 
-/** The first slug, id or token digest two rows share: the column, the later row's slug, the earlier's. */
-export function sharedKey (rows: PartnerRow[]): [UniqueColumn, string, string] | undefined {
+/** An import refused because two partners would share a column; `where` the other is kept, when not in the file. */
+export const clashMessage = (key: UniqueColumn, slug: string, other: string, where?: string) =>
+  `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${where ? `, ${where}` : ''}`
+
+/** The refusal of a file in which two partners share a slug, an id or a token digest. */
+export function clashInFile (rows: PartnerRow[]): string | undefined {
   for (const key of ['slug', 'id', 'token_sha256'] as const) {
     const seen = new Map<string, string>()
     for (const row of rows) {
       const other = seen.get(row[key])
-      if (other !== undefined) return [key, row.slug, other]
-      seen.set(row[key], row.slug)
+      if (other === undefined) seen.set(row[key], row.slug)
+      else if (key === 'slug') return `partner ${JSON.stringify(row.slug)} is in the file twice`
+      else return clashMessage(key, row.slug, other)
     }
   }
   return undefined
-}
-
-/** An import refused because two partners would share a column; `where` the other is kept, when not in the file. */
-export function clashMessage (key: UniqueColumn, slug: string, other: string, where?: string): string {
-  if (key === 'slug' && where === undefined) return `partner ${JSON.stringify(slug)} is in the file twice`
-  const place = where === undefined ? '' : `, ${where}`
-  return `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${place}`
 }
 
 /** The rows of an import, each checked with a new partner's bounds, no two sharing a slug, id or digest. */
@@ -210,8 +208,8 @@ export function importedRows (rows: PartnerRow[]): PartnerRow[] {
     const problem = rowProblem(row) ?? boundsProblem(row)
     if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(row, index)}: ${problem}`)
   }
-  const shared = sharedKey(rows)
-  if (shared) throw new PartnerStoreError('conflict', clashMessage(...shared))
+  const clash = clashInFile(rows)
+  if (clash !== undefined) throw new PartnerStoreError('conflict', clash)
   return rows
 }
 
