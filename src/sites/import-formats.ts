@@ -1,9 +1,7 @@
-// Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse,
-// NDJSON a line at a time, GeoJSON's features one at a time (the rest of the collection through
-// stream-json's tokenizer). Each yields raw records with the label an operator finds them by
-// (`line N`, or `feature N` for GeoJSON), in batches of one read's worth, holding only those in
-// memory; one record is bounded in size and nesting, so a file of any content reads in bounded
-// memory.
+// Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse, NDJSON a
+// line at a time, GeoJSON a feature at a time. Each yields records labelled as an operator finds them
+// (`line N`, or `feature N` for GeoJSON), a read's worth at a time; one record is bounded in size and
+// nesting, so a file of any content reads in bounded memory.
 import { isUtf8 } from 'node:buffer'
 import { createReadStream } from 'node:fs'
 import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
@@ -14,11 +12,7 @@ import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
 /** Told the bytes read so far, after each read. */
 type OnBytes = (bytes: number) => void
 
-/**
- * The most one record (a CSV record, an NDJSON line, a GeoJSON feature) may take, in bytes: a
- * hostile file's one record would otherwise be held whole, and built into values many times its
- * size.
- */
+/** The most bytes one record may take: a hostile file's one record would otherwise be held whole, and built. */
 const MAX_RECORD_BYTES = 64 * 1024
 /** The most levels of arrays and objects one record may nest (a GeoJSON feature needs three). */
 const MAX_RECORD_DEPTH = 32
@@ -34,15 +28,19 @@ const overBound = (text: string) =>
 /** Whether the array or object `value` nests arrays and objects more than `levels` deep (itself the first). */
 function deeperThan (value: object, levels: number): boolean {
   if (levels === 0) return true
-  if (Array.isArray(value)) {
-    for (const item of value) if (item !== null && typeof item === 'object' && deeperThan(item, levels - 1)) return true
-    return false
-  }
-  for (const key in value) {
-    const item = (value as Record<string, unknown>)[key]
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
     if (item !== null && typeof item === 'object' && deeperThan(item, levels - 1)) return true
   }
   return false
+}
+
+const NOT_JSON = Symbol('not JSON')
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return NOT_JSON
+  }
 }
 
 export interface RawRecord {
@@ -54,8 +52,7 @@ export interface RawRecord {
 
 /**
  * Size of reads: small, because records are handed on a read's worth at a time, and larger reads
- * raise the import's peak memory at no gain in speed. Tests make it tiny so that every token is
- * split somewhere.
+ * raise the import's peak memory at no gain in speed. Tests make it tiny so that every token is split.
  */
 export const readOptions = { chunkBytes: 1 << 16 }
 
@@ -74,20 +71,26 @@ const sequenceLength = (byte: number) =>
 function firstNotUtf8 (bytes: Uint8Array): number {
   for (let i = 0; i < bytes.length;) {
     const n = sequenceLength(bytes[i])
-    if (n === 0 || i + n > bytes.length || !isUtf8(bytes.subarray(i, i + n))) return i
+    if (n === 0 || !isUtf8(bytes.subarray(i, i + n))) return i
     i += n
   }
   return bytes.length
 }
 
+const lineBreaks = (bytes: Uint8Array, end: number) => {
+  let n = 0
+  for (let i = bytes.indexOf(10); i >= 0 && i < end; i = bytes.indexOf(10, i + 1)) n++
+  return n
+}
+
 /**
- * The file's bytes, read by readOptions.chunkBytes, checked to be UTF-8 (NotUtf8Error at the first
- * that are not); a sequence cut by the end of a read is checked with the next read.
+ * The file's bytes, read by readOptions.chunkBytes and checked to be UTF-8, NotUtf8Error at the first
+ * that are not. By hand: a fatal TextDecoder would refuse them without saying where.
  */
 async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<Buffer> {
   const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
   let bytes = 0
-  let held: Buffer | undefined // the start of a sequence the last read cut
+  let held: Buffer | undefined // the start of a sequence the last read cut, checked with the next read
   let heldAt = 0 // its file offset
   let breaks = 0 // line breaks before it
   try {
@@ -118,83 +121,15 @@ async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<B
   }
 }
 
-const lineBreaks = (bytes: Uint8Array, end: number) => {
-  let n = 0
-  for (let i = bytes.indexOf(10); i >= 0 && i < end; i = bytes.indexOf(10, i + 1)) n++
-  return n
-}
-
-/** Text chunks of a file (UTF-8, checked), with the count of bytes read so far. */
+/** Text chunks of a file (UTF-8, checked). */
 async function * chunks (path: string, onBytes?: OnBytes): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8')
+  const decoder = new TextDecoder('utf-8') // drops a byte-order mark
   let first = true
   for await (const buffer of utf8Buffers(path, onBytes)) {
-    let text = decoder.decode(buffer)
-    if (first) {
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
-      first = false
-    }
-    yield text
+    const text = decoder.decode(buffer)
+    yield first && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+    first = false
   }
-}
-
-/** A line too long to be a record: its text is not kept. */
-const LONG_LINE = Symbol('longer than MAX_RECORD_BYTES')
-
-interface LineBatch {
-  lines: (string | typeof LONG_LINE)[]
-  /** the batch holds the file's last line, which no line break ends: the file may be cut short */
-  unterminated: boolean
-}
-
-/** A line's text without its CR, or LONG_LINE. */
-const lineOf = (text: string) => {
-  const line = text.charCodeAt(text.length - 1) === 13 ? text.slice(0, -1) : text
-  return overBound(line) ? LONG_LINE : line
-}
-
-/**
- * Physical lines without their line ending, a chunk's worth at a time (a line is numbered by its
- * place: the first line yielded is line 1); a line over MAX_RECORD_BYTES is LONG_LINE, and no more
- * of it than that is held. Rows are handed on in batches because a step of an async generator per
- * row cost more than reading the row.
- */
-async function * lineBatches (path: string, onBytes?: OnBytes): AsyncGenerator<LineBatch> {
-  // the start of a line no break has ended yet, in pieces: a long line is joined once, and each
-  // chunk searched once (joining and searching again per chunk is quadratic in the line's length)
-  let carry: string[] = []
-  let carried = 0 // its characters
-  let long = false // the line carried is over the bound: its pieces are dropped
-  for await (const chunk of chunks(path, onBytes)) {
-    const lines: LineBatch['lines'] = []
-    let start = 0
-    let nl = chunk.indexOf('\n')
-    if (nl >= 0 && (carried > 0 || long)) { // the line carried ends here
-      lines.push(long || carried + nl > MAX_RECORD_BYTES ? LONG_LINE : lineOf(carry.join('') + chunk.slice(0, nl)))
-      carry = []
-      carried = 0
-      long = false
-      start = nl + 1
-      nl = chunk.indexOf('\n', start)
-    }
-    for (; nl >= 0; nl = chunk.indexOf('\n', start)) {
-      lines.push(lineOf(chunk.slice(start, nl)))
-      start = nl + 1
-    }
-    if (start < chunk.length && !long) { // the rest begins, or goes on with, a line not ended yet
-      carried += chunk.length - start
-      if (carried <= MAX_RECORD_BYTES) {
-        carry.push(chunk.slice(start))
-      } else {
-        carry = []
-        carried = 0
-        long = true
-      }
-    }
-    if (lines.length > 0) yield { lines, unterminated: false }
-  }
-  if (long) yield { lines: [LONG_LINE], unterminated: true }
-  else if (carried > 0) yield { lines: [lineOf(carry.join(''))], unterminated: true }
 }
 
 /**
@@ -203,18 +138,6 @@ async function * lineBatches (path: string, onBytes?: OnBytes): AsyncGenerator<L
  */
 const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? ' +
   'Every record, the last one too, must end with a line break'
-
-/** The header's columns in the order a record's fields are made (one shape for every record). */
-const csvRecord = (fields: string[], column: number[]): Record<string, unknown> => ({
-  id: fields[column[0]],
-  category: fields[column[1]],
-  name: fields[column[2]],
-  region: fields[column[3]],
-  country: fields[column[4]],
-  latitude: fields[column[5]],
-  longitude: fields[column[6]],
-  tags: fields[column[7]]
-})
 
 /**
  * Line numbers of byte offsets of a file read in order (offsets asked for never go back). The
@@ -249,9 +172,8 @@ class LineCounter {
 }
 
 /**
- * csv-parse's stream, handing each record on as it is parsed, with the file offset where it ends
- * (csv-parse's info.bytes when it pushes the record; its per-record info objects cost more than
- * the parse).
+ * csv-parse's stream handing each record on as it is parsed, with the file offset where it ends
+ * (its info.bytes at the push; its per-record info objects cost more than the parse).
  */
 class CsvRecords extends CsvParser {
   constructor (options: CsvOptions, private readonly onRecord: (fields: string[], end: number) => void) {
@@ -274,15 +196,16 @@ class CsvRecords extends CsvParser {
 async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   let column: number[] | undefined // where each of CSV_HEADER's names is in a record
   let batch: RawRecord[] = []
-  let done = false // the header is wrong: nothing more is read
+  let done = false // the header is wrong, or a record too long: nothing more is read
   let lastSkipped: string | undefined
   let recordStart = 0 // file offset of the record being read
   let written = 0 // bytes given to the parser
   const lines = new LineCounter()
-  const headerError = () => {
-    batch.push({ label: 'line 1', error: `the header must be ${CSV_HEADER.join(',')}` })
+  const fail = (label: string, error: string) => {
+    batch.push({ label, error })
     done = true
   }
+  const headerError = () => fail('line 1', `the header must be ${CSV_HEADER.join(',')}`)
   const onRecord = (fields: string[], end: number) => {
     if (done) return
     const last = lines.lineOf(end - 1) // a record ends on its line break, or where the file ends
@@ -294,8 +217,7 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
     const size = end - recordStart
     recordStart = end
     if (size > MAX_RECORD_BYTES) {
-      batch.push({ label, error: tooLong('record') })
-      done = true // as for one still being read: the same outcome whatever the reads
+      fail(label, tooLong('record')) // as for one still being read: the same outcome whatever the reads
     } else if (!column) {
       const names = fields.map((f) => f.trim())
       if (names.length !== CSV_HEADER.length || !CSV_HEADER.every((h) => names.includes(h))) return headerError()
@@ -307,7 +229,9 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
     } else if (fields.length !== CSV_HEADER.length) {
       batch.push({ label, error: `expected ${CSV_HEADER.length} fields, found ${fields.length}` })
     } else {
-      batch.push({ label, fields: csvRecord(fields, column) })
+      const record: Record<string, unknown> = {} // the header's order: one shape for every record
+      for (let i = 0; i < column.length; i++) record[CSV_HEADER[i]] = fields[column[i]]
+      batch.push({ label, fields: record })
     }
   }
   const onSkip = (err: CsvError | undefined) => {
@@ -317,13 +241,15 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
     const label = `line ${lines.lineOf(err.bytes as number).line}`
     // where this record ends is not known: the next one is measured from here (the file is refused anyway)
     recordStart = err.bytes as number
-    const error = err.code === 'CSV_QUOTE_NOT_CLOSED'
-      ? 'unterminated quoted field: the file ends inside it (cut short?)'
-      : 'malformed quoting'
     // after a stray quote csv-parse reads on as if quoted: one error for the record
     if (label === lastSkipped) return
     lastSkipped = label
-    batch.push({ label, error })
+    batch.push({
+      label,
+      error: err.code === 'CSV_QUOTE_NOT_CLOSED'
+        ? 'unterminated quoted field: the file ends inside it (cut short?)'
+        : 'malformed quoting'
+    })
   }
   const parser = new CsvRecords({
     bom: true,
@@ -342,13 +268,10 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
       parser.write(buffer) // parsed at once: its records reach onRecord before write returns
       written += buffer.length
       if (!done && written - recordStart > MAX_RECORD_BYTES) {
-        batch.push({ label: `line ${lines.lineOf(recordStart).line}`, error: tooLong('record') })
-        done = true
+        fail(`line ${lines.lineOf(recordStart).line}`, tooLong('record'))
       }
-      if (batch.length > 0) {
-        yield batch
-        batch = []
-      }
+      if (batch.length > 0) yield batch
+      batch = []
       if (done) return
     }
     await new Promise((resolve) => parser.end(resolve))
@@ -360,48 +283,53 @@ async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerato
   }
 }
 
-const NOT_JSON = Symbol('not JSON')
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return NOT_JSON
-  }
-}
-
 const NDJSON_CUT_SHORT = 'not valid JSON, and the file ends inside it (no line break after the last line): cut short?'
 
+/** A line of NDJSON as a record (undefined: a blank line); `text` undefined: the line is too long. */
+function ndjsonRecord (label: string, text: string | undefined, unterminated: boolean): RawRecord | undefined {
+  if (text?.endsWith('\r')) text = text.slice(0, -1)
+  if (text === undefined || overBound(text)) return { label, error: tooLong('line') }
+  if (text.trim() === '') return undefined
+  // a last line without its line break is taken when it is a whole object: a cut one never parses
+  const value = parseJson(text)
+  if (value === NOT_JSON) return { label, error: unterminated ? NDJSON_CUT_SHORT : 'not valid JSON' }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { label, error: 'not a JSON object' }
+  if (deeperThan(value, MAX_RECORD_DEPTH)) return { label, error: TOO_DEEP }
+  return { label, fields: value as Record<string, unknown> }
+}
+
+/** NDJSON, a line at a time: of a line over MAX_RECORD_BYTES no more than that is held. */
 async function * readNdjsonBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   let n = 0
-  for await (const { lines, unterminated } of lineBatches(path, onBytes)) {
+  let carry = '' // the start of a line no break has ended yet
+  let long = false // that line is over the bound: its text is dropped
+  for await (const chunk of chunks(path, onBytes)) {
+    const lines = chunk.split('\n')
+    const rest = lines.pop()!
     const batch: RawRecord[] = []
-    for (const text of lines) {
-      n++
-      const label = `line ${n}`
-      if (text === LONG_LINE) {
-        batch.push({ label, error: tooLong('line') })
-        continue
-      }
-      if (text.trim() === '') continue
-      // a last line without its line break is taken when it is a whole object: a cut one never parses
-      const value = parseJson(text)
-      if (value === NOT_JSON) batch.push({ label, error: unterminated ? NDJSON_CUT_SHORT : 'not valid JSON' })
-      else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        batch.push({ label, error: 'not a JSON object' })
-      } else if (deeperThan(value, MAX_RECORD_DEPTH)) {
-        batch.push({ label, error: TOO_DEEP })
-      } else batch.push({ label, fields: value as Record<string, unknown> })
+    for (const line of lines) {
+      const record = ndjsonRecord(`line ${++n}`, long ? undefined : carry + line, false)
+      if (record) batch.push(record)
+      carry = ''
+      long = false
+    }
+    if (!long) carry += rest
+    if (carry.length > MAX_RECORD_BYTES + 1) { // more than the bound and a CR
+      carry = ''
+      long = true
     }
     if (batch.length > 0) yield batch
   }
+  const record = long || carry !== '' ? ndjsonRecord(`line ${++n}`, long ? undefined : carry, true) : undefined
+  if (record) yield [record]
 }
 
 const INCOMPLETE_COLLECTION =
   'the file is not a complete GeoJSON FeatureCollection (no "features" array, or cut short)'
 const NOT_COLLECTION = 'the file is not a GeoJSON FeatureCollection (no top-level object)'
 
-const [SPACE, TAB, LF, CR, QUOTE, BACKSLASH, COMMA] = [32, 9, 10, 13, 34, 92, 44]
-const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET] = [123, 125, 91, 93]
+const [TAB, LF, CR, SPACE, QUOTE, COMMA, BACKSLASH] = [9, 10, 13, 32, 34, 44, 92]
+const [OPEN_BRACKET, CLOSE_BRACKET, OPEN_BRACE, CLOSE_BRACE] = [91, 93, 123, 125]
 const isSpace = (c: number) => c === SPACE || c === LF || c === CR || c === TAB
 
 /** Where JSON text read a character at a time is: in a string or not, and how deep in arrays and objects. */
@@ -433,122 +361,27 @@ class JsonNesting {
 }
 
 /**
- * The elements of a "features" array, read from the text after its `[`. Each element's extent is
- * found by its brackets and strings, then the element alone is parsed (JSON.parse): a syntax error
- * is reported at the feature it is in (a tokenizer fed a whole read loses the features of that
- * read before the error), and a feature over MAX_RECORD_BYTES or MAX_RECORD_DEPTH is refused
- * without being held or built.
- */
-class FeatureArray {
-  /** features read, in every "features" array of the file */
-  n = 0
-  /** an element has begun and not ended */
-  inElement = false
-  /** an element was not valid JSON: reading stops (where the next begins is not known) */
-  broken = false
-  private expect: 'first' | 'element' | 'separator' = 'first'
-  private literal = false // a number, true, false or null: it ends where a separator begins
-  private pieces: string[] = [] // its text, in pieces, while within the bound
-  private size = 0 // its characters
-  private readonly nesting = new JsonNesting()
-
-  open () {
-    this.expect = 'first'
-  }
-
-  /**
-   * Reads `text` from `from`, pushing a record per element into `out`: where the array's `]` is in
-   * the text, text.length when the array goes on in the next read, or -1 after a syntax error.
-   */
-  read (text: string, from: number, out: RawRecord[]): number {
-    for (let i = from; i < text.length;) {
-      if (this.inElement) {
-        const end = this.scan(text, i)
-        this.hold(text.slice(i, end < 0 ? text.length : end))
-        if (end < 0) return text.length
-        out.push(this.element())
-        if (this.broken) return -1
-        i = end
-        continue
-      }
-      const c = text.charCodeAt(i)
-      if (isSpace(c)) {
-        i++
-      } else if (this.expect === 'separator' && c === COMMA) {
-        this.expect = 'element'
-        i++
-      } else if (c === CLOSE_BRACKET && this.expect !== 'element') {
-        return i
-      } else if (this.expect === 'separator' || c === CLOSE_BRACKET) {
-        // a comma missing between two features, or one too many before the `]`
-        out.push({ label: `feature ${this.n + 1}`, error: 'not valid JSON' })
-        return -1
-      } else {
-        this.inElement = true
-        this.literal = c !== OPEN_BRACE && c !== OPEN_BRACKET && c !== QUOTE
-      }
-    }
-    return text.length
-  }
-
-  /** Where the element ends in `text` (the index after it), or -1 when it goes on in the next read. */
-  private scan (text: string, from: number): number {
-    if (this.literal) {
-      for (let i = from; i < text.length; i++) {
-        const c = text.charCodeAt(i)
-        if (isSpace(c) || c === COMMA || c === CLOSE_BRACKET) return i
-      }
-      return -1
-    }
-    for (let i = from; i < text.length; i++) {
-      // the end of its outermost array or object, or of a string element
-      if (this.nesting.step(text.charCodeAt(i)) && this.nesting.depth === 0) return i + 1
-    }
-    return -1
-  }
-
-  /** Keeps a piece of the element while the element is within the bound. */
-  private hold (piece: string) {
-    this.size += piece.length
-    if (this.size <= MAX_RECORD_BYTES) this.pieces.push(piece)
-    else this.pieces = []
-  }
-
-  /** The element read, as a record; the state made ready for the next. */
-  private element (): RawRecord {
-    const label = `feature ${++this.n}`
-    const text = this.pieces.join('')
-    const { size, nesting: { deepest } } = this
-    this.inElement = false
-    this.expect = 'separator'
-    this.pieces = []
-    this.size = this.nesting.depth = this.nesting.deepest = 0
-    if (size > MAX_RECORD_BYTES || overBound(text)) return { label, error: tooLong('feature') }
-    if (deepest > MAX_RECORD_DEPTH) return { label, error: TOO_DEEP }
-    const value = parseJson(text)
-    if (value !== NOT_JSON) return featureRecord(value, this.n)
-    this.broken = true
-    return { label, error: 'not valid JSON' }
-  }
-}
-
-/**
- * GeoJSON FeatureCollection, streamed: the elements of the top-level "features" array are read one
- * by one (FeatureArray), the rest of the file by stream-json's tokenizer, which is given the text
- * up to each array opened in the top-level object, to tell whether it is "features".
+ * GeoJSON FeatureCollection, streamed. Each element of the top-level "features" array is found by
+ * its brackets and strings and parsed alone (JSON.parse): a syntax error is reported at the feature
+ * it is in (a tokenizer fed a whole read loses the features of that read before the error), and a
+ * feature over MAX_RECORD_BYTES or MAX_RECORD_DEPTH is refused without being held or built. The
+ * rest of the text, with `null` for each element, goes through stream-json's tokenizer, which
+ * tells which array is "features" and whether the collection is valid JSON.
  */
 async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   const tokenize = jsonParser({ streamValues: false }) // whole keys, strings and numbers: one token each
-  const features = new FeatureArray()
   let depth = 0 // the tokens': 1 in the top-level object, 2 in one of its arrays or objects
   let key: string | undefined // the top-level key whose value comes next
   let typeValue: unknown
   let sawFeatures = false
-  let inFeatures = false // the tokens are in the "features" array
-  let owned = false // FeatureArray reads the text: the tokenizer has had the array's `[`, not its `]`
+  let inFeatures = false // the tokenizer is in the "features" array (given its `[`, not its `]`)
   const nesting = new JsonNesting() // the same depth, in the text read so far, strings skipped
   let started = false // a character other than whitespace was read
-  let parsed: RawRecord[] = []
+  let n = 0 // features read, in every "features" array of the file
+  let feature: string[] | undefined // the text of the feature being read, while within the bound
+  let size = 0 // its characters
+  let literal = false // it is a number, true, false or null: it ends where a separator begins
+  let out: RawRecord[] = []
 
   const onToken = (token: Token) => {
     switch (token.name) {
@@ -575,63 +408,97 @@ async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGene
     try {
       tokens = tokenize(text as string)
     } catch {
-      const where = sawFeatures ? ' after the "features" array' : ''
-      if (text === none) parsed.push({ label: `feature ${features.n}`, error: INCOMPLETE_COLLECTION })
-      else parsed.push({ label: 'feature 0', error: `not valid JSON${where}` })
+      if (text === none) out.push({ label: `feature ${n}`, error: INCOMPLETE_COLLECTION })
+      else if (inFeatures) out.push({ label: `feature ${n + 1}`, error: 'not valid JSON' }) // a comma amiss
+      else out.push({ label: 'feature 0', error: `not valid JSON${sawFeatures ? ' after the "features" array' : ''}` })
       return false
     }
     if (isMany(tokens)) for (const token of getManyValues(tokens) as Token[]) onToken(token)
     return true
   }
+  /** The feature read, pushed as a record; false after a syntax error: where the next begins is not known. */
+  const endFeature = (): boolean => {
+    const label = `feature ${++n}`
+    const text = feature!.join('')
+    feature = undefined
+    if (size > MAX_RECORD_BYTES || overBound(text)) out.push({ label, error: tooLong('feature') })
+    else if (nesting.deepest - 2 > MAX_RECORD_DEPTH) out.push({ label, error: TOO_DEEP })
+    else {
+      const value = parseJson(text)
+      if (value === NOT_JSON) {
+        out.push({ label, error: 'not valid JSON' })
+        return false
+      }
+      out.push(featureRecord(value, n))
+    }
+    return true
+  }
+  /** Where the feature ends in `text` (the index after it), or -1 when it goes on in the next read. */
+  const featureEnd = (text: string, from: number): number => {
+    for (let i = from; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      if (literal) {
+        if (isSpace(c) || c === COMMA || c === CLOSE_BRACKET) return i
+      } else if (nesting.step(c) && nesting.depth === 2) return i + 1 // its array or object closed, or its string
+    }
+    return -1
+  }
   /** Reads a chunk of the file; false: reading stops. */
   const read = (text: string): boolean => {
-    let from = 0 // the text before this was given to the tokenizer or FeatureArray
+    let from = 0 // the text before this was given to the tokenizer, or is a feature's
     for (let i = 0; i < text.length;) {
-      if (owned) {
-        const end = features.read(text, i, parsed)
-        if (end < 0) return false
-        if (end === text.length) return true
-        owned = false // the array's `]`, at `end`, goes to the tokenizer
+      if (feature) {
+        const end = featureEnd(text, i)
+        const piece = text.slice(i, end < 0 ? text.length : end)
+        if ((size += piece.length) <= MAX_RECORD_BYTES) feature.push(piece)
+        else feature = []
+        if (end < 0) return true
+        if (!endFeature()) return false
         from = i = end
         continue
       }
-      const c = text.charCodeAt(i++)
-      if (!started) {
-        if (isSpace(c)) continue
+      const c = text.charCodeAt(i)
+      if (!started && !isSpace(c)) {
         started = true
         if (c !== OPEN_BRACE) {
-          parsed.push({ label: 'feature 0', error: NOT_COLLECTION })
+          out.push({ label: 'feature 0', error: NOT_COLLECTION })
           return false
         }
       }
-      // an array opened in the top-level object: the tokenizer's keys tell whether it is "features"
-      if (nesting.step(c) && c === OPEN_BRACKET && nesting.depth === 2) {
-        if (!feed(text.slice(from, i))) return false
+      if (inFeatures && nesting.depth === 2 && !isSpace(c) && c !== COMMA && c !== CLOSE_BRACKET) {
+        // a feature begins at `i`: the tokenizer is given `null `, the space for it to take the `null` at once
+        if (!feed(text.slice(from, i) + 'null ')) return false
         from = i
-        if (inFeatures) {
-          owned = true
-          features.open()
-        }
+        feature = []
+        size = 0
+        nesting.deepest = 2
+        literal = c !== OPEN_BRACE && c !== OPEN_BRACKET && c !== QUOTE
+        continue
       }
+      // an array opened in the top-level object (its key tells whether it is "features"), or the features' `]`
+      if (nesting.step(c) && ((c === OPEN_BRACKET && nesting.depth === 2) || (inFeatures && nesting.depth === 1))) {
+        if (!feed(text.slice(from, i + 1))) return false
+        from = i + 1
+      }
+      i++
     }
     return from === text.length || feed(text.slice(from))
   }
 
   for await (const chunk of chunks(path, onBytes)) {
     const more = read(chunk)
-    if (parsed.length > 0) yield parsed
-    parsed = []
+    if (out.length > 0) yield out
+    out = []
     if (!more) return
   }
-  if (owned) {
-    const n = features.inElement ? features.n + 1 : features.n
-    yield [{ label: `feature ${n}`, error: INCOMPLETE_COLLECTION }]
+  if (feature) {
+    yield [{ label: `feature ${n + 1}`, error: INCOMPLETE_COLLECTION }]
   } else if (!started) {
     yield [{ label: 'feature 0', error: NOT_COLLECTION }]
   } else if (!feed(none)) {
-    yield parsed
+    yield out
   } else if (!sawFeatures || depth !== 0) {
-    yield [{ label: `feature ${features.n}`, error: INCOMPLETE_COLLECTION }]
+    yield [{ label: `feature ${n}`, error: INCOMPLETE_COLLECTION }]
   } else if (typeValue !== 'FeatureCollection') {
     yield [{ label: 'feature 0', error: 'the top-level "type" must be "FeatureCollection"' }]
   }
