@@ -77,9 +77,9 @@ function firstNotUtf8 (bytes: Uint8Array): number {
   return bytes.length
 }
 
-const lineBreaks = (bytes: Uint8Array, end: number) => {
+const lineBreaks = (bytes: Uint8Array) => {
   let n = 0
-  for (let i = bytes.indexOf(10); i >= 0 && i < end; i = bytes.indexOf(10, i + 1)) n++
+  for (let i = bytes.indexOf(10); i >= 0; i = bytes.indexOf(10, i + 1)) n++
   return n
 }
 
@@ -107,9 +107,9 @@ async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<B
       const whole = data.subarray(0, cut)
       if (!isUtf8(whole)) {
         const at = firstNotUtf8(whole)
-        throw new NotUtf8Error(heldAt + at, breaks + lineBreaks(whole, at) + 1)
+        throw new NotUtf8Error(heldAt + at, breaks + lineBreaks(whole.subarray(0, at)) + 1)
       }
-      breaks += lineBreaks(whole, whole.length)
+      breaks += lineBreaks(whole)
       heldAt += cut
       held = cut < data.length ? Buffer.from(data.subarray(cut)) : undefined
       onBytes?.(bytes)
@@ -155,12 +155,9 @@ class LineCounter {
 
   /** The line (from 1) of the byte at `offset`, and whether that byte is a line break. */
   lineOf (offset: number): { line: number, isBreak: boolean } {
-    for (;;) {
-      const chunk = this.chunks[0]
-      if (!chunk) return { line: this.breaks + 1, isBreak: false } // the end of the file
+    for (let chunk = this.chunks[0]; chunk; chunk = this.chunks[0]) {
       const end = Math.min(offset, this.chunkStart + chunk.length)
-      let i = chunk.indexOf(10, this.at - this.chunkStart)
-      for (; i >= 0 && this.chunkStart + i < end; i = chunk.indexOf(10, i + 1)) this.breaks++
+      this.breaks += lineBreaks(chunk.subarray(this.at - this.chunkStart, end - this.chunkStart))
       this.at = end
       if (offset < this.chunkStart + chunk.length) {
         return { line: this.breaks + 1, isBreak: chunk[offset - this.chunkStart] === 10 }
@@ -168,6 +165,7 @@ class LineCounter {
       this.chunkStart += chunk.length
       this.chunks.shift()
     }
+    return { line: this.breaks + 1, isBreak: false } // the end of the file
   }
 }
 
@@ -320,8 +318,8 @@ async function * readNdjsonBatches (path: string, onBytes?: OnBytes): AsyncGener
     }
     if (batch.length > 0) yield batch
   }
-  const record = long || carry !== '' ? ndjsonRecord(`line ${++n}`, long ? undefined : carry, true) : undefined
-  if (record) yield [record]
+  const last = ndjsonRecord(`line ${++n}`, long ? undefined : carry, true) // none when the file ends with a break
+  if (last) yield [last]
 }
 
 const INCOMPLETE_COLLECTION =

@@ -4,9 +4,7 @@
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, NAME_RULE, isName } from '../schemas/common.ts'
-import {
-  COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow
-} from './dataset-file.ts'
+import { COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
 import { readRecordBatches } from './import-formats.ts'
 import type { ImportFormat } from './file-formats.ts'
 import { replaceDataset, type ReplacePolicy, type Replaced } from './versions.ts'
@@ -23,10 +21,10 @@ function number (value: unknown): number | undefined {
   return undefined
 }
 
-/** A valid site from a raw record, or the reasons it is not one. */
 /** A UTF-16 surrogate not paired with its other half (in a Unicode pattern, a pair is one code point). */
 const LONE_SURROGATE = /\p{Cs}/u
 
+/** A valid site from a raw record, or the reasons it is not one. */
 function validateRecord (
   fields: Record<string, unknown>,
   precision: number,
@@ -56,9 +54,7 @@ function validateRecord (
   const region = fields.region
   if (typeof region !== 'string' || !REGION_CODE.test(region)) reasons.push('region must be three upper-case letters')
   const country = fields.country
-  if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) {
-    reasons.push('country must be two upper-case letters')
-  }
+  if (typeof country !== 'string' || !COUNTRY_CODE.test(country)) reasons.push('country must be two upper-case letters')
 
   const latitude = number(fields.latitude)
   if (latitude === undefined || latitude < -90 || latitude > 90) {
