@@ -141,6 +141,25 @@ t.test('bytes that are not UTF-8 are refused at the first, with its line and byt
   readOptions.chunkBytes = original
 })
 
+t.test('a U+FEFF in the text is kept wherever the reads begin; only the byte-order mark is dropped ' +
+  '(a FEFF starting a read was dropped)', async (t) => {
+  const name = 'x\uFEFFy'
+  const ndjson = '\uFEFF' + JSON.stringify({ id: 'a', name }) + '\n'
+  const geojson = '\uFEFF' + JSON.stringify({
+    type: 'FeatureCollection',
+    features: [{ type: 'Feature', geometry: { type: 'Point', coordinates: [1, 2] }, properties: { name } }]
+  })
+  const original = readOptions.chunkBytes
+  t.teardown(() => { readOptions.chunkBytes = original })
+  for (const size of [1, 2, 3, 7, 64]) {
+    readOptions.chunkBytes = size
+    t.same(await collect('ndjson', ndjson), [{ label: 'line 1', fields: { id: 'a', name } }],
+      `NDJSON, reads of ${size}`)
+    t.same(await collect('geojson', geojson), [{ label: 'feature 1', fields: { name, longitude: 1, latitude: 2 } }],
+      `GeoJSON, reads of ${size}`)
+  }
+})
+
 t.test('NDJSON: one object a line, blank lines skipped but counted', async (t) => {
   const records = await collect('ndjson', '{"id":"a"}\n\n[1]\nnot json\n{"id":"b"}')
   t.same(records, [
