@@ -362,8 +362,8 @@ class JsonNesting {
  * its brackets and strings and parsed alone (JSON.parse): a syntax error is reported at the feature
  * it is in (a tokenizer fed a whole read loses the features of that read before the error), and a
  * feature over MAX_RECORD_BYTES or MAX_RECORD_DEPTH is refused without being held or built. The
- * rest of the text, with `null` for each element, goes through stream-json's tokenizer, which
- * tells which array is "features" and whether the collection is valid JSON.
+ * rest of the text goes through stream-json's tokenizer, with `null` in place of each feature (none
+ * for one after a lone comma): it tells which array is "features" and whether the text is JSON.
  */
 async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   const tokenize = jsonParser({ streamValues: false }) // whole keys, strings and numbers: one token each
