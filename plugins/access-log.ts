@@ -5,15 +5,10 @@ import type { FastifyInstance } from 'fastify'
 import { accessWriter } from '../src/http/access-log.ts'
 import { redactUrl } from '../src/http/redact.ts'
 
-interface AccessLogOptions {
-  /** the logger is one built from loggerOptions (src/app.ts), whose line format is known */
-  knownFormat: boolean
-}
-
-async function accessLog (app: FastifyInstance, options: AccessLogOptions) {
+async function accessLog (app: FastifyInstance) {
   if (!['trace', 'debug', 'info'].includes(app.log.level)) return
   // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
-  const access = accessWriter(app.log, options.knownFormat)
+  const access = accessWriter(app.log, true)
   // first among the exit's listeners: the log's own (src/server.ts) then writes these lines too
   process.prependListener('exit', access.flush)
   app.addHook('onClose', (_app, done) => {

@@ -2,7 +2,7 @@
 // partner routes look answers up and store them (src/routes/partner-api.ts).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { ResponseCache } from '../src/cache/response-cache.ts'
+import { ResponseCache, type ResponseCacheOptions } from '../src/cache/response-cache.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,9 +10,7 @@ declare module 'fastify' {
   }
 }
 
-async function cache (
-  app: FastifyInstance, options: { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }
-) {
+async function cache (app: FastifyInstance, options: Omit<ResponseCacheOptions, 'inService' | 'pool'>) {
   const { datasets } = app
   const responseCache = new ResponseCache({
     ...options,

@@ -12,17 +12,8 @@ declare module 'fastify' {
   }
 }
 
-interface RecordsOptions {
-  /** PILOT_APP_URL, whose `/pad/<id>` is each record's link */
-  pilotAppUrl: string
-  /** FRAGMENTS_MAX_MB */
-  maxMb: number
-}
-
-async function records (app: FastifyInstance, options: RecordsOptions) {
-  if (typeof options.pilotAppUrl !== 'string' || !(options.maxMb > 0)) {
-    throw new Error('the records plugin needs pilotAppUrl and maxMb')
-  }
+/** pilotAppUrl: PILOT_APP_URL, whose `/pad/<id>` is each record's link; maxMb: FRAGMENTS_MAX_MB */
+async function records (app: FastifyInstance, options: { pilotAppUrl: string, maxMb: number }) {
   const memory = new FragmentMemory(options.maxMb * 1024 * 1024)
   app.decorate('records', new RecordJson(options.pilotAppUrl, memory, app.answerPool))
 }

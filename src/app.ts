@@ -1,5 +1,4 @@
-// buildApp(config): the Fastify instance with infrastructure plugins first, then app plugins,
-// then routes. server.ts listens on it; tests drive the very same instance with inject().
+// buildApp(config): infrastructure plugins, then app plugins, then routes; server.ts listens on it, tests inject().
 import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -37,19 +36,11 @@ declare module 'fastify' {
   }
 }
 
-/**
- * TRUST_PROXY as a hop count: the nearest N hops are trusted, whoever they are (Fastify 5.12 no
- * longer trusts any for a number, for that reason; .env.example says when a count is safe).
- */
-const hopsTrusted = (hops: number) => (_address: string, hop: number) => hop < hops
-
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
-const MAX_PARAM_LENGTH = 1 << 20
 
 export interface BuildOptions {
-  /** pino options or a logger; defaults to JSON lines at config.logLevel */
+  /** pino options; defaults to JSON lines at config.logLevel */
   logger?: FastifyServerOptions['logger']
-  loggerInstance?: FastifyServerOptions['loggerInstance']
   /** where the default logger writes: the process's (src/server.ts), else one made on stdout */
   destination?: LogDestination
   /** the rate limiter's clock (tests inject one); Date.now by default */
@@ -67,10 +58,7 @@ export function loggerOptions (config: Config) {
   }
 }
 
-/**
- * Fastify's own response serialisers, each compiled on first use instead of at boot: every status a route answers has
- * a schema (the OpenAPI document's source), but most answers are sent as bytes, so most serialisers are never used.
- */
+// Response serialisers compiled on first use: every status has a schema (for OpenAPI), most are never used.
 function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelector>>) {
   const compile = SerializerSelector()(...args)
   return (route: Parameters<typeof compile>[0]) => {
@@ -80,17 +68,15 @@ function lazySerializers (...args: Parameters<ReturnType<typeof SerializerSelect
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  // stdout, holding LOG_BUFFER_MB of lines at most (src/http/log-destination.ts), unless a logger is given
-  const destination = options.loggerInstance === undefined && options.logger === undefined
+  const destination = options.logger === undefined
     ? options.destination ?? logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
     : undefined
+  const { trustProxy } = config
   const app = Fastify({
-    ...(options.loggerInstance
-      ? { loggerInstance: options.loggerInstance }
-      : { logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream } }),
-    trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
-    // A caller's id is logged and echoed: one that holds a token (ours by its prefix, or any
-    // partner's, whatever its shape) is replaced, so that no token reaches a log line.
+    logger: options.logger ?? { ...loggerOptions(config), stream: destination!.stream },
+    // A hop count trusts the nearest N hops whoever they are (Fastify 5.12 no longer does for a number).
+    trustProxy: typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
+    // An id holding a token (ours by its prefix, or any partner's) is replaced: no token reaches a log line.
     genReqId: (req): string => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes(TOKEN_PREFIX) &&
@@ -98,24 +84,20 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
         ? given
         : randomUUID()
     },
-    // Slow or idle connections must not hold their slots (src/http/connections.ts caps them). Node checks these
-    // timeouts every connectionsCheckingInterval, whose default would let a connection overstay them long.
+    // Slow or idle connections must not hold their capped slots: checked every second, not Node's default 30.
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
-    // A connection on which nothing moves (a client that stopped reading its answer) is closed: no timeout above covers
-    // the answer's way out. Longer than the request's, so that one that sends nothing still gets its 408 first.
+    // Closes a connection on which nothing moves (a client not reading its answer); after the request's 408.
     connectionTimeout: config.requestTimeoutMs + 2000,
     http: {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: 1000,
-      // Node's own answer to a request without Host has an empty body: the onRequest hook answers it.
+      // Node's own answer to a request without Host has an empty body: the onRequest hook answers it
       requireHostHeader: false
     },
-    // Requests Node's HTTP parser refuses get the API's error body and a request id too.
     clientErrorHandler,
-    // The router's own bound on a path parameter's length is lifted (past it a URL is refused before any hook): a site
-    // id is checked by its route, after the token (the request head's size bounds it).
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // Past the router's bound a URL is refused before any hook: a site id is checked by its route, after the token.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1 << 20 },
     // one access line per request (plugins/access-log.ts) instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
@@ -125,31 +107,25 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       ;(reply as unknown as FastifyReply).header('x-request-id', request.id).header('cache-control', 'no-store')
         .code(400).send(new ApiError('rest_bad_request').toBody())
     },
-    // Closing: idle keep-alive connections are closed at once; a request already on a connection is answered in full
-    // (Connection: close), not refused with Fastify's 503 body, which is not the API's error shape.
+    // Closing: idle connections close at once; a request in flight is answered in full, not with Fastify's 503 body.
     forceCloseConnections: 'idle',
     return503OnClosing: false,
-    // A dataset file without a current index snapshot is verified and indexed at boot, in a worker, which can take
-    // longer than Fastify's default time per plugin.
+    // Indexing a dataset without a current snapshot at boot can outlast Fastify's default time per plugin.
     pluginTimeout: 300_000,
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('config', config)
-  // The HEAD route Fastify makes for a GET ends its onSend hooks with one that drops the body, before
-  // any hook a plugin adds later (compress, the partner pipeline). It goes, so that a HEAD runs its GET's
-  // hooks in full (same ETag, encoding and usage record); Node sends no body for a HEAD.
+  // Fastify's HEAD route ends its onSend hooks with a body dropper, before those added later: it goes, so a HEAD
+  // runs its GET's hooks in full (same ETag, encoding and usage record). Node sends no body for a HEAD.
   app.addHook('onRoute', (route) => {
     if (route.method === 'HEAD' && route.onSend !== undefined) route.onSend = [route.onSend].flat().slice(0, -1)
   })
   destination?.reportDropsTo(app.log)
-  // MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP, on the server itself: whatever listens on this app
-  // (src/server.ts, tests) refuses the connections past them (inject() opens none).
-  capConnections(
-    app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }, app.log
-  )
-  // An Expect other than 100-continue: Node's own 417 has an empty body and no request id. The
-  // request goes through Fastify instead, marked, and the onRequest hook below refuses it.
+  // on the server itself: whatever listens on this app refuses the connections past the caps
+  const caps = { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }
+  capConnections(app.server, caps, app.log)
+  // An Expect other than 100-continue: Node's own 417 is empty. The request goes through Fastify, marked.
   app.server.on('checkExpectation', (req, res) => {
     expectationUnmet(req)
     app.routing(req, res)
@@ -158,14 +134,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     if (httpPart !== 'querystring' && httpPart !== 'params') throw new Error(`no validator for ${httpPart}`)
     return compileQuery(schema as TObject)
   })
+  await app.register(errors)
+  // Requests HTTP/1.1 does not allow (no Host; an Expect Node cannot meet): the API's body, the connection closed.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
-    done()
-  })
-  await app.register(errors)
-  // Requests HTTP/1.1 does not allow (without Host; with an Expect Node cannot meet): refused with
-  // the API's body, and the connection closed, as after the requests the parser refuses.
-  app.addHook('onRequest', (request, reply, done) => {
     const status = httpRefusal(request.raw)
     if (status === 0) return done()
     reply.header('connection', 'close')
@@ -193,9 +165,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(healthRoutes)
   // every other request, unknown paths included, gets an access line
   await app.register(async function logged (app) {
-    await app.register(accessLog, { knownFormat: options.loggerInstance === undefined })
-    // Set here, without a prefix, it replaces the root's 404 handler and runs this context's hooks
-    // (the root's, then the access line's): root hooks must be added before this context.
+    await app.register(accessLog)
+    // Set here, without a prefix, it replaces the root's 404 handler and runs this context's hooks (the root's, then
+    // the access line's): root hooks must be added before this context.
     app.setNotFoundHandler(noRoute)
     // the partner routes and their pipeline, in a context of their own
     await app.register(partnerApi, { prefix: config.apiPrefix })

@@ -7,8 +7,9 @@ import { parseEnv } from 'node:util'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 
-const Port = (defaultPort: number, description: string) =>
-  Type.Integer({ minimum: 0, maximum: 65535, default: defaultPort, description })
+const Int = (minimum: number, maximum: number, defaultValue: number, description: string) =>
+  Type.Integer({ minimum, maximum, default: defaultValue, description })
+const Port = (defaultPort: number, description: string) => Int(0, 65535, defaultPort, description)
 
 export const EnvSchema = Type.Object({
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
@@ -41,10 +42,8 @@ export const EnvSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' }
   ),
-  LOG_BUFFER_MB: Type.Integer({
-    minimum: 1, maximum: 1024, default: 16,
-    description: 'log lines waiting for stdout at most (MB); past it lines are dropped, counted and reported'
-  }),
+  LOG_BUFFER_MB: Int(1, 1024, 16,
+    'log lines waiting for stdout at most (MB); past it lines are dropped, counted and reported'),
   TRUST_PROXY: Type.String({
     pattern: '^(true|false|\\d+|[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*)$',
     default: 'false',
@@ -52,80 +51,44 @@ export const EnvSchema = Type.Object({
       'is reached through the proxies alone), or comma-separated proxy addresses/CIDRs whose X-Forwarded-For ' +
       'is trusted'
   }),
-  CACHE_TTL_SECONDS: Type.Integer({
-    minimum: 0, maximum: 86400, default: 60, description: 'response cache lifetime; 0 disables the cache'
-  }),
-  CACHE_MAX_ENTRIES: Type.Integer({
-    minimum: 1, maximum: 10_000_000, default: 10000, description: 'response cache size in entries'
-  }),
-  CACHE_MAX_MB: Type.Integer({
-    minimum: 1, maximum: 100_000, default: 64, description: 'response cache size in MB of answer bodies'
-  }),
-  FRAGMENTS_MAX_MB: Type.Integer({
-    minimum: 64, maximum: 1_000_000, default: 384,
-    description: 'records\' JSON kept in memory at most (MB, every dataset and record form); past it the ' +
-      'oldest 8 MB not used since it last came up is forgotten and made again when asked for'
-  }),
-  SANDBOX_SITE_COUNT: Type.Integer({
-    minimum: 0, maximum: 10_000_000, default: 20000,
-    description: 'sites generated into a missing sandbox.db at first boot'
-  }),
+  CACHE_TTL_SECONDS: Int(0, 86400, 60, 'response cache lifetime; 0 disables the cache'),
+  CACHE_MAX_ENTRIES: Int(1, 10_000_000, 10000, 'response cache size in entries'),
+  CACHE_MAX_MB: Int(1, 100_000, 64, 'response cache size in MB of answer bodies'),
+  FRAGMENTS_MAX_MB: Int(64, 1_000_000, 384,
+    'records\' JSON kept in memory at most (MB, every dataset and record form); past it the ' +
+    'oldest 8 MB not used since it last came up is forgotten and made again when asked for'),
+  SANDBOX_SITE_COUNT: Int(0, 10_000_000, 20000, 'sites generated into a missing sandbox.db at first boot'),
   SANDBOX_SEED: Type.String({
     minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset'
   }),
-  DATASET_KEEP: Type.Integer({
-    minimum: 1, maximum: 100, default: 3,
-    description: 'replaced dataset files kept per dataset (DATA_DIR/versions) by datasets import, generate and ' +
-      'rollback; at least 1, so a rollback can always be undone'
-  }),
-  INDEX_WORKER_MIN_MB: Type.Integer({
-    minimum: 0, maximum: 1_000_000, default: 16,
-    description: 'dataset files of at least this size are indexed in a worker thread and get an index snapshot ' +
-      'for fast boots'
-  }),
-  PARTNER_REFRESH_MS: Type.Integer({
-    minimum: 50, maximum: 5000, default: 1000,
-    description: 'how often control.db is checked for partner changes (changes apply within this time)'
-  }),
+  DATASET_KEEP: Int(1, 100, 3,
+    'replaced dataset files kept per dataset (DATA_DIR/versions) by datasets import, generate and ' +
+    'rollback; at least 1, so a rollback can always be undone'),
+  INDEX_WORKER_MIN_MB: Int(0, 1_000_000, 16,
+    'dataset files of at least this size are indexed in a worker thread and get an index snapshot ' +
+    'for fast boots'),
+  PARTNER_REFRESH_MS: Int(50, 5000, 1000,
+    'how often control.db is checked for partner changes (changes apply within this time)'),
   STATE_URL: Type.String({
     pattern: '^(|rediss?://\\S+)$', default: '',
     description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process'
   }),
-  COUNTER_SAVE_MS: Type.Integer({
-    minimum: 100, maximum: 5000, default: 2000,
-    description: 'how often rate-limit counters are saved to control.db (a crash loses at most this much)'
-  }),
-  USAGE_HISTORY_DAYS: Type.Integer({
-    minimum: 1, maximum: 3660, default: 90,
-    description: 'days of daily usage history kept per partner (partners usage --days, partners report)'
-  }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({
-    minimum: 100, maximum: 600000, default: 10000,
-    description: 'graceful close: longest wait for requests in flight, then for the log\'s last lines'
-  }),
-  MAX_CONNECTIONS: Type.Integer({
-    minimum: 1, maximum: 1_000_000, default: 10000,
-    description: 'open HTTP connections at most; lowered at boot to fit the open-file limit; ' +
-      'more are answered 503 and closed'
-  }),
-  MAX_CONNECTIONS_PER_IP: Type.Integer({
-    minimum: 0, maximum: 1_000_000, default: 1000,
-    description: 'open HTTP connections at most from one client address (0: no cap per address); ' +
-      'more are answered 503 and closed'
-  }),
-  HEADERS_TIMEOUT_MS: Type.Integer({
-    minimum: 1000, maximum: 600000, default: 10000,
-    description: 'a request\'s headers must arrive within this time (a connection\'s first request: of its opening); ' +
-      'then 408 and closed'
-  }),
-  REQUEST_TIMEOUT_MS: Type.Integer({
-    minimum: 1000, maximum: 600000, default: 30000,
-    description: 'a whole request must arrive within this time; then 408 and closed (at least HEADERS_TIMEOUT_MS)'
-  }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
-    minimum: 1000, maximum: 600000, default: 72000,
-    description: 'an idle keep-alive connection is closed after this time'
-  })
+  COUNTER_SAVE_MS: Int(100, 5000, 2000,
+    'how often rate-limit counters are saved to control.db (a crash loses at most this much)'),
+  USAGE_HISTORY_DAYS: Int(1, 3660, 90,
+    'days of daily usage history kept per partner (partners usage --days, partners report)'),
+  SHUTDOWN_TIMEOUT_MS: Int(100, 600000, 10000,
+    'graceful close: longest wait for requests in flight, then for the log\'s last lines'),
+  MAX_CONNECTIONS: Int(1, 1_000_000, 10000,
+    'open HTTP connections at most; lowered at boot to fit the open-file limit; more are answered 503 and closed'),
+  MAX_CONNECTIONS_PER_IP: Int(0, 1_000_000, 1000,
+    'open HTTP connections at most from one client address (0: no cap per address); more are answered 503 and closed'),
+  HEADERS_TIMEOUT_MS: Int(1000, 600000, 10000,
+    'a request\'s headers must arrive within this time (a connection\'s first request: of its opening); ' +
+    'then 408 and closed'),
+  REQUEST_TIMEOUT_MS: Int(1000, 600000, 30000,
+    'a whole request must arrive within this time; then 408 and closed (at least HEADERS_TIMEOUT_MS)'),
+  KEEP_ALIVE_TIMEOUT_MS: Int(1000, 600000, 72000, 'an idle keep-alive connection is closed after this time')
 })
 
 type Env = Static<typeof EnvSchema>
@@ -152,18 +115,14 @@ export class ConfigError extends Error {
 
 export const ENV_KEYS = Object.keys(EnvSchema.properties) as (keyof Env)[]
 
-/** Reads `.env` (when present); real variables win over the file. */
-function readEnvFile (path: string): Record<string, string> {
-  if (!existsSync(path)) return {}
-  return parseEnv(readFileSync(path, 'utf8')) as Record<string, string>
-}
-
 export function loadConfig (
   env: Record<string, string | undefined> = process.env,
   options: { envFile?: string | false, cwd?: string } = {}
 ): Config {
   const cwd = options.cwd ?? process.cwd()
-  const fileVars = options.envFile === false ? {} : readEnvFile(resolve(cwd, options.envFile ?? '.env'))
+  // `.env` when present; real variables win over the file
+  const envFile = options.envFile === false ? undefined : resolve(cwd, options.envFile ?? '.env')
+  const fileVars = envFile && existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {}
   const raw: Record<string, string> = {}
   for (const key of ENV_KEYS) {
     const value = env[key] ?? fileVars[key]

@@ -68,20 +68,11 @@ interface ErrorData {
   reason?: string
 }
 
-interface ErrorBody {
-  code: ErrorCode
-  message: string
-  data: ErrorData
-}
-
 const NO_EXTRA: Omit<ErrorData, 'status'> = Object.freeze({})
 /** The body of each code that takes no parameters, serialised once: 401s and 403s come in floods. */
 const plainBodies = new Map<ErrorCode, string>()
 
-/**
- * Each message cut once at its placeholders (literal text at even places, parameter names at odd
- * ones), so that filling a 429's message is concatenation, not a regular-expression replace.
- */
+// Each message cut once at its placeholders (text at even places, names at odd): a 429's is filled by concatenation.
 const TEMPLATES = new Map(Object.entries(ERRORS).map(([code, { message }]) => [code, message.split(/\{(\w+)\}/)]))
 
 function fill (code: ErrorCode, extra: Omit<ErrorData, 'status'>): string {
@@ -125,14 +116,11 @@ export class ApiError extends Error {
     this.data = this.plain ? { status: this.statusCode } : { status: this.statusCode, ...extra }
   }
 
-  toBody (): ErrorBody {
+  toBody () {
     return { code: this.code, message: this.message, data: this.data }
   }
 
-  /**
-   * JSON.stringify(toBody()), byte for byte: made once per code for the codes without parameters,
-   * else written field by field.
-   */
+  /** JSON.stringify(toBody()), byte for byte: made once per code without parameters, else field by field. */
   toJson (): string {
     if (!this.plain) {
       let json = `{"code":${jsonString(this.code)},"message":${jsonString(this.message)},"data":{`
@@ -150,6 +138,3 @@ export class ApiError extends Error {
     return json
   }
 }
-
-export const missingParams = (params: string[]) => new ApiError('rest_missing_callback_param', { params })
-export const invalidParams = (params: Record<string, string>) => new ApiError('rest_invalid_param', { params })

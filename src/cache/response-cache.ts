@@ -3,7 +3,7 @@
 // never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
 import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { AnswerPool } from '../answers/pool.ts'
+import type { AnswerPool } from '../answers/pool.ts'
 import { compress, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 
@@ -28,7 +28,7 @@ export interface ResponseCacheOptions {
   /** whether a dataset is still the one in service (an answer of a swapped-out one is not stored) */
   inService: (dataset: Dataset) => boolean
   /** the pool the answers' bodies come from: an entry holds a reference on its body */
-  pool?: AnswerPool
+  pool: AnswerPool
 }
 
 /** Bump when the serialised form of any answer changes, so old ETags stop matching. */
@@ -57,7 +57,7 @@ export class ResponseCache {
   private readonly pool: AnswerPool
 
   constructor (private readonly options: ResponseCacheOptions) {
-    const pool = this.pool = options.pool ?? new AnswerPool()
+    const pool = this.pool = options.pool
     this.enabled = options.ttlSeconds > 0
     this.cacheControl = `private, max-age=${options.ttlSeconds}`
     this.lru = new LRUCache<string, CachedAnswer>({
@@ -80,10 +80,7 @@ export class ResponseCache {
     return entry
   }
 
-  /**
-   * The ETag of the answer of a key: a digest of the key (cheaper than of the body, and as exact:
-   * the key determines the body), salted with what shapes every body but is not in the key.
-   */
+  /** The ETag of a key's answer: a digest of the key (which determines the body), salted with what shapes all. */
   etagOf (key: string): string {
     return `"${hash('sha1', this.salt + key, 'base64url')}"`
   }
@@ -108,8 +105,7 @@ export class ResponseCache {
     const body = compress(entry.body, encoding)
     this.compressions[encoding]++
     ;(entry.encoded ??= {})[encoding] = body
-    // counted in the entry's size from now on, its lifetime unchanged: the LRU sizes an entry only
-    // when it is given a new object (the same body, whose reference the entry keeps)
+    // counted in the entry's size from now on, its lifetime unchanged: the LRU sizes only a new object
     if (this.lru.peek(key) === entry) this.lru.set(key, { ...entry }, { noUpdateTTL: true, noDisposeOnSet: true })
     return body
   }

@@ -1,7 +1,5 @@
-// What the service knows about control.db while it serves: each background job that reads or
-// writes it (partner table refresh, instance heartbeat, counter saves, reload requests) reports
-// how its last attempt went. A failure is logged once when it starts and once when it ends, and
-// /readyz shows what is failing. The service keeps answering from memory meanwhile.
+// What the service knows about control.db while it serves: each background job that reads or writes it reports how
+// its last attempt went; a failure is logged when it starts and ends, /readyz shows it, answers come from memory.
 
 export const CONTROL_JOBS = ['partners', 'heartbeat', 'counters', 'reload-requests'] as const
 type ControlJob = typeof CONTROL_JOBS[number]
@@ -19,16 +17,13 @@ const CONSEQUENCE: Record<ControlJob, string> = {
 
 interface ControlFailure { job: ControlJob, error: string, since: string, consequence: string }
 
-/** Where a job's failures and recoveries are said (the app's logger). */
-interface JobLog {
-  info (obj: object, msg: string): void
-  error (obj: object, msg: string): void
-}
+type Say = (obj: object, msg: string) => void
 
 export class ControlDbHealth {
   private readonly failing = new Map<ControlJob, ControlFailure>()
 
-  constructor (private readonly log: JobLog) {}
+  /** `log`: where a job's failures and recoveries are said (the app's logger) */
+  constructor (private readonly log: { info: Say, error: Say }) {}
 
   /** Runs one attempt of a job; true when it worked. Never throws. */
   attempt (job: ControlJob, work: () => void): boolean {

@@ -15,7 +15,7 @@ const MIN_ROUTE_POINTS = 2
 const MAX_ROUTE_POINTS = 100
 const MAX_ROUTE_NM = 1000
 
-const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+export const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 
 /** A number's value from text, or undefined when the text is not a decimal number. */
 const numberOf = (text: string): number | undefined => {

@@ -13,10 +13,7 @@ const unmetExpectations = new WeakSet<IncomingMessage>()
 
 export const expectationUnmet = (req: IncomingMessage) => { unmetExpectations.add(req) }
 
-/**
- * The status of a request HTTP/1.1 does not allow, or 0: 400 without Host (Node's own check is
- * off: its answer has an empty body), 417 for an Expect Node cannot meet (its own 417 is empty too).
- */
+/** The status of a request HTTP/1.1 does not allow (400 without Host, 417 for an unmet Expect), or 0. */
 export function httpRefusal (req: IncomingMessage): number {
   if (req.headers.host === undefined && req.httpVersion === '1.1') return 400
   return unmetExpectations.has(req) ? 417 : 0
@@ -27,10 +24,7 @@ export const FILES_RESERVED = 256
 /** A refusal episode ends after this long without a refusal; its start and end are logged. */
 const QUIET_MS = 10_000
 
-/**
- * The process's limit of open files (Node raises the soft limit to the hard one at start-up:
- * `ulimit -Hn`); undefined when unlimited or unknown.
- */
+/** The process's limit of open files (Node raises the soft limit to the hard one); undefined when unknown. */
 export function openFileLimit (): number | undefined {
   try {
     const match = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
@@ -46,10 +40,7 @@ interface ConnectionCaps {
   maxPerAddress: number
 }
 
-/**
- * The caps, lowered when need be to leave FILES_RESERVED of the open-file limit: the cap per
- * address in the same proportion, so that one client still cannot take every connection.
- */
+/** The caps, lowered to leave FILES_RESERVED of the open-file limit, the one per address in proportion. */
 export function connectionCaps (configured: ConnectionCaps, fileLimit = openFileLimit()): ConnectionCaps {
   const room = fileLimit === undefined ? Infinity : Math.max(1, fileLimit - FILES_RESERVED)
   if (configured.maxConnections <= room) return configured
@@ -71,10 +62,7 @@ const PARSER_STATUS: Record<string, number> = {
   ERR_HTTP_REQUEST_TIMEOUT: 408
 }
 
-/**
- * Fastify's `clientErrorHandler`, for a request Node's HTTP parser refuses: Fastify's own answer is not the
- * API's error body and has no request id.
- */
+/** Fastify's `clientErrorHandler`: a request Node's parser refuses gets the API's error body and a request id. */
 export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   const status = PARSER_STATUS[err.code ?? ''] ?? 400
@@ -96,27 +84,17 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
 const noop = () => {}
 
 /**
- * MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP on `server`, lowered to fit the open-file limit
- * (connectionCaps), which is then said once.
+ * Caps the server's open connections (connectionCaps), in all and per address: one over a cap is answered 503 and
+ * closed before the HTTP server sees it; an episode's first refusal is logged, and its end with the count refused.
  */
-export function capConnections (
-  server: Server, configured: ConnectionCaps, log: FastifyBaseLogger, fileLimit = openFileLimit()
-): void {
+export function capConnections (server: Server, configured: ConnectionCaps, log: FastifyBaseLogger): void {
+  const fileLimit = openFileLimit()
   const caps = connectionCaps(configured, fileLimit)
   if (caps.maxConnections < configured.maxConnections) {
     log.warn({ configured, ...caps, fileLimit },
       'MAX_CONNECTIONS lowered to fit the open-file limit, MAX_CONNECTIONS_PER_IP in proportion')
   }
-  limitConnections(server, caps, log)
-}
-
-/**
- * Caps the server's open connections, in all and per address: one over a cap is answered 503 and closed before
- * the HTTP server sees it; an episode's first refusal is logged, and its end with the count refused.
- */
-function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBaseLogger): void {
-  // The HTTP server takes connections through its own 'connection' listener (the documented way to
-  // hand it one): it is called only for the connections admitted.
+  // The HTTP server's own 'connection' listener (the documented way to hand it one) is called for those admitted.
   const [serve, ...others] = server.listeners('connection') as ((socket: Socket) => void)[]
   if (serve === undefined || others.length > 0) {
     throw new Error('limitConnections: expected the HTTP server\'s connection listener alone')
@@ -152,9 +130,7 @@ function limitConnections (server: Server, caps: ConnectionCaps, log: FastifyBas
     if (address === undefined) return socket.destroy() // closed before it was taken
     const fromAddress = byAddress.get(address) ?? 0
     if (open >= caps.maxConnections) return refuse(socket, 'total', address)
-    if (caps.maxPerAddress > 0 && fromAddress >= caps.maxPerAddress) {
-      return refuse(socket, 'per address', address)
-    }
+    if (caps.maxPerAddress > 0 && fromAddress >= caps.maxPerAddress) return refuse(socket, 'per address', address)
     open++
     byAddress.set(address, fromAddress + 1)
     socket.once('close', () => {

@@ -6,31 +6,14 @@ interface DropReport {
   warn (fields: object, message: string): void
 }
 
-export interface LogDestination {
-  /** the logger's stream */
-  readonly stream: { write (text: string): void }
-  /** lines dropped since the start */
-  readonly droppedLines: number
-  /** Once the writer has caught up after drops, a warning through `log` says how many were lost. */
-  reportDropsTo (log: DropReport): void
-  /** Resolves once every line held has been written, or once a write has failed. */
-  settled (): Promise<void>
-  /**
-   * For the process's 'exit': writes the lines still held, synchronously, unless the writer has not moved for
-   * STALLED_MS or its last write failed; then they are left, and stderr says so.
-   */
-  flushAtExit (): void
-}
+export type LogDestination = ReturnType<typeof logDestination>
 
 /** At exit, a writer that has not moved for this long has a reader that stopped. */
 const STALLED_MS = 1000
 /** The longest wait before a write that found the pipe full is tried again. */
 const RETRY_MAX_MS = 50
 
-/**
- * The wait before retrying a write that found the pipe full, the writer still for `stillMs`: short for a bursty
- * reader, RETRY_MAX_MS for one that has stopped (whole ms: Node keeps a timer list per duration).
- */
+/** The wait before retrying a full pipe, the writer still for `stillMs`: short for a bursty reader (whole ms). */
 export const retryDelay = (stillMs: number) => Math.min(RETRY_MAX_MS, Math.max(1, Math.ceil(stillMs / 10)))
 
 /** Lines in `text` (each ends with a newline). */
@@ -40,7 +23,7 @@ function lineCount (text: string): number {
   return lines
 }
 
-export function logDestination (options: { maxBytes: number }): LogDestination {
+export function logDestination (options: { maxBytes: number }) {
   // EAGAIN (a full pipe) comes back as an 'error', retried below; at exit it is retried in
   // sonic-boom's synchronous flush, until this time.
   let exitBy = 0
@@ -60,7 +43,6 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
   let failure: Error | undefined
   let retry: NodeJS.Timeout | undefined
   let dropReport: DropReport | undefined
-  /** settled()'s callers */
   const waiting: Array<() => void> = []
   const settle = () => { for (const resolve of waiting.splice(0)) resolve() }
   writer.on('drop', (text: string) => {
@@ -118,14 +100,17 @@ export function logDestination (options: { maxBytes: number }): LogDestination {
       }
     },
     get droppedLines () { return dropped },
-    reportDropsTo (log) { dropReport = log },
-    settled () {
+    /** Once the writer has caught up after drops, a warning through `log` says how many were lost. */
+    reportDropsTo (log: DropReport) { dropReport = log },
+    /** Resolves once every line held has been written, or once a write has failed. */
+    settled (): Promise<void> {
       if (idle || failure) return Promise.resolve()
       return new Promise((resolve) => {
         waiting.push(resolve)
         writer.write('') // a write, so that a drain follows even if nothing is under way
       })
     },
+    /** For 'exit': writes the lines held, synchronously, unless the writer is stalled or failed (stderr says so). */
     flushAtExit () {
       if (idle) return
       if (failure || performance.now() - movedAt > STALLED_MS) {

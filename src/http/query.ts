@@ -1,8 +1,8 @@
 // Query-string validation by the route's TypeBox schema rather than Fastify's Ajv: partners get the
 // documented codes (docs/errors.md), in order: missing → invalid coordinates → ambiguous 0,0 → malformed.
 import type { TObject, TSchema } from '@sinclair/typebox'
-import { ApiError, invalidParams, missingParams } from '../errors.ts'
-import { PARSERS, type Parsed } from './area-params.ts'
+import { ApiError } from '../errors.ts'
+import { DECIMAL, PARSERS, type Parsed } from './area-params.ts'
 
 type Kind = 'number' | 'integer' | 'boolean' | 'string'
 
@@ -37,7 +37,6 @@ type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | {
 const CANONICAL = Symbol('canonical parameters')
 export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?: string })[CANONICAL] ?? ''
 
-const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 const INTEGER = /^[+-]?\d+$/
 const MAX_SHOWN = 64
 /** A decimal as String(number) writes one, but for trailing zeros after the point (toFixed's). */
@@ -188,16 +187,15 @@ export function compileQuery (schema: TObject): QueryValidator {
       canonical += rule.prefix + text + '&'
     }
 
-    if (missing.length > 0) return { error: missingParams(missing) }
+    if (missing.length > 0) return { error: new ApiError('rest_missing_callback_param', { params: missing }) }
     if (badCoordinates) {
       return { error: new ApiError('svc_partner_api_invalid_coordinates', { params: badCoordinates }) }
     }
     if (ambiguous || (coordinates.length > 0 && coordinates.every((r) => value[r.name] === 0))) {
       return { error: new ApiError('svc_partner_api_ambiguous_coordinates') }
     }
-    if (malformed) return { error: invalidParams(malformed) }
-    // A symbol key: left out of Object.keys, JSON and for...in, without defineProperty (which turns
-    // the object into a slow dictionary).
+    if (malformed) return { error: new ApiError('rest_invalid_param', { params: malformed }) }
+    // A symbol key: left out of Object.keys, JSON and for...in, without defineProperty (a slow dictionary).
     value[CANONICAL] = canonical
     return { value }
   }

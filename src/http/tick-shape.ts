@@ -1,22 +1,16 @@
-// Node 20's nextTick builds each tick object with a literal whose maps V8's feedback holds weakly: a collection after a
-// quiet spell can free them, leaving every later nextTick on a slow path for good (see docs/performance.md).
-// One object of the same shape, kept for the life of the process, keeps those maps alive.
+// Node 20's tick objects' maps are held weakly: a collection after a quiet spell can free them, leaving nextTick on a
+// slow path for good (docs/performance.md). One object of the same shape, kept for good, keeps them alive.
 import { AsyncResource } from 'node:async_hooks'
 
 let held: object | undefined
 const noop = () => {}
 
-/**
- * Keeps an object with the tick objects' maps alive from now on (once per process) and returns it;
- * undefined if this Node's async resources do not carry the symbols (the hold is then not needed
- * or not possible, and the service runs without it).
- */
+/** Keeps an object with the tick objects' maps alive (once per process); undefined where Node lacks the symbols. */
 export function holdTickShape (): object | undefined {
   if (held !== undefined) return held
   // Node's literal first, so the maps and their field representations are Node's own.
   process.nextTick(noop)
-  // Not an async_hooks hook to catch a real tick object: enabling one turns V8's promise hooks
-  // on, which switches its inlined promise paths off for the life of the process.
+  // Not an async_hooks hook to catch a real tick object: one turns V8's promise hooks on for good.
   const resource = new AsyncResource('TickShape')
   const symbol = (description: string) =>
     Object.getOwnPropertySymbols(resource).find((s) => s.description === description)
