@@ -5,9 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { AnswerPool } from '../src/answers/pool.ts'
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    answerPool: AnswerPool
-  }
+  interface FastifyInstance { answerPool: AnswerPool }
 }
 
 async function answers (app: FastifyInstance) {

@@ -5,9 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { ResponseCache, type ResponseCacheOptions } from '../src/cache/response-cache.ts'
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    responseCache: ResponseCache
-  }
+  interface FastifyInstance { responseCache: ResponseCache }
 }
 
 async function cache (app: FastifyInstance, options: Omit<ResponseCacheOptions, 'inService' | 'pool'>) {

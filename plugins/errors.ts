@@ -5,10 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError } from '../src/errors.ts'
 import { JSON_TYPE } from '../src/answers/records.ts'
 
-/**
- * Error bodies are sent as JSON text: the schema serialiser would run a validator on every error to choose
- * among the shapes of `data.params`. No cache is to keep one.
- */
+// Sent as JSON text: the schema serialiser would run a validator on every error to choose a `data.params` shape.
 const send = (reply: FastifyReply, error: ApiError) =>
   reply.code(error.statusCode).type(JSON_TYPE).header('cache-control', 'no-store').send(error.toJson())
 
@@ -23,8 +20,7 @@ async function errors (app: FastifyInstance) {
       request.log.error({ err }, 'request failed')
       return send(reply, new ApiError('svc_partner_api_query_failed'))
     }
-    // A framework 4xx (bad URL encoding, oversized header...): its message may quote the URL,
-    // and so a token, so only the status is passed on.
+    // A framework 4xx (bad URL encoding...): its message may quote the URL, token and all: only the status passes.
     request.log.info({ code: err.code }, 'request refused by the framework')
     return send(reply, new ApiError('rest_bad_request', {}, undefined, status))
   })

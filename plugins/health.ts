@@ -5,9 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { ControlDbHealth } from '../src/health/control-db.ts'
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    controlDb: ControlDbHealth
-  }
+  interface FastifyInstance { controlDb: ControlDbHealth }
 }
 
 async function health (app: FastifyInstance) {

@@ -31,9 +31,7 @@ import usage from '../plugins/usage.ts'
 import cache from '../plugins/cache.ts'
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    config: Config
-  }
+  interface FastifyInstance { config: Config }
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
@@ -149,17 +147,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
-  await app.register(cache, {
-    ttlSeconds: config.cacheTtlSeconds,
-    maxEntries: config.cacheMaxEntries,
-    maxMb: config.cacheMaxMb,
-    pilotAppUrl: config.pilotAppUrl
-  })
+  const { cacheTtlSeconds: ttlSeconds, cacheMaxEntries: maxEntries, cacheMaxMb: maxMb, pilotAppUrl } = config
+  await app.register(cache, { ttlSeconds, maxEntries, maxMb, pilotAppUrl })
   await app.register(metrics, { log: destination, port: config.metricsPort })
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  await app.register(usage, {
-    clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays
-  })
+  const { clock } = options
+  await app.register(usage, { clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
   await app.register(openapi, { supportContact: config.supportContact })
   // the operators' probes, outside the access log's context
   await app.register(healthRoutes)

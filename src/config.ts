@@ -99,10 +99,7 @@ type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
   : Lowercase<S>
 const camelCase = (key: string) => key.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
 
-/**
- * Each variable under its camelCase name, as the schema types it; DATA_DIR resolved, the
- * trailing slash of PILOT_APP_URL dropped, TRUST_PROXY as true, false, a hop count or addresses.
- */
+/** Each variable by its camelCase name; DATA_DIR resolved, PILOT_APP_URL without trailing slash, TRUST_PROXY parsed. */
 export type Config = Omit<{ [K in keyof Env as CamelCase<K>]: Env[K] }, 'trustProxy'> &
   { trustProxy: boolean | number | string[] }
 

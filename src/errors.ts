@@ -116,9 +116,7 @@ export class ApiError extends Error {
     this.data = this.plain ? { status: this.statusCode } : { status: this.statusCode, ...extra }
   }
 
-  toBody () {
-    return { code: this.code, message: this.message, data: this.data }
-  }
+  toBody () { return { code: this.code, message: this.message, data: this.data } }
 
   /** JSON.stringify(toBody()), byte for byte: made once per code without parameters, else field by field. */
   toJson (): string {

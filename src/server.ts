@@ -31,10 +31,7 @@ async function main () {
   const app = await buildApp(config, { destination })
   for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
 
-  const shutdown = closeOnSignals(app, {
-    timeoutMs: config.shutdownTimeoutMs,
-    afterClose: () => destination.settled()
-  })
+  const shutdown = closeOnSignals(app, { timeoutMs: config.shutdownTimeoutMs, afterClose: () => destination.settled() })
   const reload = () => {
     if (!shutdown.closing()) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
   }

@@ -1,6 +1,5 @@
-// The response cache: answers' bytes by a key that holds everything an answer depends on (the
-// dataset's version, the route, the normalised parameters, the partner's permission fingerprint,
-// never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries and in bytes.
+// The response cache: answers' bytes by a key of all they depend on (dataset version, route, normalised parameters,
+// the partner's permission fingerprint; never the token), kept CACHE_TTL_SECONDS in an LRU bounded in entries, bytes.
 import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { AnswerPool } from '../answers/pool.ts'
@@ -81,9 +80,7 @@ export class ResponseCache {
   }
 
   /** The ETag of a key's answer: a digest of the key (which determines the body), salted with what shapes all. */
-  etagOf (key: string): string {
-    return `"${hash('sha1', this.salt + key, 'base64url')}"`
-  }
+  etagOf (key: string): string { return `"${hash('sha1', this.salt + key, 'base64url')}"` }
 
   /** Keeps an answer (holding a reference on its body) while its dataset is in service. */
   store (key: string, entry: CachedAnswer): void {
@@ -111,19 +108,8 @@ export class ResponseCache {
   }
 
   /** Empties the cache (a dataset was swapped). */
-  clear (): void {
-    this.lru.clear()
-  }
-
-  get size (): number {
-    return this.lru.size
-  }
-
-  keys (): IterableIterator<string> {
-    return this.lru.keys()
-  }
-
-  values (): IterableIterator<CachedAnswer> {
-    return this.lru.values()
-  }
+  clear (): void { this.lru.clear() }
+  get size (): number { return this.lru.size }
+  keys (): IterableIterator<string> { return this.lru.keys() }
+  values (): IterableIterator<CachedAnswer> { return this.lru.values() }
 }

@@ -58,11 +58,7 @@ export class ControlDbHealth {
     return true
   }
 
-  get readable (): boolean {
-    return !this.failing.has('partners')
-  }
+  get readable (): boolean { return !this.failing.has('partners') }
 
-  failures (): ControlFailure[] {
-    return [...this.failing.values()]
-  }
+  failures (): ControlFailure[] { return [...this.failing.values()] }
 }

@@ -8,16 +8,10 @@ import { outageReporter } from '../health/outage.ts'
 const { streamSym, chindingsSym, timeSym, messageKeySym, needsMetadataGsym, mixinSym } = pino.symbols
 const INFO = 30
 
-/** Writes one request's line. */
-type WriteLine = (
-  reqId: string, method: string, url: string, ip: string, status: number, ms: number,
-  partner: string | undefined, cache: string | undefined
-) => void
-
-type AccessWriter = WriteLine & {
-  /** writes the lines still held (the service calls it when it closes and when the process exits) */
-  flush: () => void
-}
+type WriteLine = (reqId: string, method: string, url: string, ip: string, status: number, ms: number,
+  partner: string | undefined, cache: string | undefined) => void
+/** `flush` writes the lines still held (the service calls it when it closes and when the process exits) */
+type AccessWriter = WriteLine & { flush: () => void }
 
 /** Lines held for one write at most (characters): a turn of the event loop rarely holds more. */
 const MAX_PENDING = 64 * 1024
@@ -44,8 +38,7 @@ export function accessWriter (log: FastifyBaseLogger, knownFormat: boolean): Acc
   // Only a SIGKILL within the turn loses them: the service flushes when it closes and when the process exits.
   let pending = ''
   let scheduled = false
-  // A destination that fails (a full disk, a closed file) must not take the service down from
-  // a timer callback: the lines are dropped, and a warning (on stderr) says so once per outage.
+  // A failing destination must not take the service down from a timer: lines dropped, warned once per outage.
   const report = outageReporter(
     (err) => process.emitWarning(`access log lines dropped: ${(err as Error).message}`, 'AccessLogWarning'),
     () => {}

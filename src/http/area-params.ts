@@ -1,6 +1,5 @@
-// The two query parameters that hold several coordinates: a route's `path` and a map's `bbox`.
-// Each reads its text into a value and the canonical text of that value, or says what is wrong in
-// the words partners get in `data.params`.
+// The query parameters of several coordinates, a route's `path` and a map's `bbox`: each read into a value and its
+// canonical text, or what is wrong in the words partners get in `data.params`.
 import { KM_PER_NM } from '../answers/records.ts'
 import { Route, type LatLng } from '../sites/route.ts'
 import type { BoundingBox } from '../sites/areas.ts'

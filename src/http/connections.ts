@@ -56,11 +56,8 @@ function rawResponse (error: ApiError, requestId: string = randomUUID()): string
     `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
 }
 
-const PARSER_STATUS: Record<string, number> = {
-  HPE_HEADER_OVERFLOW: 431,
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
-  ERR_HTTP_REQUEST_TIMEOUT: 408
-}
+const PARSER_STATUS: Record<string, number> =
+  { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413, ERR_HTTP_REQUEST_TIMEOUT: 408 }
 
 /** Fastify's `clientErrorHandler`: a request Node's parser refuses gets the API's error body and a request id. */
 export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {

@@ -1,5 +1,4 @@
-// Content negotiation for compressed answers: gzip (preferred on a tie: cheapest to make) or br,
-// for answers large enough to gain from it.
+// Content negotiation for compressed answers: gzip (preferred on a tie: cheapest to make) or br.
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import { Negotiator } from '@fastify/accept-negotiator'
 import { LRUCache } from 'lru-cache'
@@ -46,8 +45,7 @@ export function compress (body: Buffer, encoding: Encoding): Buffer {
         [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT
       }
     })
-  // A result that fits zlib's 16 kB output chunk is a view of it: kept with a cache entry, the
-  // chunk would outlive the scavenges that could free it. Larger results are joined, exactly.
+  // A result within zlib's 16 kB output chunk is a view of it, which a cache entry would keep alive: copied.
   return compressed.length === compressed.buffer.byteLength ? compressed : Buffer.from(compressed)
 }
 

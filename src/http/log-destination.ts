@@ -2,9 +2,7 @@
 // with stdout non-blocking: a reader that stops can neither fill the heap nor hold the process at exit.
 import sonicBoom from 'sonic-boom'
 
-interface DropReport {
-  warn (fields: object, message: string): void
-}
+interface DropReport { warn (fields: object, message: string): void }
 
 export type LogDestination = ReturnType<typeof logDestination>
 
@@ -16,16 +14,8 @@ const RETRY_MAX_MS = 50
 /** The wait before retrying a full pipe, the writer still for `stillMs`: short for a bursty reader (whole ms). */
 export const retryDelay = (stillMs: number) => Math.min(RETRY_MAX_MS, Math.max(1, Math.ceil(stillMs / 10)))
 
-/** Lines in `text` (each ends with a newline). */
-function lineCount (text: string): number {
-  let lines = 0
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++
-  return lines
-}
-
 export function logDestination (options: { maxBytes: number }) {
-  // EAGAIN (a full pipe) comes back as an 'error', retried below; at exit it is retried in
-  // sonic-boom's synchronous flush, until this time.
+  // EAGAIN (a full pipe) is an 'error', retried below; at exit, sonic-boom's flushSync retries it until exitBy.
   let exitBy = 0
   // process.stdout opens fd 1 as Node does: a pipe or socket becomes non-blocking
   const writer = new sonicBoom.SonicBoom({
@@ -45,10 +35,11 @@ export function logDestination (options: { maxBytes: number }) {
   let dropReport: DropReport | undefined
   const waiting: Array<() => void> = []
   const settle = () => { for (const resolve of waiting.splice(0)) resolve() }
-  writer.on('drop', (text: string) => {
-    const lines = lineCount(text)
-    dropped += lines
-    unreported += lines
+  writer.on('drop', (text: string) => { // each line ends with a newline
+    for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) {
+      dropped++
+      unreported++
+    }
   })
   writer.on('write', () => {
     movedAt = performance.now()

@@ -6,34 +6,9 @@ import { DECIMAL, PARSERS, type Parsed } from './area-params.ts'
 
 type Kind = 'number' | 'integer' | 'boolean' | 'string'
 
-interface ParamRule {
-  name: string
-  kind: Kind
-  required: boolean
-  defaultValue: unknown
-  minimum?: number
-  maximum?: number
-  exclusiveMinimum?: number
-  maxLength?: number
-  pattern?: RegExp
-  values?: string[]
-  /** what a valid value looks like, for the error (`x-format`) */
-  format?: string
-  coordinate: boolean
-  /** reads a value made of several coordinates (`x-parse`: src/http/area-params.ts) */
-  parse?: (text: string) => Parsed
-  /** `name=`: this parameter's start in the canonical string */
-  prefix: string
-  /** `name=default&`, made once */
-  defaultPiece: string
-}
-
 type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
 
-/**
- * The validated values in one string, in schema order with defaults, so that two requests asking the same thing
- * have the same string (the response cache keys on it); a symbol-keyed property of the validated object.
- */
+/** The validated values in one string, in schema order with defaults: the response cache keys on it. */
 const CANONICAL = Symbol('canonical parameters')
 export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?: string })[CANONICAL] ?? ''
 
@@ -42,10 +17,7 @@ const MAX_SHOWN = 64
 /** A decimal as String(number) writes one, but for trailing zeros after the point (toFixed's). */
 const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d*)?$/
 
-/**
- * String(n) for a number parsed from `text`: the text itself, less trailing zeros, when it already is that string
- * (at most 15 digits, DBL_DIG, and no exponent form), since converting a double to text is the dearer direction.
- */
+/** String(n) for a number parsed from `text`: the text less trailing zeros when that is it (cheaper, ≤ 15 digits). */
 export function numberText (text: string, n: number): string {
   if (text.length <= 24 && PLAIN_DECIMAL.test(text)) {
     let end = text.length
@@ -61,7 +33,8 @@ export function numberText (text: string, n: number): string {
   return String(n)
 }
 
-function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
+/** A parameter's rule, read once from its schema. */
+function ruleOf (name: string, schema: TSchema, required: boolean) {
   const kind = schema.type as Kind
   if (!['number', 'integer', 'boolean', 'string'].includes(kind)) {
     throw new Error(`query parameter ${name}: unsupported schema type ${String(schema.type)}`)
@@ -70,20 +43,25 @@ function ruleOf (name: string, schema: TSchema, required: boolean): ParamRule {
     name,
     kind,
     required,
+    /** `name=`: this parameter's start in the canonical string */
     prefix: `${name}=`,
+    /** `name=default&`, made once */
     defaultPiece: schema.default === undefined ? '' : `${name}=${String(schema.default)}&`,
-    defaultValue: schema.default,
-    minimum: schema.minimum,
-    maximum: schema.maximum,
-    exclusiveMinimum: schema.exclusiveMinimum,
-    maxLength: schema.maxLength,
+    defaultValue: schema.default as unknown,
+    minimum: schema.minimum as number | undefined,
+    maximum: schema.maximum as number | undefined,
+    exclusiveMinimum: schema.exclusiveMinimum as number | undefined,
+    maxLength: schema.maxLength as number | undefined,
     pattern: schema.pattern ? new RegExp(schema.pattern) : undefined,
-    values: Array.isArray(schema.enum) ? schema.enum : undefined,
-    format: typeof schema['x-format'] === 'string' ? schema['x-format'] : undefined,
+    values: Array.isArray(schema.enum) ? schema.enum as string[] : undefined,
+    /** what a valid value looks like, for the error (`x-format`) */
+    format: typeof schema['x-format'] === 'string' ? schema['x-format'] as string : undefined,
     coordinate: schema['x-coordinate'] !== undefined,
+    /** reads a value made of several coordinates (`x-parse`: src/http/area-params.ts) */
     parse: parserOf(name, schema['x-parse'])
   }
 }
+type ParamRule = ReturnType<typeof ruleOf>
 
 function parserOf (name: string, parser: unknown): ((text: string) => Parsed) | undefined {
   if (parser === undefined) return undefined

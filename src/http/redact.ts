@@ -18,10 +18,7 @@ function decodeName (name: string): string {
   }
 }
 
-/**
- * The URL with the value of any secret-looking query parameter replaced by [REDACTED], and
- * anything shaped like one of our tokens elsewhere in it as well.
- */
+/** The URL with secret-looking parameters' values, and anything shaped like our tokens, as [REDACTED]. */
 export function redactUrl (url: string): string {
   if (url.includes(TOKEN_PREFIX)) url = url.replace(TOKEN_LIKE, '[REDACTED]')
   const q = url.indexOf('?')
