@@ -10,11 +10,8 @@ declare module 'fastify' {
 
 async function cache (app: FastifyInstance, options: Omit<ResponseCacheOptions, 'inService' | 'pool'>) {
   const { datasets } = app
-  const responseCache = new ResponseCache({
-    ...options,
-    inService: (dataset) => datasets.get(dataset.name) === dataset,
-    pool: app.answerPool
-  })
+  const inService: ResponseCacheOptions['inService'] = (dataset) => datasets.get(dataset.name) === dataset
+  const responseCache = new ResponseCache({ ...options, inService, pool: app.answerPool })
   datasets.onSwap(() => responseCache.clear())
   app.decorate('responseCache', responseCache)
 }

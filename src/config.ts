@@ -4,53 +4,39 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseEnv } from 'node:util'
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type StringOptions } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 
 const Int = (minimum: number, maximum: number, defaultValue: number, description: string) =>
   Type.Integer({ minimum, maximum, default: defaultValue, description })
 const Port = (defaultPort: number, description: string) => Int(0, 65535, defaultPort, description)
+const Text = (rules: StringOptions, defaultValue: string, description: string) =>
+  Type.String({ ...rules, default: defaultValue, description })
 
 export const EnvSchema = Type.Object({
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development',
     description: 'development | production | test; outside production a demo partner is created on first boot'
   }),
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address the HTTP server binds to' }),
+  HOST: Text({ minLength: 1 }, '127.0.0.1', 'address the HTTP server binds to'),
   PORT: Port(3000, 'HTTP port (0 picks a free port)'),
   METRICS_PORT: Port(9464,
     'port of the Prometheus /metrics endpoint, always bound to 127.0.0.1 (0 picks a free port, logged)'),
-  API_PREFIX: Type.String({
-    pattern: '^(/[A-Za-z0-9_.-]+)+$', default: '/v1', description: 'path prefix of the partner API'
-  }),
-  DATA_DIR: Type.String({
-    minLength: 1, default: './data', description: 'folder of sandbox.db, production.db and control.db'
-  }),
-  PILOT_APP_URL: Type.String({
-    pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
-    default: 'https://helipaddy.com',
-    description: 'base URL of the pilot web app; helipaddy_link = PILOT_APP_URL/pad/<id>'
-  }),
-  SUPPORT_CONTACT: Type.String({
-    maxLength: 200,
-    pattern: '^[^\\u0000-\\u001f\\u007f]*$',
-    default: '',
-    description: 'how partners reach support (an e-mail address or a URL), shown by GET /v1, /docs and the ' +
-      'OpenAPI document'
-  }),
+  API_PREFIX: Text({ pattern: '^(/[A-Za-z0-9_.-]+)+$' }, '/v1', 'path prefix of the partner API'),
+  DATA_DIR: Text({ minLength: 1 }, './data', 'folder of sandbox.db, production.db and control.db'),
+  PILOT_APP_URL: Text({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$' }, 'https://helipaddy.com',
+    'base URL of the pilot web app; helipaddy_link = PILOT_APP_URL/pad/<id>'),
+  SUPPORT_CONTACT: Text({ maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*$' }, '',
+    'how partners reach support (an e-mail address or a URL), shown by GET /v1, /docs and the OpenAPI document'),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' }
   ),
   LOG_BUFFER_MB: Int(1, 1024, 16,
     'log lines waiting for stdout at most (MB); past it lines are dropped, counted and reported'),
-  TRUST_PROXY: Type.String({
-    pattern: '^(true|false|\\d+|[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*)$',
-    default: 'false',
-    description: 'false, true, a hop count (the nearest N hops trusted whoever they are: only where the port ' +
-      'is reached through the proxies alone), or comma-separated proxy addresses/CIDRs whose X-Forwarded-For ' +
-      'is trusted'
-  }),
+  TRUST_PROXY: Text({ pattern: '^(true|false|\\d+|[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*)$' }, 'false',
+    'false, true, a hop count (the nearest N hops trusted whoever they are: only where the port is reached ' +
+    'through the proxies alone), or comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted'),
   CACHE_TTL_SECONDS: Int(0, 86400, 60, 'response cache lifetime; 0 disables the cache'),
   CACHE_MAX_ENTRIES: Int(1, 10_000_000, 10000, 'response cache size in entries'),
   CACHE_MAX_MB: Int(1, 100_000, 64, 'response cache size in MB of answer bodies'),
@@ -58,9 +44,7 @@ export const EnvSchema = Type.Object({
     'records\' JSON kept in memory at most (MB, every dataset and record form); past it the ' +
     'oldest 8 MB not used since it last came up is forgotten and made again when asked for'),
   SANDBOX_SITE_COUNT: Int(0, 10_000_000, 20000, 'sites generated into a missing sandbox.db at first boot'),
-  SANDBOX_SEED: Type.String({
-    minLength: 1, maxLength: 64, default: 'sandbox', description: 'seed of the generated sandbox dataset'
-  }),
+  SANDBOX_SEED: Text({ minLength: 1, maxLength: 64 }, 'sandbox', 'seed of the generated sandbox dataset'),
   DATASET_KEEP: Int(1, 100, 3,
     'replaced dataset files kept per dataset (DATA_DIR/versions) by datasets import, generate and ' +
     'rollback; at least 1, so a rollback can always be undone'),
@@ -69,10 +53,8 @@ export const EnvSchema = Type.Object({
     'for fast boots'),
   PARTNER_REFRESH_MS: Int(50, 5000, 1000,
     'how often control.db is checked for partner changes (changes apply within this time)'),
-  STATE_URL: Type.String({
-    pattern: '^(|rediss?://\\S+)$', default: '',
-    description: 'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process'
-  }),
+  STATE_URL: Text({ pattern: '^(|rediss?://\\S+)$' }, '',
+    'redis://host:port/db: rate-limit windows and telemetry shared by several instances; empty: in process'),
   COUNTER_SAVE_MS: Int(100, 5000, 2000,
     'how often rate-limit counters are saved to control.db (a crash loses at most this much)'),
   USAGE_HISTORY_DAYS: Int(1, 3660, 90,

@@ -68,14 +68,15 @@ interface ErrorData {
   reason?: string
 }
 
-const NO_EXTRA: Omit<ErrorData, 'status'> = Object.freeze({})
+type Extra = Omit<ErrorData, 'status'>
+const NO_EXTRA: Extra = Object.freeze({})
 /** The body of each code that takes no parameters, serialised once: 401s and 403s come in floods. */
 const plainBodies = new Map<ErrorCode, string>()
 
 // Each message cut once at its placeholders (text at even places, names at odd): a 429's is filled by concatenation.
 const TEMPLATES = new Map(Object.entries(ERRORS).map(([code, { message }]) => [code, message.split(/\{(\w+)\}/)]))
 
-function fill (code: ErrorCode, extra: Omit<ErrorData, 'status'>): string {
+function fill (code: ErrorCode, extra: Extra): string {
   const parts = TEMPLATES.get(code)!
   let message = parts[0]
   for (let i = 1; i < parts.length; i += 2) {
@@ -98,12 +99,7 @@ export class ApiError extends Error {
   private readonly plain: boolean
 
   /** `status` overrides the catalogue's only for rest_bad_request (a framework or HTTP parser 4xx passed on). */
-  constructor (
-    readonly code: ErrorCode,
-    extra: Omit<ErrorData, 'status'> = NO_EXTRA,
-    message?: string,
-    status?: number
-  ) {
+  constructor (readonly code: ErrorCode, extra: Extra = NO_EXTRA, message?: string, status?: number) {
     const entry = ERRORS[code]
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
     const stackTraceLimit = Error.stackTraceLimit

@@ -2,7 +2,7 @@
 // SIGTERM/SIGINT, an uncaught exception or an unhandled rejection close gracefully (src/http/shutdown.ts).
 import { buildApp } from './app.ts'
 import { createDemoPartner, prepareDataDir } from './setup/data-dir.ts'
-import { ConfigError, loadConfig, type Config } from './config.ts'
+import { ConfigError, loadConfig } from './config.ts'
 import { closeOnSignals } from './http/shutdown.ts'
 import { holdTickShape } from './http/tick-shape.ts'
 import { logDestination } from './http/log-destination.ts'
@@ -14,16 +14,7 @@ async function main () {
   let reloadAsked = false
   const askedEarly = () => { reloadAsked = true }
   process.on('SIGHUP', askedEarly)
-  let config: Config
-  try {
-    config = loadConfig()
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`)
-      process.exit(1)
-    }
-    throw err
-  }
+  const config = loadConfig() // a ConfigError is said as it is (below)
   // The log's lines still held are written at exit, unless their reader has stopped (src/http/log-destination.ts).
   const destination = logDestination({ maxBytes: config.logBufferMb * 1024 * 1024 })
   process.on('exit', destination.flushAtExit)
@@ -64,6 +55,7 @@ async function main () {
 }
 
 main().catch((err) => {
-  process.stderr.write(`start-up failed: ${err instanceof Error ? err.message : String(err)}\n`)
+  const message = err instanceof Error ? err.message : String(err)
+  process.stderr.write(err instanceof ConfigError ? `${message}\n` : `start-up failed: ${message}\n`)
   process.exit(1)
 })

@@ -53,10 +53,9 @@ export class ResponseCache {
   readonly compressions: Record<Encoding, number> = { gzip: 0, br: 0 }
   private readonly lru: LRUCache<string, CachedAnswer>
   private readonly salt: string
-  private readonly pool: AnswerPool
 
   constructor (private readonly options: ResponseCacheOptions) {
-    const pool = this.pool = options.pool
+    const { pool } = options
     this.enabled = options.ttlSeconds > 0
     this.cacheControl = `private, max-age=${options.ttlSeconds}`
     this.lru = new LRUCache<string, CachedAnswer>({
@@ -85,13 +84,13 @@ export class ResponseCache {
   /** Keeps an answer (holding a reference on its body) while its dataset is in service. */
   store (key: string, entry: CachedAnswer): void {
     if (!this.enabled || !this.options.inService(entry.dataset)) return
-    this.pool.retain(entry.body)
+    this.options.pool.retain(entry.body)
     this.lru.set(key, entry)
   }
 
   /** The entry's body with a reference for the request that sends it (the entry may go meanwhile). */
   lend (entry: CachedAnswer): Buffer {
-    this.pool.retain(entry.body)
+    this.options.pool.retain(entry.body)
     return entry.body
   }
 

@@ -59,6 +59,5 @@ export class ControlDbHealth {
   }
 
   get readable (): boolean { return !this.failing.has('partners') }
-
   failures (): ControlFailure[] { return [...this.failing.values()] }
 }

@@ -8,10 +8,16 @@ import { outageReporter } from '../health/outage.ts'
 const { streamSym, chindingsSym, timeSym, messageKeySym, needsMetadataGsym, mixinSym } = pino.symbols
 const INFO = 30
 
-type WriteLine = (reqId: string, method: string, url: string, ip: string, status: number, ms: number,
-  partner: string | undefined, cache: string | undefined) => void
-/** `flush` writes the lines still held (the service calls it when it closes and when the process exits) */
-type AccessWriter = WriteLine & { flush: () => void }
+/** Writes one request's line. */
+type WriteLine = (
+  reqId: string, method: string, url: string, ip: string, status: number, ms: number,
+  partner: string | undefined, cache: string | undefined
+) => void
+
+type AccessWriter = WriteLine & {
+  /** writes the lines still held (the service calls it when it closes and when the process exits) */
+  flush: () => void
+}
 
 /** Lines held for one write at most (characters): a turn of the event loop rarely holds more. */
 const MAX_PENDING = 64 * 1024

@@ -34,10 +34,8 @@ export function parseRoutePath (text: string): Parsed {
   const pieces = text.split('|')
   const count = text === '' ? 0 : pieces.length
   if (count < MIN_ROUTE_POINTS || count > MAX_ROUTE_POINTS) {
-    return {
-      malformed: `path must be ${MIN_ROUTE_POINTS} to ${MAX_ROUTE_POINTS} lat,lng points separated by |; ` +
-        `it has ${count}`
-    }
+    const rule = `path must be ${MIN_ROUTE_POINTS} to ${MAX_ROUTE_POINTS} lat,lng points separated by |`
+    return { malformed: `${rule}; it has ${count}` }
   }
   const pairs = pieces.map((piece) => piece.split(','))
   const notPair = pairs.findIndex((pair) => pair.length !== 2)

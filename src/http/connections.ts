@@ -34,11 +34,8 @@ export function openFileLimit (): number | undefined {
   }
 }
 
-interface ConnectionCaps {
-  maxConnections: number
-  /** 0: no cap per address */
-  maxPerAddress: number
-}
+/** maxPerAddress 0: no cap per address */
+interface ConnectionCaps { maxConnections: number, maxPerAddress: number }
 
 /** The caps, lowered to leave FILES_RESERVED of the open-file limit, the one per address in proportion. */
 export function connectionCaps (configured: ConnectionCaps, fileLimit = openFileLimit()): ConnectionCaps {
@@ -138,7 +135,5 @@ export function capConnections (server: Server, configured: ConnectionCaps, log:
     })
     serve.call(server, socket)
   })
-  server.once('close', () => {
-    if (episode !== undefined) clearTimeout(episode.timer)
-  })
+  server.once('close', () => clearTimeout(episode?.timer))
 }

@@ -21,9 +21,7 @@ export function encodingFor (acceptEncoding: string | undefined, size: number): 
   const chosen = negotiator.negotiate(acceptEncoding) ?? undefined
   // The negotiator lets `*` stand for a coding the header refuses by name (`gzip;q=0, *`), which
   // RFC 9110 12.5.3 forbids: the other coding, if the header does not refuse it too.
-  if (chosen === undefined || !acceptEncoding.includes('*') || !refuses(acceptEncoding, chosen)) {
-    return chosen
-  }
+  if (chosen === undefined || !acceptEncoding.includes('*') || !refuses(acceptEncoding, chosen)) return chosen
   const other = chosen === 'gzip' ? 'br' : 'gzip'
   return refuses(acceptEncoding, other) ? undefined : other
 }

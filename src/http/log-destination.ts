@@ -8,11 +8,9 @@ export type LogDestination = ReturnType<typeof logDestination>
 
 /** At exit, a writer that has not moved for this long has a reader that stopped. */
 const STALLED_MS = 1000
-/** The longest wait before a write that found the pipe full is tried again. */
-const RETRY_MAX_MS = 50
-
-/** The wait before retrying a full pipe, the writer still for `stillMs`: short for a bursty reader (whole ms). */
-export const retryDelay = (stillMs: number) => Math.min(RETRY_MAX_MS, Math.max(1, Math.ceil(stillMs / 10)))
+// The wait before retrying a full pipe, the writer still for `stillMs`: short for a bursty reader, at most 50 ms for
+// one that stopped (whole ms: Node keeps a timer list per duration).
+export const retryDelay = (stillMs: number) => Math.min(50, Math.max(1, Math.ceil(stillMs / 10)))
 
 export function logDestination (options: { maxBytes: number }) {
   // EAGAIN (a full pipe) is an 'error', retried below; at exit, sonic-boom's flushSync retries it until exitBy.

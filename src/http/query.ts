@@ -39,6 +39,10 @@ function ruleOf (name: string, schema: TSchema, required: boolean) {
   if (!['number', 'integer', 'boolean', 'string'].includes(kind)) {
     throw new Error(`query parameter ${name}: unsupported schema type ${String(schema.type)}`)
   }
+  const parser: unknown = schema['x-parse']
+  if (parser !== undefined && (typeof parser !== 'string' || PARSERS[parser] === undefined)) {
+    throw new Error(`query parameter ${name}: unknown x-parse ${String(parser)}`)
+  }
   return {
     name,
     kind,
@@ -58,18 +62,10 @@ function ruleOf (name: string, schema: TSchema, required: boolean) {
     format: typeof schema['x-format'] === 'string' ? schema['x-format'] as string : undefined,
     coordinate: schema['x-coordinate'] !== undefined,
     /** reads a value made of several coordinates (`x-parse`: src/http/area-params.ts) */
-    parse: parserOf(name, schema['x-parse'])
+    parse: parser === undefined ? undefined : PARSERS[parser as string]
   }
 }
 type ParamRule = ReturnType<typeof ruleOf>
-
-function parserOf (name: string, parser: unknown): ((text: string) => Parsed) | undefined {
-  if (parser === undefined) return undefined
-  if (typeof parser !== 'string' || PARSERS[parser] === undefined) {
-    throw new Error(`query parameter ${name}: unknown x-parse ${String(parser)}`)
-  }
-  return PARSERS[parser]
-}
 
 /** A reason in words, for `data.params` of rest_invalid_param. */
 function describe (rule: ParamRule): string {

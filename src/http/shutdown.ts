@@ -3,13 +3,8 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 
-interface ShutdownOptions {
-  timeoutMs: number
-  /** awaited once the app has closed, within the same timeout (the log's last lines written) */
-  afterClose?: () => Promise<void>
-}
-
-export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions): { closing: () => boolean } {
+/** `afterClose` is awaited once the app has closed, within the same timeout (the log's last lines written). */
+export function closeOnSignals (app: FastifyInstance, options: { timeoutMs: number, afterClose: () => Promise<void> }) {
   let closing = false
   // A forced exit saves the counters before close-with-grace's process.exit: synchronously to control.db,
   // or with STATE_URL a history flush only started, so the counts since the last one may be lost.
@@ -29,7 +24,7 @@ export function closeOnSignals (app: FastifyInstance, options: ShutdownOptions):
     if (err) app.log.fatal({ err }, 'uncaught error; closing')
     else app.log.info({ signal }, 'closing')
     await app.close()
-    await options.afterClose?.()
+    await options.afterClose()
   })
   return { closing: () => closing }
 }

@@ -10,7 +10,7 @@ export function holdTickShape (): object | undefined {
   if (held !== undefined) return held
   // Node's literal first, so the maps and their field representations are Node's own.
   process.nextTick(noop)
-  // Not an async_hooks hook to catch a real tick object: one turns V8's promise hooks on for good.
+  // Not an async_hooks hook to catch a real tick object: one turns V8's promise hooks on, slowing promises for good.
   const resource = new AsyncResource('TickShape')
   const symbol = (description: string) =>
     Object.getOwnPropertySymbols(resource).find((s) => s.description === description)
