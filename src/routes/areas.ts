@@ -35,10 +35,8 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       querystring: AlongRouteQuery,
       response: {
         200: okResponse('Full records with along_nm and offset_nm, by along_nm, then offset_nm, then id ' +
-          '(at most max_results: the first along the route); a GeoJSON FeatureCollection with format=geojson', {
-          'application/json': { schema: Type.Array(RouteRecord), examples: EXAMPLES.alongRoute },
-          'application/geo+json': { schema: RouteFeatureCollection, examples: EXAMPLES.alongRouteGeo }
-        }),
+          '(at most max_results: the first along the route); a GeoJSON FeatureCollection with format=geojson',
+        Type.Array(RouteRecord), EXAMPLES.alongRoute, RouteFeatureCollection),
         ...documentedErrors(AREA_ERRORS)
       }
     }
@@ -68,10 +66,7 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       querystring: ByBboxQuery,
       response: {
         200: okResponse('One page of the sites in the box, map-minimal, in id order; ' +
-          'a GeoJSON FeatureCollection with format=geojson', {
-          'application/json': { schema: BboxPage, examples: EXAMPLES.byBbox },
-          'application/geo+json': { schema: BboxFeatureCollection, examples: EXAMPLES.byBboxGeo }
-        }),
+          'a GeoJSON FeatureCollection with format=geojson', BboxPage, EXAMPLES.byBbox, BboxFeatureCollection),
         ...documentedErrors(AREA_ERRORS)
       }
     }

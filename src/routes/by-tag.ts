@@ -25,10 +25,7 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
       querystring: ByTagQuery,
       response: {
         200: okResponse('One page of the tag\'s sites, map-minimal, in id order; ' +
-          'a GeoJSON FeatureCollection with format=geojson', {
-          'application/json': { schema: TagPage, examples: EXAMPLES.byTag },
-          'application/geo+json': { schema: TagFeatureCollection, examples: EXAMPLES.byTagGeo }
-        }),
+          'a GeoJSON FeatureCollection with format=geojson', TagPage, EXAMPLES.byTag, TagFeatureCollection),
         ...documentedErrors(BY_TAG_ERRORS)
       }
     }

@@ -16,9 +16,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
       response: {
-        200: okResponse('The categories', {
-          'application/json': { schema: CategoryList, examples: EXAMPLES.categories }
-        }),
+        200: okResponse('The categories', CategoryList, EXAMPLES.categories),
         ...documentedErrors(['rest_invalid_param'])
       }
     }
@@ -35,7 +33,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
       response: {
-        200: okResponse('The tags', { 'application/json': { schema: TagList, examples: EXAMPLES.tags } }),
+        200: okResponse('The tags', TagList, EXAMPLES.tags),
         ...documentedErrors(['rest_invalid_param'])
       }
     }

@@ -25,9 +25,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: SiteParams,
       querystring: DemoQuery,
       response: {
-        200: okResponse('The full record, or null', {
-          'application/json': { schema: Type.Union([SiteRecord, Type.Null()]), examples: EXAMPLES.site }
-        }),
+        200: okResponse('The full record, or null', Type.Union([SiteRecord, Type.Null()]), EXAMPLES.site),
         ...documentedErrors(SITE_ERRORS)
       }
     }

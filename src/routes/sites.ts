@@ -56,10 +56,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       querystring: SitesQuery,
       response: {
         200: okResponse('Full records, nearest first (at most max_results); ' +
-          'a GeoJSON FeatureCollection with format=geojson', {
-          'application/json': { schema: Type.Array(SiteRecord), examples: EXAMPLES.sites },
-          'application/geo+json': { schema: SiteFeatureCollection, examples: EXAMPLES.sitesGeo }
-        }),
+          'a GeoJSON FeatureCollection with format=geojson',
+        Type.Array(SiteRecord), EXAMPLES.sites, SiteFeatureCollection),
         ...documentedErrors(SEARCH_ERRORS)
       }
     }
@@ -78,9 +76,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
       response: {
-        200: okResponse('The nearest record with its distance, or null', {
-          'application/json': { schema: Type.Union([NearestRecord, Type.Null()]), examples: EXAMPLES.nearest }
-        }),
+        200: okResponse('The nearest record with its distance, or null',
+          Type.Union([NearestRecord, Type.Null()]), EXAMPLES.nearest),
         ...documentedErrors(SEARCH_ERRORS)
       }
     }

@@ -12,22 +12,23 @@ const aerodrome = {
   id: 'sbx-0011830', category: '7', name: 'Battersea Heliport', region: 'EUR', country: 'GB',
   latitude: 51.47, longitude: -0.179, helipaddy_link: `${LINK}sbx-0011830`
 }
-const feature = (record: typeof hotel) => ({
-  type: 'Feature',
-  id: record.id,
-  geometry: { type: 'Point', coordinates: [record.longitude, record.latitude] },
+const feature = (record: { id: string, latitude: number, longitude: number }) => ({
+  type: 'Feature', id: record.id, geometry: { type: 'Point', coordinates: [record.longitude, record.latitude] },
   properties: record
 })
 const minimal = ({ id, category, latitude, longitude, helipaddy_link: link }: typeof hotel) =>
   ({ id, category, latitude, longitude, helipaddy_link: link })
 
+/** An answer's format=geojson form: its records as features, a page's paging fields beside them. */
+export function geoOf (value: unknown) {
+  const { sites, ...paging } = (Array.isArray(value) ? { sites: value } : value) as { sites: typeof hotel[] }
+  return { type: 'FeatureCollection', ...paging, features: sites.map(feature) }
+}
+
 const one = (summary: string, value: unknown): Record<string, Example> => ({ answer: { summary, value } })
 
 export const EXAMPLES = {
   sites: one('Sites near Westminster, nearest first', [hotel, aerodrome]),
-  sitesGeo: one('The same, format=geojson', {
-    type: 'FeatureCollection', features: [feature(hotel), feature(aerodrome)]
-  }),
   nearest: {
     found: {
       summary: 'The nearest site',
@@ -41,28 +42,13 @@ export const EXAMPLES = {
   byTag: one('Page 1 of the sites tagged ~helipad', {
     tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2, sites: [minimal(hotel), minimal(aerodrome)]
   }),
-  byTagGeo: one('The same, format=geojson', {
-    type: 'FeatureCollection', tag: '~helipad', page: 1, per_page: 2, total: 3, total_pages: 2,
-    features: [hotel, aerodrome].map((r) => ({ ...feature(r), properties: minimal(r) }))
-  }),
   alongRoute: one('Sites within 2 km of the route 51.47,-0.179|51.52,-0.1 (Battersea Heliport to the City)', [
     { ...aerodrome, along_nm: 0, offset_nm: 0 },
     { ...hotel, along_nm: 3.016, offset_nm: 0.187 }
   ]),
-  alongRouteGeo: one('The same, format=geojson', {
-    type: 'FeatureCollection',
-    features: [
-      { ...feature(aerodrome), properties: { ...aerodrome, along_nm: 0, offset_nm: 0 } },
-      { ...feature(hotel), properties: { ...hotel, along_nm: 3.016, offset_nm: 0.187 } }
-    ]
-  }),
   byBbox: one('Page 1 of the sites in a box over central London', {
     bbox: [-0.2, 51.45, -0.05, 51.55], page: 1, per_page: 200, total: 2, total_pages: 1,
     sites: [minimal(hotel), minimal(aerodrome)]
-  }),
-  byBboxGeo: one('The same, format=geojson', {
-    type: 'FeatureCollection', bbox: [-0.2, 51.45, -0.05, 51.55], page: 1, per_page: 200, total: 2, total_pages: 1,
-    features: [hotel, aerodrome].map((r) => ({ ...feature(r), properties: minimal(r) }))
   }),
   site: {
     found: { summary: 'A site', value: hotel },

@@ -5,15 +5,19 @@ import type { TSchema } from '@sinclair/typebox'
 import { ApiError, ERRORS, type ErrorCode } from '../errors.ts'
 import { COMPRESS_MIN_BYTES } from '../http/encoding.ts'
 import { ErrorBody, PARTNER_ERRORS } from './errors.ts'
+import { geoOf } from './examples.ts'
 
 export interface Example { summary: string, value: unknown }
 
-/** A success: its schema (or one per media type) and its examples. Fastify reads the schema of each media type. */
-export function okResponse (
-  description: string,
-  media: Record<string, { schema: TSchema, examples: Record<string, Example> }>
-) {
-  return { description, content: media }
+/**
+ * A success with its examples; with `geo`, also its format=geojson form (application/geo+json), whose example
+ * is made from the JSON one. Fastify reads the schema of each media type.
+ */
+export function okResponse (description: string, schema: TSchema, examples: Record<string, Example>, geo?: TSchema) {
+  const json = { 'application/json': { schema, examples } }
+  if (!geo) return { description, content: json }
+  const answer = { summary: 'The same, format=geojson', value: geoOf(examples.answer.value) }
+  return { description, content: { ...json, 'application/geo+json': { schema: geo, examples: { answer } } } }
 }
 
 const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiError>[1]>> = {
