@@ -1,6 +1,6 @@
 // Small shared schema pieces. Query values arrive as text; src/http/query.ts parses them by these
 // schemas, so the schema is both the documentation and the validation of every parameter.
-import { Type } from '@sinclair/typebox'
+import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox'
 
 export const SITE_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$'
 export const TAG_PATTERN = '^~[a-z0-9-]{1,63}$'
@@ -17,6 +17,9 @@ export const NAME_RULE = `1 to ${MAX_NAME_LENGTH} characters without control cha
 /** A site's or a partner's name, as imports and the CLI accept it: not blank, no control characters. */
 export const isName = (name: unknown): name is string =>
   typeof name === 'string' && name.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTER.test(name) && name.trim() !== ''
+
+export const Nullable = <T extends TSchema>(schema: T, options?: SchemaOptions) =>
+  Type.Union([schema, Type.Null()], options)
 
 export const SiteId = Type.String({
   pattern: SITE_ID_PATTERN, description: 'Site ID: 1 to 64 characters of A-Z a-z 0-9 _ -'

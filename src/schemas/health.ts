@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CONTROL_JOBS } from '../health/control-db.ts'
+import { Nullable } from './common.ts'
 
 export const Liveness = Type.Object({
   status: Type.Literal('ok', { description: 'The process is up and its event loop answers' })
@@ -29,9 +30,9 @@ const SharedState = Type.Union([
   Type.Object({
     backend: Type.Literal('redis'),
     connected: Type.Boolean(),
-    degraded_since: Type.Union([Type.String(), Type.Null()],
+    degraded_since: Nullable(Type.String(),
       { description: 'since when this instance limits alone (Redis unavailable)' }),
-    error: Type.Union([Type.String(), Type.Null()], {
+    error: Nullable(Type.String(), {
       description: 'why this instance limits alone: Redis\'s error (its refusal of writes, say), a timeout, ' +
         'or the wait for the other instances after Redis lost its data'
     }),

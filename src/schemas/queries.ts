@@ -4,14 +4,9 @@ import { Format } from './geojson.ts'
 import type { BoundingBox } from '../sites/areas.ts'
 import type { Route } from '../sites/route.ts'
 
-const nearby = {
-  lat: Latitude,
-  lng: Longitude,
-  radius: RadiusKm,
-  category_id: Type.Optional(CategoryId),
-  tag: Type.Optional(Tag),
-  demo: DemoFlag
-}
+/** What narrows a search's sites, as on every search. */
+const filters = { category_id: Type.Optional(CategoryId), tag: Type.Optional(Tag), demo: DemoFlag }
+const nearby = { lat: Latitude, lng: Longitude, radius: RadiusKm, ...filters }
 
 export const NearbyQuery = Type.Object(nearby)
 export type NearbyQuery = Static<typeof NearbyQuery>
@@ -25,13 +20,8 @@ const page = Type.Integer({
   minimum: 1, default: 1, description: 'Page number, from 1; past the last page the sites array is empty'
 })
 const perPage = Type.Integer({
-  minimum: 1,
-  default: 200,
-  description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}`
+  minimum: 1, default: 200, description: `Sites per page; default 200; above ${MAX_PER_PAGE} clamped to ${MAX_PER_PAGE}`
 })
-
-/** What narrows a route's or a box's sites, and the answer's form, as on /sites. */
-const filters = { category_id: Type.Optional(CategoryId), tag: Type.Optional(Tag), demo: DemoFlag, format: Format }
 
 /** `x-parse` names the reader of a value made of several coordinates (src/http/area-params.ts). */
 export const AlongRouteQuery = Type.Object({
@@ -47,7 +37,8 @@ export const AlongRouteQuery = Type.Object({
     description: 'Half-width of the corridor in km; default 10; above the partner cap (75 by default) it is clamped ' +
       'to the cap'
   }),
-  ...filters
+  ...filters,
+  format: Format
 })
 export type AlongRouteQuery = Static<typeof AlongRouteQuery>
 
@@ -60,17 +51,12 @@ export const ByBboxQuery = Type.Object({
   }),
   page,
   per_page: perPage,
-  ...filters
+  ...filters,
+  format: Format
 })
 export type ByBboxQuery = Static<typeof ByBboxQuery>
 
-export const ByTagQuery = Type.Object({
-  tag: Tag,
-  page,
-  per_page: perPage,
-  demo: DemoFlag,
-  format: Format
-})
+export const ByTagQuery = Type.Object({ tag: Tag, page, per_page: perPage, demo: DemoFlag, format: Format })
 export type ByTagQuery = Static<typeof ByTagQuery>
 
 export const SiteParams = Type.Object({ id: SiteId })

@@ -19,30 +19,26 @@ const fields = {
   offset_nm: Type.Number({ description: 'Distance of the site from the route in nautical miles (3 decimals)' })
 }
 
-export const SiteRecord = Type.Object({
-  id: fields.id, category: fields.category, name: fields.name, region: fields.region, country: fields.country,
-  latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link
-}, { additionalProperties: false, description: 'Full site record' })
+/** A record of these fields, in this order, and no other. */
+function record<K extends keyof typeof fields> (keys: K[], description: string) {
+  const properties = Object.fromEntries(keys.map((key) => [key, fields[key]])) as Pick<typeof fields, K>
+  return Type.Object(properties, { additionalProperties: false, description })
+}
+
+const FULL = ['id', 'category', 'name', 'region', 'country', 'latitude', 'longitude', 'helipaddy_link'] as const
+
+export const SiteRecord = record([...FULL], 'Full site record')
 export type SiteRecord = Static<typeof SiteRecord>
 
-export const NearestRecord = Type.Object({
-  id: fields.id, category: fields.category, name: fields.name,
-  latitude: fields.latitude, longitude: fields.longitude, distance_nm: fields.distance_nm,
-  helipaddy_link: fields.helipaddy_link
-}, { additionalProperties: false, description: 'Nearest site record' })
+export const NearestRecord = record(
+  ['id', 'category', 'name', 'latitude', 'longitude', 'distance_nm', 'helipaddy_link'], 'Nearest site record')
 export type NearestRecord = Static<typeof NearestRecord>
 
-export const RouteRecord = Type.Object({
-  id: fields.id, category: fields.category, name: fields.name, region: fields.region, country: fields.country,
-  latitude: fields.latitude, longitude: fields.longitude, helipaddy_link: fields.helipaddy_link,
-  along_nm: fields.along_nm, offset_nm: fields.offset_nm
-}, { additionalProperties: false, description: 'Full site record with its place along the route' })
+export const RouteRecord = record([...FULL, 'along_nm', 'offset_nm'], 'Full site record with its place along the route')
 export type RouteRecord = Static<typeof RouteRecord>
 
-export const MapMinimalRecord = Type.Object({
-  id: fields.id, category: fields.category, latitude: fields.latitude, longitude: fields.longitude,
-  helipaddy_link: fields.helipaddy_link
-}, { additionalProperties: false, description: 'Map-minimal site record' })
+export const MapMinimalRecord = record(['id', 'category', 'latitude', 'longitude', 'helipaddy_link'],
+  'Map-minimal site record')
 export type MapMinimalRecord = Static<typeof MapMinimalRecord>
 
 /** The paging fields of a page of sites, after what the page is of (a tag, a box), in JSON and GeoJSON. */

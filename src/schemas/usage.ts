@@ -1,7 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-
-const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(schema: T) =>
-  Type.Union([schema, Type.Null()])
+import { Nullable } from './common.ts'
 
 const UsageWindow = Type.Object({
   limit: Nullable(Type.Integer({ description: 'Configured limit; null when the window is unlimited' })),
@@ -29,7 +27,7 @@ const Telemetry = Type.Object({
     status: Type.Integer(),
     rows: Type.Integer(),
     duration_ms: Type.Number(),
-    dataset: Type.Union([Type.String(), Type.Null()]),
+    dataset: Nullable(Type.String()),
     cache: Type.String()
   }), { description: 'Newest first, at most 10' })
 })
