@@ -28,62 +28,53 @@ const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiE
   svc_partner_api_invalid_coordinates: { params: { lat: 'lat must be a number from -90 to 90' } }
 }
 
-/** The body a partner receives for a code, as the service makes it. */
-const errorExample = (code: ErrorCode) => new ApiError(code, EXAMPLE_EXTRA[code]).toBody()
-
 /**
  * Error responses of a partner operation (its own codes and those of every partner operation):
- * one per status, with an example of each code.
+ * one per status, with an example of each code as the service makes its body.
  */
 export function documentedErrors (codes: ErrorCode[]): Record<number, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>()
+  for (const code of new Set([...PARTNER_ERRORS, ...codes])) {
+    byStatus.set(ERRORS[code].status, [...byStatus.get(ERRORS[code].status) ?? [], code])
+  }
   const responses: Record<number, unknown> = {}
-  for (const [status, list] of codesByStatus([...PARTNER_ERRORS, ...codes])) {
+  for (const [status, list] of byStatus) {
     const code = { ...ErrorBody.properties.code, enum: list, description: `One of: ${list.join(', ')}` }
     const schema = { ...ErrorBody, properties: { ...ErrorBody.properties, code } }
-    const example = (c: ErrorCode) =>
-      ({ summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: errorExample(c) })
-    const examples = Object.fromEntries(list.map((c) => [c, example(c)]))
+    const examples = Object.fromEntries(list.map((c) => [c, {
+      summary: ERRORS[c].message.replace(/\{\w+\}/g, '…'), value: new ApiError(c, EXAMPLE_EXTRA[c]).toBody()
+    }]))
     responses[status] = { description: list.join(', '), content: { 'application/json': { schema, examples } } }
   }
   return responses
 }
 
-function codesByStatus (codes: Iterable<ErrorCode>): Map<number, ErrorCode[]> {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of new Set(codes)) {
-    const status = ERRORS[code].status
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
-  }
-  return byStatus
-}
-
-/** Refused before the limiter counts the request (token, partner status, endpoint): no rate-limit headers. */
-const BEFORE_LIMITER: readonly ErrorCode[] = [
+/**
+ * No rate-limit headers: refused before the limiter counts the request (token, partner status, endpoint),
+ * or because the limits could not be checked (no window to describe).
+ */
+const NOT_COUNTED: readonly ErrorCode[] = [
   'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
-  'svc_partner_api_feature_disabled'
+  'svc_partner_api_feature_disabled', 'svc_partner_api_unavailable'
 ]
 
-/** Refused because the limits could not be checked: no window to describe, so no rate-limit headers either. */
-const WINDOWS_UNKNOWN: readonly ErrorCode[] = ['svc_partner_api_unavailable']
-
 interface Header { description: string, required?: true, schema: { type: 'string' | 'integer' } }
-const header = (description: string, type: 'string' | 'integer' = 'string', required = false): Header =>
+const header = (description: string, type: 'string' | 'integer' = 'string', required = true): Header =>
   required ? { description, required: true, schema: { type } } : { description, schema: { type } }
 
 const REQUEST_ID = header('This request\'s id: the X-Request-Id sent, when it is 1 to 64 characters of ' +
-  'A-Z a-z 0-9 . _ - and holds no token; else a new UUID. Quote it to support.', 'string', true)
+  'A-Z a-z 0-9 . _ - and holds no token; else a new UUID. Quote it to support.')
 
-const RATE_LIMIT: Record<string, [string, 'string' | 'integer']> = {
+/** The rate-limit headers: their description and, if not a string, their type. */
+const RATE_LIMIT: Record<string, [string, 'integer'?]> = {
   'RateLimit-Policy': [
     'Each limited window of the partner: its name, its limit (q) and its length in seconds (w), ' +
-    'e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400',
-    'string'
+    'e.g. "minute";q=30;w=60, "hour";q=200;w=3600, "day";q=1000;w=86400'
   ],
   RateLimit: [
     'The tightest window (fewest requests left; minute before hour before day on a tie; on a 429, the window that ' +
     'refused): its name, the requests left (r) and the seconds until a request frees up in it ' +
-    '(t; on a 429, Retry-After), e.g. "minute";r=12;t=34',
-    'string'
+    '(t; on a 429, Retry-After), e.g. "minute";r=12;t=34'
   ],
   'X-RateLimit-Limit': ['The tightest window\'s limit', 'integer'],
   'X-RateLimit-Remaining': ['Requests left in the tightest window', 'integer'],
@@ -92,26 +83,26 @@ const RATE_LIMIT: Record<string, [string, 'string' | 'integer']> = {
 }
 
 const RETRY_AFTER = header('Whole seconds (at least 1) until every refusing window has room again: ' +
-  'a request sent that much later is accepted, unless others were sent meanwhile', 'integer', true)
+  'a request sent that much later is accepted, unless others were sent meanwhile', 'integer')
 
 const RETRY_UNAVAILABLE = header('Whole seconds (a few) until the rate limits may be checked again: retry then; ' +
-  'the refused request was not counted', 'integer', true)
+  'the refused request was not counted', 'integer')
 
-/** What withHeaders reads of a route. */
-interface DocumentedRoute {
-  endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string
+export interface OpenApiResponse {
+  description: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: unknown }>
 }
 
 /**
- * The response headers of a partner operation, added to its documented responses (OpenAPI form):
- * X-Request-Id on all; the rate-limit headers on answers that reached the limiter (counted
- * operations, not refused before it, nor because the limits could not be checked), Retry-After on
- * 429 and on that 503; on cached operations ETag, Cache-Control
- * and Vary on 200, and a 304 with them; Cache-Control: no-store on every error and every other
- * partner answer; Vary on the 200 of the other operations whose answers are compressed.
+ * The response headers of an operation, added to its documented responses (OpenAPI form): X-Request-Id
+ * on all; the rate-limit headers on answers that reached the limiter, Retry-After on 429 and on 503
+ * unavailable; on cached operations ETag, Cache-Control and Vary on 200, and a 304 with them;
+ * Cache-Control: no-store on every error and every other partner answer; Vary on the 200 of the
+ * other operations whose answers are compressed.
  */
-export function withHeaders (responses: Record<string, OpenApiResponse>, route: DocumentedRoute) {
-  const partner = route.endpoint !== undefined // a public route's 200 (the index) carries X-Request-Id alone
+export function withHeaders (
+  responses: Record<string, OpenApiResponse>,
+  route: { endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }
+) {
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
     const onlyWith = only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''
     const when = required ? '' : ` Sent ${onlyWith}when at least one of the partner's windows is limited.`
@@ -119,50 +110,40 @@ export function withHeaders (responses: Record<string, OpenApiResponse>, route: 
       .map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
   }
   const vary = header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or ` +
-    'br-compressed (Content-Encoding) when Accept-Encoding asks for it', 'string', true)
-  const fresh = {
-    ETag: header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the closing quote): ' +
-      'send it back in If-None-Match to be answered 304 while the answer is current', 'string', true),
-    'Cache-Control': header(
-      `${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`, 'string', true),
-    Vary: vary
-  }
+    'br-compressed (Content-Encoding) when Accept-Encoding asks for it')
   const out: Record<string, OpenApiResponse> = {}
   for (const [status, response] of Object.entries(responses)) {
     const headers: Record<string, Header> = {}
     if (status === '200') {
       if (route.counted) Object.assign(headers, rateLimit(false))
       if (route.cached) {
-        Object.assign(headers, fresh)
-      } else if (partner) {
+        headers.ETag = header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the ' +
+          'closing quote): send it back in If-None-Match to be answered 304 while the answer is current')
         headers['Cache-Control'] =
-          header('no-store: the answer is made for each request, and is not to be kept', 'string', true)
+          header(`${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`)
+        headers.Vary = vary
+      } else if (route.endpoint !== undefined) { // a public route's 200 (the index) carries X-Request-Id alone
+        headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept')
         if (route.compressed) headers.Vary = vary
       }
     } else {
       const schema = response.content?.['application/json']?.schema as
         { properties?: { code?: { enum?: ErrorCode[] } } } | undefined
       const codes = schema?.properties?.code?.enum ?? []
-      const counted = codes.filter((code) => !BEFORE_LIMITER.includes(code) && !WINDOWS_UNKNOWN.includes(code))
+      const counted = codes.filter((code) => !NOT_COUNTED.includes(code))
       if (route.counted && counted.length > 0) {
         Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
       }
       if (status === '429') headers['Retry-After'] = RETRY_AFTER
-      if (codes.some((code) => WINDOWS_UNKNOWN.includes(code))) headers['Retry-After'] = RETRY_UNAVAILABLE
-      headers['Cache-Control'] = header('no-store: an error is not to be kept', 'string', true)
+      if (codes.includes('svc_partner_api_unavailable')) headers['Retry-After'] = RETRY_UNAVAILABLE
+      headers['Cache-Control'] = header('no-store: an error is not to be kept')
     }
     headers['X-Request-Id'] = REQUEST_ID
     out[status] = { ...response, headers }
     if (status === '200' && route.cached) {
-      out['304'] = {
-        description: 'Not Modified: If-None-Match holds the current ETag of this answer; no body',
-        headers: { ...(route.counted ? rateLimit(false) : {}), ...fresh, 'X-Request-Id': REQUEST_ID }
-      }
+      const description = 'Not Modified: If-None-Match holds the current ETag of this answer; no body'
+      out['304'] = { description, headers }
     }
   }
   return out
-}
-
-export interface OpenApiResponse {
-  description: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: unknown }>
 }
