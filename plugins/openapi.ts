@@ -6,20 +6,13 @@ import type { FastifyInstance } from 'fastify'
 import { withHeaders, type OpenApiResponse } from '../src/schemas/responses.ts'
 import { API_VERSION, apiDescription } from '../src/schemas/api-info.ts'
 
+/**
+ * A route as declared (its url with `:param`); `endpoint` is set on partner routes, whose flags say how their
+ * pipeline answers: counted against the limits, cached, compressed when asked (cached, or `compressed`).
+ */
 interface DeclaredRoute {
-  method: string
-  /** as declared, with `:param` */
-  url: string
-  hidden: boolean
-  summary: string
-  /** the partner endpoint it serves; undefined for public routes */
-  endpoint?: string
-  /** a partner route counted against the limits (its `counted` flag) */
-  counted: boolean
-  /** a partner route whose answers are cached (its `cache` flag) */
-  cached: boolean
-  /** a partner route whose 200s are compressed when asked: the cached ones and those with `compressed` */
-  compressed: boolean
+  method: string, url: string, hidden: boolean, summary: string, endpoint?: string
+  counted: boolean, cached: boolean, compressed: boolean
 }
 
 declare module 'fastify' {
@@ -31,10 +24,7 @@ declare module 'fastify' {
 
 interface QuerySchema { properties: Record<string, Record<string, unknown>>, required?: string[] }
 
-/**
- * A query schema as partners should read it: a parameter with a default is optional (the
- * validator fills it in), and the validator's own marks (x-coordinate, x-format, x-parse) are left out.
- */
+/** A query schema as partners read it: with a default, a parameter is optional; the validator's marks are left out. */
 function documentedQuery (schema: QuerySchema): QuerySchema {
   const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, s]) => {
     const { 'x-coordinate': _, 'x-format': __, 'x-parse': ___, ...rest } = s

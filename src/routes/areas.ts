@@ -11,14 +11,9 @@ import { BboxFeatureCollection, RouteFeatureCollection } from '../schemas/geojso
 import { BboxPage, RouteRecord } from '../schemas/records.ts'
 import { AreaScratch, findAlongRoute, findInBox } from '../sites/areas.ts'
 import { EARTH_RADIUS_KM } from '../sites/spatial.ts'
-import { searchCategories } from './sites.ts'
+import { SEARCH_ERRORS, searchCategories } from './sites.ts'
 
-export const AREA_ERRORS: ErrorCode[] = [
-  'rest_missing_callback_param', 'rest_invalid_param',
-  'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
-  'svc_partner_api_category_not_permitted', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited',
-  'svc_partner_api_unavailable'
-]
+export const AREA_ERRORS: ErrorCode[] = [...SEARCH_ERRORS, 'svc_partner_api_feature_disabled']
 
 const nm = (radians: number) => nmFromKm(radians * EARTH_RADIUS_KM)
 
@@ -29,8 +24,7 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sites/along-route', {
     config: { endpoint: 'along-route', cache: true },
     schema: {
-      operationId: 'sitesAlongRoute',
-      tags: ['sites'],
+      operationId: 'sitesAlongRoute', tags: ['sites'],
       summary: 'Sites within a corridor along a flight route, in the order they are passed',
       querystring: AlongRouteQuery,
       response: {
@@ -60,8 +54,7 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sites/by-bbox', {
     config: { endpoint: 'by-bbox', cache: true },
     schema: {
-      operationId: 'sitesByBbox',
-      tags: ['sites'],
+      operationId: 'sitesByBbox', tags: ['sites'],
       summary: 'Sites in a map\'s box, map-minimal, in id order, paginated',
       querystring: ByBboxQuery,
       response: {

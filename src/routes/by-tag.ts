@@ -19,9 +19,7 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sites/by-tag', {
     config: { endpoint: 'by-tag', cache: true },
     schema: {
-      operationId: 'sitesByTag',
-      tags: ['sites'],
-      summary: 'Sites of one tag, map-minimal, in id order, paginated',
+      operationId: 'sitesByTag', tags: ['sites'], summary: 'Sites of one tag, map-minimal, in id order, paginated',
       querystring: ByTagQuery,
       response: {
         200: okResponse('One page of the tag\'s sites, map-minimal, in id order; ' +

@@ -11,9 +11,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/categories', {
     config: { endpoint: 'categories', cache: true, counted: false },
     schema: {
-      operationId: 'categories',
-      tags: ['discovery'],
-      summary: 'The categories this partner may use, with their names',
+      operationId: 'categories', tags: ['discovery'], summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
       response: {
         200: okResponse('The categories', CategoryList, EXAMPLES.categories),
@@ -28,8 +26,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/tags', {
     config: { endpoint: 'tags', cache: true, counted: false },
     schema: {
-      operationId: 'tags',
-      tags: ['discovery'],
+      operationId: 'tags', tags: ['discovery'],
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
       response: {

@@ -19,8 +19,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sites/:id', {
     config: { endpoint: 'site', cache: true },
     schema: {
-      operationId: 'siteById',
-      tags: ['sites'],
+      operationId: 'siteById', tags: ['sites'],
       summary: 'One site by id, or null when it is unknown or outside the allow-list',
       params: SiteParams,
       querystring: DemoQuery,

@@ -50,9 +50,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sites', {
     config: { endpoint: 'sites', cache: true },
     schema: {
-      operationId: 'searchSites',
-      tags: ['sites'],
-      summary: 'Sites near a point, nearest first',
+      operationId: 'searchSites', tags: ['sites'], summary: 'Sites near a point, nearest first',
       querystring: SitesQuery,
       response: {
         200: okResponse('Full records, nearest first (at most max_results); ' +
@@ -71,9 +69,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sites/nearest', {
     config: { endpoint: 'nearest', cache: true },
     schema: {
-      operationId: 'nearestSite',
-      tags: ['sites'],
-      summary: 'The nearest site within the radius, or null',
+      operationId: 'nearestSite', tags: ['sites'], summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
       response: {
         200: okResponse('The nearest record with its distance, or null',

@@ -15,8 +15,7 @@ const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/usage', {
     config: { endpoint: 'usage', counted: false, compressed: true },
     schema: {
-      operationId: 'usage',
-      tags: ['usage'],
+      operationId: 'usage', tags: ['usage'],
       summary: 'Usage report: the three windows, and telemetry with expand=telemetry',
       querystring: UsageQuery,
       // Fastify serialises this answer by the schema; the examples are for the document

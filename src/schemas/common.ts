@@ -1,5 +1,5 @@
-// Small shared schema pieces. Query values arrive as text; src/http/query.ts parses them by these
-// schemas, so the schema is both the documentation and the validation of every parameter.
+// Shared schema pieces: src/http/query.ts parses each query parameter by its schema, so the schema both
+// documents and validates it.
 import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox'
 
 export const SITE_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$'
@@ -12,9 +12,8 @@ export const SLUG_RULE = '1 to 64 lowercase letters, digits and inner hyphens'
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
 const MAX_NAME_LENGTH = 200
-/** isName's rule in the operator's words */
 export const NAME_RULE = `1 to ${MAX_NAME_LENGTH} characters without control characters`
-/** A site's or a partner's name, as imports and the CLI accept it: not blank, no control characters. */
+/** A site's or a partner's name, as imports and the CLI accept it (NAME_RULE), not blank. */
 export const isName = (name: unknown): name is string =>
   typeof name === 'string' && name.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTER.test(name) && name.trim() !== ''
 
@@ -26,8 +25,7 @@ export const SiteId = Type.String({
 })
 /** `x-format` says what a valid value looks like, in the error of a malformed one. */
 export const Tag = Type.String({
-  pattern: TAG_PATTERN,
-  maxLength: 64,
+  pattern: TAG_PATTERN, maxLength: 64,
   'x-format': '~ then lowercase letters, digits and hyphens, at most 64 characters in all (e.g. ~helipad); ' +
     'GET /v1/tags lists them',
   description: 'Canonical tag: ~ then lowercase letters, digits and hyphens (at most 64 characters), e.g. ~helipad; ' +
@@ -46,10 +44,9 @@ export const RadiusKm = Type.Number({
   default: 25,
   description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap'
 })
-/** The largest category id, shared by datasets, the API's parameter and allow-lists (0 and 1 are never served). */
+/** The largest category id, in datasets and allow-lists (0 and 1 are never served). */
 export const CATEGORY_MAX = 2_147_483_647
-// Any integer is well formed (docs/errors.md): one that names no category the partner is served,
-// 0 or 2147483648 as much as 5, is refused as category_not_permitted, not as malformed.
+/** Any integer is well formed: one the partner is not served (0 and 2147483648 too) is category_not_permitted. */
 export const CategoryId = Type.Integer({
   description: 'Only sites of this category; it must be in the partner allow-list'
 })

@@ -25,6 +25,13 @@ export function geoOf (value: unknown) {
   return { type: 'FeatureCollection', ...paging, features: sites.map(feature) }
 }
 
+const NOW = '2026-11-23T10:15:02.118Z'
+/** A window of the usage example at NOW: what is left and when it resets follow from the rest. */
+const usageWindow = (limit: number, used: number, seconds: number, resetsIn: number, rows: number) => ({
+  limit, used, remaining: limit - used, window_seconds: seconds, resets_in_seconds: resetsIn,
+  resets_at: new Date(Date.parse(NOW) + resetsIn * 1000).toISOString(), rows
+})
+
 const one = (summary: string, value: unknown): Record<string, Example> => ({ answer: { summary, value } })
 
 export const EXAMPLES = {
@@ -55,24 +62,15 @@ export const EXAMPLES = {
     none: { summary: 'Unknown, or outside the allow-list', value: null }
   },
   usage: one('The three windows', {
-    timestamp: '2026-11-23T10:15:02.118Z',
+    timestamp: NOW,
     partner: {
       id: 'ptn_3f2a9c0d71be', slug: 'acme-air', name: 'Acme Air Ambulance', environment: 'sandbox', is_sandbox: true
     },
     client: { ip: '203.0.113.7' },
     windows: {
-      minute: {
-        limit: 90, used: 12, remaining: 78, window_seconds: 60,
-        resets_in_seconds: 41, resets_at: '2026-11-23T10:15:43.118Z', rows: 640
-      },
-      hour: {
-        limit: 1200, used: 310, remaining: 890, window_seconds: 3600,
-        resets_in_seconds: 2980, resets_at: '2026-11-23T11:04:42.118Z', rows: 15020
-      },
-      day: {
-        limit: 12000, used: 2411, remaining: 9589, window_seconds: 86400,
-        resets_in_seconds: 50123, resets_at: '2026-11-24T00:10:25.118Z', rows: 118300
-      }
+      minute: usageWindow(90, 12, 60, 41, 640),
+      hour: usageWindow(1200, 310, 3600, 2980, 15020),
+      day: usageWindow(12000, 2411, 86400, 50123, 118300)
     }
   }),
   categories: one('A partner of hotels and aerodromes', {
