@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { GEOJSON_TYPE, nmFromKm } from '../answers/records.ts'
-import { documentedErrors, okResponse } from '../schemas/responses.ts'
+import { responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { AlongRouteQuery, ByBboxQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { BboxFeatureCollection, RouteFeatureCollection } from '../schemas/geojson.ts'
@@ -27,12 +27,12 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'sitesAlongRoute', tags: ['sites'],
       summary: 'Sites within a corridor along a flight route, in the order they are passed',
       querystring: AlongRouteQuery,
-      response: {
-        200: okResponse('Full records with along_nm and offset_nm, by along_nm, then offset_nm, then id ' +
-          '(at most max_results: the first along the route); a GeoJSON FeatureCollection with format=geojson',
-        Type.Array(RouteRecord), EXAMPLES.alongRoute, RouteFeatureCollection),
-        ...documentedErrors(AREA_ERRORS)
-      }
+      response: responses(
+        AREA_ERRORS,
+        'Full records with along_nm and offset_nm, by along_nm, then offset_nm, then id ' +
+          '(at most max_results: the first along the route)',
+        Type.Array(RouteRecord), EXAMPLES.alongRoute, RouteFeatureCollection
+      )
     }
   }, (request, reply) => {
     const { partner, query } = request
@@ -57,11 +57,8 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'sitesByBbox', tags: ['sites'],
       summary: 'Sites in a map\'s box, map-minimal, in id order, paginated',
       querystring: ByBboxQuery,
-      response: {
-        200: okResponse('One page of the sites in the box, map-minimal, in id order; ' +
-          'a GeoJSON FeatureCollection with format=geojson', BboxPage, EXAMPLES.byBbox, BboxFeatureCollection),
-        ...documentedErrors(AREA_ERRORS)
-      }
+      response: responses(AREA_ERRORS, 'One page of the sites in the box, map-minimal, in id order',
+        BboxPage, EXAMPLES.byBbox, BboxFeatureCollection)
     }
   }, (request, reply) => {
     const { partner, query } = request

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { GEOJSON_TYPE } from '../answers/records.ts'
 import { TagFeatureCollection } from '../schemas/geojson.ts'
-import { documentedErrors, okResponse } from '../schemas/responses.ts'
+import { responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { TagPage } from '../schemas/records.ts'
@@ -21,11 +21,8 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'sitesByTag', tags: ['sites'], summary: 'Sites of one tag, map-minimal, in id order, paginated',
       querystring: ByTagQuery,
-      response: {
-        200: okResponse('One page of the tag\'s sites, map-minimal, in id order; ' +
-          'a GeoJSON FeatureCollection with format=geojson', TagPage, EXAMPLES.byTag, TagFeatureCollection),
-        ...documentedErrors(BY_TAG_ERRORS)
-      }
+      response: responses(BY_TAG_ERRORS, 'One page of the tag\'s sites, map-minimal, in id order',
+        TagPage, EXAMPLES.byTag, TagFeatureCollection)
     }
   }, (request, reply) => {
     const { tag, page } = request.query

@@ -1,7 +1,7 @@
 // GET /categories and GET /tags: what a partner may ask for. Never counted (like /usage); cached
 // with ETags like the searches, since tags follow the dataset.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { documentedErrors, okResponse } from '../schemas/responses.ts'
+import { responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery } from '../schemas/queries.ts'
 import { CategoryList, TagList } from '../schemas/discovery.ts'
@@ -13,10 +13,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'categories', tags: ['discovery'], summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
-      response: {
-        200: okResponse('The categories', CategoryList, EXAMPLES.categories),
-        ...documentedErrors(['rest_invalid_param'])
-      }
+      response: responses(['rest_invalid_param'], 'The categories', CategoryList, EXAMPLES.categories)
     }
   }, (request, reply) => {
     const categories = categoryList(request.dataset!, request.partner.allowedCategories)
@@ -29,10 +26,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'tags', tags: ['discovery'],
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
-      response: {
-        200: okResponse('The tags', TagList, EXAMPLES.tags),
-        ...documentedErrors(['rest_invalid_param'])
-      }
+      response: responses(['rest_invalid_param'], 'The tags', TagList, EXAMPLES.tags)
     }
   }, (request, reply) => {
     const tags = tagCounts(request.dataset!, request.partner.allowedCategories)

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ErrorCode } from '../errors.ts'
 import { NULL_JSON } from '../answers/records.ts'
-import { documentedErrors, okResponse } from '../schemas/responses.ts'
+import { responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
@@ -23,10 +23,7 @@ const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'One site by id, or null when it is unknown or outside the allow-list',
       params: SiteParams,
       querystring: DemoQuery,
-      response: {
-        200: okResponse('The full record, or null', Type.Union([SiteRecord, Type.Null()]), EXAMPLES.site),
-        ...documentedErrors(SITE_ERRORS)
-      }
+      response: responses(SITE_ERRORS, 'The full record, or null', Type.Union([SiteRecord, Type.Null()]), EXAMPLES.site)
     }
   }, (request, reply) => {
     const ds = request.dataset!

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorCode } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
 import { GEOJSON_TYPE, NULL_JSON } from '../answers/records.ts'
-import { documentedErrors, okResponse } from '../schemas/responses.ts'
+import { responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { NearbyQuery, SitesQuery } from '../schemas/queries.ts'
 import { SiteFeatureCollection } from '../schemas/geojson.ts'
@@ -52,12 +52,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'searchSites', tags: ['sites'], summary: 'Sites near a point, nearest first',
       querystring: SitesQuery,
-      response: {
-        200: okResponse('Full records, nearest first (at most max_results); ' +
-          'a GeoJSON FeatureCollection with format=geojson',
-        Type.Array(SiteRecord), EXAMPLES.sites, SiteFeatureCollection),
-        ...documentedErrors(SEARCH_ERRORS)
-      }
+      response: responses(SEARCH_ERRORS, 'Full records, nearest first (at most max_results)',
+        Type.Array(SiteRecord), EXAMPLES.sites, SiteFeatureCollection)
     }
   }, (request, reply) => {
     const { ds, found } = search(request, request.partner.maxResults)
@@ -71,11 +67,8 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'nearestSite', tags: ['sites'], summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
-      response: {
-        200: okResponse('The nearest record with its distance, or null',
-          Type.Union([NearestRecord, Type.Null()]), EXAMPLES.nearest),
-        ...documentedErrors(SEARCH_ERRORS)
-      }
+      response: responses(SEARCH_ERRORS, 'The nearest record with its distance, or null',
+        Type.Union([NearestRecord, Type.Null()]), EXAMPLES.nearest)
     }
   }, (request, reply) => {
     const { ds, found: { hits } } = search(request, 1)

@@ -9,31 +9,22 @@ const Point = Type.Object({
     { minItems: 2, maxItems: 2, description: '[longitude, latitude], obscured as in the record' })
 }, { additionalProperties: false })
 
-const feature = <T extends TSchema>(properties: T, description: string) => Type.Object({
-  type: Type.Literal('Feature'),
-  id: Type.String({ description: 'Site ID' }),
-  geometry: Point,
-  properties
-}, { additionalProperties: false, description })
-
-const SiteFeature = feature(SiteRecord, 'A site as a GeoJSON Point feature; its properties are the full record')
-const MapMinimalFeature = feature(MapMinimalRecord,
-  'A site as a GeoJSON Point feature; its properties are the map-minimal record')
+const feature = <T extends TSchema>(properties: T, record: string) => Type.Object({
+  type: Type.Literal('Feature'), id: Type.String({ description: 'Site ID' }), geometry: Point, properties
+}, { additionalProperties: false, description: `A site as a GeoJSON Point feature; its properties are the ${record}` })
 
 /** A FeatureCollection; a page's paging fields are foreign members beside `type`. */
 const collection = <F extends TSchema, P extends TProperties = {}>(features: F, description: string, paging?: P) =>
-  Type.Object({
-    type: Type.Literal('FeatureCollection'),
-    ...paging,
-    features: Type.Array(features)
-  }, { additionalProperties: false, description })
+  Type.Object({ type: Type.Literal('FeatureCollection'), ...paging, features: Type.Array(features) },
+    { additionalProperties: false, description })
 
 const SAME_SITES = 'format=geojson: the same sites, in the same order, as a FeatureCollection'
 const SAME_PAGE = 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
+const MapMinimalFeature = feature(MapMinimalRecord, 'map-minimal record')
 
-export const SiteFeatureCollection = collection(SiteFeature, SAME_SITES)
-export const RouteFeatureCollection = collection(feature(RouteRecord,
-  'A site as a GeoJSON Point feature; its properties are the full record with along_nm and offset_nm'), SAME_SITES)
+export const SiteFeatureCollection = collection(feature(SiteRecord, 'full record'), SAME_SITES)
+export const RouteFeatureCollection =
+  collection(feature(RouteRecord, 'full record with along_nm and offset_nm'), SAME_SITES)
 export const BboxFeatureCollection = collection(MapMinimalFeature, SAME_PAGE, bboxPaging)
 export const TagFeatureCollection = collection(MapMinimalFeature, SAME_PAGE, tagPaging)
 

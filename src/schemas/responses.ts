@@ -9,15 +9,21 @@ import { geoOf } from './examples.ts'
 
 export interface Example { summary: string, value: unknown }
 
+const GEO = 'a GeoJSON FeatureCollection with format=geojson'
+
 /**
- * A success with its examples; with `geo`, also its format=geojson form (application/geo+json), whose example
- * is made from the JSON one. Fastify reads the schema of each media type.
+ * A partner operation's documented answers: its success with its examples and its errors (documentedErrors);
+ * with `geo`, the success has a format=geojson form too, whose example is made from the JSON one.
+ * Fastify reads the schema of each media type.
  */
-export function okResponse (description: string, schema: TSchema, examples: Record<string, Example>, geo?: TSchema) {
+export function responses (
+  codes: ErrorCode[], description: string, schema: TSchema, examples: Record<string, Example>, geo?: TSchema
+) {
   const json = { 'application/json': { schema, examples } }
-  if (!geo) return { description, content: json }
+  if (!geo) return { 200: { description, content: json }, ...documentedErrors(codes) }
   const answer = { summary: 'The same, format=geojson', value: geoOf(examples.answer.value) }
-  return { description, content: { ...json, 'application/geo+json': { schema: geo, examples: { answer } } } }
+  const content = { ...json, 'application/geo+json': { schema: geo, examples: { answer } } }
+  return { 200: { description: `${description}; ${GEO}`, content }, ...documentedErrors(codes) }
 }
 
 const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiError>[1]>> = {
