@@ -73,8 +73,7 @@ async function openapi (app: FastifyInstance, options: { supportContact?: string
         securitySchemes: {
           api_key: { type: 'apiKey', in: 'query', name: 'api_key', description: 'The partner token' },
           bearer: {
-            type: 'http',
-            scheme: 'bearer',
+            type: 'http', scheme: 'bearer',
             description: 'The partner token, sent as the header Authorization: Bearer followed by the token'
           }
         }
@@ -93,10 +92,8 @@ async function openapi (app: FastifyInstance, options: { supportContact?: string
       type Paths = Record<string, Record<string, { responses: Record<string, OpenApiResponse> }>>
       const { openapiObject } = document as { openapiObject: { paths: Paths } }
       const paths = openapiObject.paths
-      for (const route of declared) {
-        const operation = route.hidden
-          ? undefined
-          : paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()]
+      for (const route of declared.filter((r) => !r.hidden)) {
+        const operation = paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()]
         if (operation) operation.responses = withHeaders(operation.responses, { ...route, cacheControl })
       }
       return openapiObject

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 
 export const CategoryList = Type.Object({
   categories: Type.Array(Type.Object({
@@ -6,7 +6,6 @@ export const CategoryList = Type.Object({
     name: Type.String()
   }), { description: 'The categories this partner may search, ascending' })
 }, { description: 'The categories this partner may use' })
-export type CategoryList = Static<typeof CategoryList>
 
 export const TagList = Type.Object({
   tags: Type.Array(Type.Object({
@@ -14,4 +13,3 @@ export const TagList = Type.Object({
     sites: Type.Integer({ description: 'Sites with this tag that this partner may see' })
   }), { description: 'Tags with at least one such site, by tag' })
 }, { description: 'The tags of the dataset this partner is served from' })
-export type TagList = Static<typeof TagList>

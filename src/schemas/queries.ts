@@ -40,7 +40,6 @@ export const AlongRouteQuery = Type.Object({
   ...filters,
   format: Format
 })
-export type AlongRouteQuery = Static<typeof AlongRouteQuery>
 
 export const ByBboxQuery = Type.Object({
   bbox: Type.Unsafe<BoundingBox>({
@@ -54,16 +53,12 @@ export const ByBboxQuery = Type.Object({
   ...filters,
   format: Format
 })
-export type ByBboxQuery = Static<typeof ByBboxQuery>
 
 export const ByTagQuery = Type.Object({ tag: Tag, page, per_page: perPage, demo: DemoFlag, format: Format })
-export type ByTagQuery = Static<typeof ByTagQuery>
 
 export const SiteParams = Type.Object({ id: SiteId })
-export type SiteParams = Static<typeof SiteParams>
 
 export const DemoQuery = Type.Object({ demo: DemoFlag })
-export type DemoQuery = Static<typeof DemoQuery>
 
 export const UsageQuery = Type.Object({
   expand: Type.Optional(Type.Unsafe<'telemetry'>({
@@ -71,4 +66,3 @@ export const UsageQuery = Type.Object({
   })),
   demo: DemoFlag
 })
-export type UsageQuery = Static<typeof UsageQuery>

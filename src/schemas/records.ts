@@ -35,7 +35,6 @@ export const NearestRecord = record(
 export type NearestRecord = Static<typeof NearestRecord>
 
 export const RouteRecord = record([...FULL, 'along_nm', 'offset_nm'], 'Full site record with its place along the route')
-export type RouteRecord = Static<typeof RouteRecord>
 
 export const MapMinimalRecord = record(['id', 'category', 'latitude', 'longitude', 'helipaddy_link'],
   'Map-minimal site record')
@@ -43,16 +42,13 @@ export type MapMinimalRecord = Static<typeof MapMinimalRecord>
 
 /** The paging fields of a page of sites, after what the page is of (a tag, a box), in JSON and GeoJSON. */
 const paging = (totalIs: string) => ({
-  page: Type.Integer(),
-  per_page: Type.Integer(),
-  total: Type.Integer({ description: totalIs }),
-  total_pages: Type.Integer()
+  page: Type.Integer(), per_page: Type.Integer(),
+  total: Type.Integer({ description: totalIs }), total_pages: Type.Integer()
 })
 
 export const tagPaging = { tag: Type.String(), ...paging('Sites of the tag the partner may see') }
 
 export const TagPage = Type.Object({ ...tagPaging, sites: Type.Array(MapMinimalRecord) })
-export type TagPage = Static<typeof TagPage>
 
 export const bboxPaging = {
   bbox: Type.Array(Type.Number(), { minItems: 4, maxItems: 4, description: 'west, south, east, north, as asked' }),
@@ -60,4 +56,3 @@ export const bboxPaging = {
 }
 
 export const BboxPage = Type.Object({ ...bboxPaging, sites: Type.Array(MapMinimalRecord) })
-export type BboxPage = Static<typeof BboxPage>
