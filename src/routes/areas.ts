@@ -37,13 +37,10 @@ const areaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, (request, reply) => {
     const { partner, query } = request
     const ds = request.dataset!
-    const found = findAlongRoute(ds, query.path, {
-      radiusKm: Math.min(query.radius, partner.radiusCapKm),
-      limit: partner.maxResults,
-      categories: searchCategories(partner, query.category_id),
-      tag: query.tag
+    const { positions, along, offset } = findAlongRoute(ds, query.path, {
+      radiusKm: Math.min(query.radius, partner.radiusCapKm), limit: partner.maxResults,
+      categories: searchCategories(partner, query.category_id), tag: query.tag
     }, scratch)
-    const { positions, along, offset } = found
     request.rows = positions.length
     const fields: string[] = []
     for (let i = 0; i < positions.length; i++) fields.push(`,"along_nm":${nm(along[i])},"offset_nm":${nm(offset[i])}`)

@@ -9,10 +9,8 @@ import { ByTagQuery, MAX_PER_PAGE } from '../schemas/queries.ts'
 import { TagPage } from '../schemas/records.ts'
 import { tagPage } from '../sites/dataset.ts'
 
-export const BY_TAG_ERRORS: ErrorCode[] = [
-  'rest_missing_callback_param', 'rest_invalid_param',
-  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable'
-]
+export const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param',
+  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
 
 const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app

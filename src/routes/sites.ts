@@ -29,20 +29,13 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
   const nearby = new NearbySearch()
 
-  const search = (
-    request: { partner: PartnerProfile, query: NearbyQuery | SitesQuery, dataset?: Dataset },
-    limit: number
-  ) => {
+  const search = (request: { partner: PartnerProfile, query: NearbyQuery, dataset?: Dataset }, limit: number) => {
     const { partner, query } = request
     const categories = searchCategories(partner, query.category_id)
     const ds = request.dataset!
     const found = findNearby(ds, {
-      lng: query.lng,
-      lat: query.lat,
-      radiusKm: Math.min(query.radius, partner.radiusCapKm),
-      limit,
-      categories,
-      tag: query.tag
+      lng: query.lng, lat: query.lat, radiusKm: Math.min(query.radius, partner.radiusCapKm),
+      limit, categories, tag: query.tag
     }, nearby)
     return { ds, found }
   }

@@ -2,16 +2,12 @@
 // dataset; test/routes/openapi.test.ts checks each against its schema).
 import type { Example } from './responses.ts'
 
-const LINK = 'https://helipaddy.com/pad/'
-
-const hotel = {
-  id: 'sbx-0004217', category: '4', name: 'Riverside Hotel Helipad', region: 'EUR', country: 'GB',
-  latitude: 51.508, longitude: -0.126, helipaddy_link: `${LINK}sbx-0004217`
-}
-const aerodrome = {
-  id: 'sbx-0011830', category: '7', name: 'Battersea Heliport', region: 'EUR', country: 'GB',
-  latitude: 51.47, longitude: -0.179, helipaddy_link: `${LINK}sbx-0011830`
-}
+const site = (id: string, category: string, name: string, latitude: number, longitude: number) => ({
+  id, category, name, region: 'EUR', country: 'GB', latitude, longitude,
+  helipaddy_link: `https://helipaddy.com/pad/${id}`
+})
+const hotel = site('sbx-0004217', '4', 'Riverside Hotel Helipad', 51.508, -0.126)
+const aerodrome = site('sbx-0011830', '7', 'Battersea Heliport', 51.47, -0.179)
 const feature = (record: { id: string, latitude: number, longitude: number }) => ({
   type: 'Feature', id: record.id, geometry: { type: 'Point', coordinates: [record.longitude, record.latitude] },
   properties: record

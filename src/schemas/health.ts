@@ -36,9 +36,8 @@ const SharedState = Type.Union([
       description: 'why this instance limits alone: Redis\'s error (its refusal of writes, say), a timeout, ' +
         'or the wait for the other instances after Redis lost its data'
     }),
-    instances: Type.Integer({
-      description: 'instances sharing the state, as last seen; alone, each limit is divided by this'
-    }),
+    instances: Type.Integer(
+      { description: 'instances sharing the state, as last seen; alone, each limit is divided by this' }),
     unavailable_answers: Type.Integer({
       description: 'requests answered 503 svc_partner_api_unavailable since degraded_since: this instance could ' +
         'neither read nor know a limited window of their partner'
@@ -52,10 +51,6 @@ export const Readiness = Type.Object({
       'not_ready (503): control.db failing'
   }),
   datasets: DatasetsState,
-  control_db: Type.Object({
-    readable: Type.Boolean(),
-    writable: Type.Boolean(),
-    failures: Type.Array(ControlFailure)
-  }),
+  control_db: Type.Object({ readable: Type.Boolean(), writable: Type.Boolean(), failures: Type.Array(ControlFailure) }),
   shared_state: SharedState
 })

@@ -12,7 +12,6 @@ export const NearbyQuery = Type.Object(nearby)
 export type NearbyQuery = Static<typeof NearbyQuery>
 
 export const SitesQuery = Type.Object({ ...nearby, format: Format })
-export type SitesQuery = Static<typeof SitesQuery>
 
 export const MAX_PER_PAGE = 500
 

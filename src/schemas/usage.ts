@@ -22,24 +22,16 @@ const Telemetry = Type.Object({
   events: Type.Integer({ description: 'Events in the feed now' }),
   windows: Type.Object({ minute: TelemetryWindow, hour: TelemetryWindow, day: TelemetryWindow }),
   recent_events: Type.Array(Type.Object({
-    timestamp: Type.String(),
-    endpoint: Type.String(),
-    status: Type.Integer(),
-    rows: Type.Integer(),
-    duration_ms: Type.Number(),
-    dataset: Nullable(Type.String()),
-    cache: Type.String()
+    timestamp: Type.String(), endpoint: Type.String(), status: Type.Integer(), rows: Type.Integer(),
+    duration_ms: Type.Number(), dataset: Nullable(Type.String()), cache: Type.String()
   }), { description: 'Newest first, at most 10' })
 })
 
 export const UsageReport = Type.Object({
   timestamp: Type.String({ description: 'ISO 8601 UTC time of the report' }),
   partner: Type.Object({
-    id: Type.String(),
-    slug: Type.String(),
-    name: Type.String(),
-    environment: Type.String({ description: 'The dataset that serves the partner' }),
-    is_sandbox: Type.Boolean()
+    id: Type.String(), slug: Type.String(), name: Type.String(),
+    environment: Type.String({ description: 'The dataset that serves the partner' }), is_sandbox: Type.Boolean()
   }),
   client: Type.Object({ ip: Type.String() }),
   windows: Type.Object({ minute: UsageWindow, hour: UsageWindow, day: UsageWindow }),
