@@ -29,8 +29,7 @@ const byTagRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const sites = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
     const { total } = sites
     request.rows = sites.places.length
-    // The same bytes as JSON.stringify of {tag, page, per_page, total, total_pages, sites}.
-    // (the tag is ASCII by its pattern, so the head is too)
+    // JSON.stringify's bytes of {tag, page, per_page, total, total_pages, sites} (the tag is ASCII by its pattern)
     const paging = `"tag":${JSON.stringify(tag)},"page":${page},"per_page":${perPage},"total":${total},` +
       `"total_pages":${Math.ceil(total / perPage)}`
     if (request.query.format === 'geojson') {

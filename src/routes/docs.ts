@@ -5,8 +5,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 
 async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string }) {
-  // Compressed when asked, in this context only (the page's script and the document are large): partner
-  // answers have their own encoding, made once per cached answer.
+  // in this context only (the page's script and the document are large): partner answers encode their own
   await app.register(compress)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -18,8 +17,7 @@ async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string })
   let document: string | undefined
   app.get(`${options.apiPrefix}/openapi.json`, { schema: { hide: true } }, (_request, reply) => {
     document ??= JSON.stringify(app.swagger())
-    // Vary on the plain form too (in @fastify/compress's spelling, which it then leaves): a shared
-    // cache keeps the forms apart
+    // Vary on the plain form too (in @fastify/compress's spelling, which it leaves): shared caches keep forms apart
     reply.header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding')
       .type('application/json; charset=utf-8').send(document)
   })

@@ -9,10 +9,8 @@ import { DemoQuery, SiteParams } from '../schemas/queries.ts'
 import { SiteRecord } from '../schemas/records.ts'
 import { positionOf } from '../sites/dataset.ts'
 
-export const SITE_ERRORS: ErrorCode[] = [
-  'rest_invalid_param', 'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited',
-  'svc_partner_api_unavailable'
-]
+export const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled',
+  'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
 
 const siteByIdRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app

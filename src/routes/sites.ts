@@ -12,11 +12,9 @@ import { NearestRecord, SiteRecord } from '../schemas/records.ts'
 import { findNearby, type Dataset } from '../sites/dataset.ts'
 import { NearbySearch } from '../sites/spatial.ts'
 
-export const SEARCH_ERRORS: ErrorCode[] = [
-  'rest_missing_callback_param', 'rest_invalid_param',
+export const SEARCH_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param',
   'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
-  'svc_partner_api_category_not_permitted', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable'
-]
+  'svc_partner_api_category_not_permitted', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
 
 /** The categories to search: the allow-list, or the one asked for if it is in the allow-list. */
 export function searchCategories (partner: PartnerProfile, categoryId: number | undefined): readonly number[] {

@@ -39,18 +39,11 @@ export const Latitude = Type.Number({
 export const Longitude = Type.Number({
   minimum: -180, maximum: 180, 'x-coordinate': 'lng', description: 'Longitude in decimal degrees, -180 to 180'
 })
-export const RadiusKm = Type.Number({
-  exclusiveMinimum: 0,
-  default: 25,
-  description: 'Search radius in km; default 25; above the partner cap (75 by default) it is clamped to the cap'
-})
 /** The largest category id, in datasets and allow-lists (0 and 1 are never served). */
 export const CATEGORY_MAX = 2_147_483_647
 /** Any integer is well formed: one the partner is not served (0 and 2147483648 too) is category_not_permitted. */
-export const CategoryId = Type.Integer({
-  description: 'Only sites of this category; it must be in the partner allow-list'
-})
+export const CategoryId =
+  Type.Integer({ description: 'Only sites of this category; it must be in the partner allow-list' })
 export const DemoFlag = Type.Boolean({
-  default: false,
-  description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0'
+  default: false, description: 'true (or 1) serves sandbox data even to a production partner; accepts true, false, 1, 0'
 })

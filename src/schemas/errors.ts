@@ -23,7 +23,5 @@ export const ErrorBody = Type.Object({
 }, { description: 'WordPress REST style error' })
 
 /** What any partner request can be answered with, whatever the route. */
-export const PARTNER_ERRORS: ErrorCode[] = [
-  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
-  'svc_partner_api_query_failed', 'svc_partner_api_prepare_failed'
-]
+export const PARTNER_ERRORS: ErrorCode[] = ['svc_partner_api_missing_key', 'svc_partner_api_invalid_key',
+  'svc_partner_api_inactive_partner', 'svc_partner_api_query_failed', 'svc_partner_api_prepare_failed']

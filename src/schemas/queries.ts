@@ -1,12 +1,18 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { CategoryId, DemoFlag, Latitude, Longitude, RadiusKm, SiteId, Tag } from './common.ts'
+import { CategoryId, DemoFlag, Latitude, Longitude, SiteId, Tag } from './common.ts'
 import { Format } from './geojson.ts'
 import type { BoundingBox } from '../sites/areas.ts'
 import type { Route } from '../sites/route.ts'
 
+/** A radius in km, clamped to the partner's cap. */
+const radius = (what: string, km: number) => Type.Number({
+  exclusiveMinimum: 0, default: km,
+  description: `${what} in km; default ${km}; above the partner cap (75 by default) it is clamped to the cap`
+})
+
 /** What narrows a search's sites, as on every search. */
 const filters = { category_id: Type.Optional(CategoryId), tag: Type.Optional(Tag), demo: DemoFlag }
-const nearby = { lat: Latitude, lng: Longitude, radius: RadiusKm, ...filters }
+const nearby = { lat: Latitude, lng: Longitude, radius: radius('Search radius', 25), ...filters }
 
 export const NearbyQuery = Type.Object(nearby)
 export type NearbyQuery = Static<typeof NearbyQuery>
@@ -25,32 +31,22 @@ const perPage = Type.Integer({
 /** `x-parse` names the reader of a value made of several coordinates (src/http/area-params.ts). */
 export const AlongRouteQuery = Type.Object({
   path: Type.Unsafe<Route>({
-    type: 'string',
-    'x-parse': 'route',
+    type: 'string', 'x-parse': 'route',
     description: 'The route: 2 to 100 lat,lng points in decimal degrees separated by | (or %7C), ' +
       'flown along great circles, at most 1,000 nm in all; e.g. 51.47,-0.454|50.95,1.85|48.857,2.352'
   }),
-  radius: Type.Number({
-    exclusiveMinimum: 0,
-    default: 10,
-    description: 'Half-width of the corridor in km; default 10; above the partner cap (75 by default) it is clamped ' +
-      'to the cap'
-  }),
+  radius: radius('Half-width of the corridor', 10),
   ...filters,
   format: Format
 })
 
 export const ByBboxQuery = Type.Object({
   bbox: Type.Unsafe<BoundingBox>({
-    type: 'string',
-    'x-parse': 'bbox',
+    type: 'string', 'x-parse': 'bbox',
     description: 'The box: west,south,east,north in decimal degrees (RFC 7946 order), edges included; ' +
       'west greater than east crosses the antimeridian; e.g. -0.2,51.45,-0.05,51.55'
   }),
-  page,
-  per_page: perPage,
-  ...filters,
-  format: Format
+  page, per_page: perPage, ...filters, format: Format
 })
 
 export const ByTagQuery = Type.Object({ tag: Tag, page, per_page: perPage, demo: DemoFlag, format: Format })

@@ -1,6 +1,5 @@
-// What the OpenAPI document says of each partner operation's answers: a real example of every
-// success and every error code, and the response headers. Documentation only: the service sets the
-// headers in src/routes/partner-api.ts, by the same route flags (counted, cached) as are read here.
+// What the OpenAPI document says of each partner operation's answers: an example of every success and error
+// code, and the headers (set by src/routes/partner-api.ts from the same route flags: counted, cached).
 import type { TSchema } from '@sinclair/typebox'
 import { ApiError, ERRORS, type ErrorCode } from '../errors.ts'
 import { COMPRESS_MIN_BYTES } from '../http/encoding.ts'
@@ -55,14 +54,9 @@ export function documentedErrors (codes: ErrorCode[]): Record<number, unknown> {
   return responses
 }
 
-/**
- * No rate-limit headers: refused before the limiter counts the request (token, partner status, endpoint),
- * or because the limits could not be checked (no window to describe).
- */
-const NOT_COUNTED: readonly ErrorCode[] = [
-  'svc_partner_api_missing_key', 'svc_partner_api_invalid_key', 'svc_partner_api_inactive_partner',
-  'svc_partner_api_feature_disabled', 'svc_partner_api_unavailable'
-]
+/** No rate-limit headers: refused before the limiter counts (token, partner status, endpoint), or unable to. */
+const NOT_COUNTED: readonly ErrorCode[] = ['svc_partner_api_missing_key', 'svc_partner_api_invalid_key',
+  'svc_partner_api_inactive_partner', 'svc_partner_api_feature_disabled', 'svc_partner_api_unavailable']
 
 interface Header { description: string, required?: true, schema: { type: 'string' | 'integer' } }
 const header = (description: string, type: 'string' | 'integer' = 'string', required = true): Header =>
@@ -99,11 +93,9 @@ export interface OpenApiResponse {
 }
 
 /**
- * The response headers of an operation, added to its documented responses (OpenAPI form): X-Request-Id
- * on all; the rate-limit headers on answers that reached the limiter, Retry-After on 429 and on 503
- * unavailable; on cached operations ETag, Cache-Control and Vary on 200, and a 304 with them;
- * Cache-Control: no-store on every error and every other partner answer; Vary on the 200 of the
- * other operations whose answers are compressed.
+ * An operation's documented responses (OpenAPI form) with their headers: X-Request-Id on all; the rate-limit
+ * headers on answers that reached the limiter; Retry-After on 429 and 503; ETag, Cache-Control and Vary on a
+ * cached 200, and a 304 with them; on other partner answers Cache-Control: no-store (Vary on a compressed 200).
  */
 export function withHeaders (
   responses: Record<string, OpenApiResponse>,
@@ -133,9 +125,8 @@ export function withHeaders (
         if (route.compressed) headers.Vary = vary
       }
     } else {
-      const schema = response.content?.['application/json']?.schema as
-        { properties?: { code?: { enum?: ErrorCode[] } } } | undefined
-      const codes = schema?.properties?.code?.enum ?? []
+      const schema = response.content!['application/json'].schema as { properties: { code: { enum: ErrorCode[] } } }
+      const codes = schema.properties.code.enum
       const counted = codes.filter((code) => !NOT_COUNTED.includes(code))
       if (route.counted && counted.length > 0) {
         Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
