@@ -14,6 +14,8 @@ const feature = (record: { id: string, latitude: number, longitude: number }) =>
 })
 const minimal = ({ id, category, latitude, longitude, helipaddy_link: link }: typeof hotel) =>
   ({ id, category, latitude, longitude, helipaddy_link: link })
+const nearest = ({ id, category, name, latitude, longitude, helipaddy_link: link }: typeof hotel, distance: number) =>
+  ({ id, category, name, latitude, longitude, distance_nm: distance, helipaddy_link: link })
 
 /** An answer's format=geojson form: its records as features, a page's paging fields beside them. */
 export function geoOf (value: unknown) {
@@ -33,13 +35,7 @@ const one = (summary: string, value: unknown): Record<string, Example> => ({ ans
 export const EXAMPLES = {
   sites: one('Sites near Westminster, nearest first', [hotel, aerodrome]),
   nearest: {
-    found: {
-      summary: 'The nearest site',
-      value: {
-        id: hotel.id, category: hotel.category, name: hotel.name, latitude: hotel.latitude, longitude: hotel.longitude,
-        distance_nm: 0.108, helipaddy_link: hotel.helipaddy_link
-      }
-    },
+    found: { summary: 'The nearest site', value: nearest(hotel, 0.108) },
     none: { summary: 'Nothing within the radius', value: null }
   },
   byTag: one('Page 1 of the sites tagged ~helipad', {
