@@ -5,7 +5,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 
 async function docsRoutes (app: FastifyInstance, options: { apiPrefix: string }) {
-  // in this context only (the page's script and the document are large): partner answers encode their own
+  // compressed in this context only (the page's script and the document are large): partner answers encode their own
   await app.register(compress)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
