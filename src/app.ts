@@ -147,12 +147,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
-  const { cacheTtlSeconds: ttlSeconds, cacheMaxEntries: maxEntries, cacheMaxMb: maxMb, pilotAppUrl } = config
-  await app.register(cache, { ttlSeconds, maxEntries, maxMb, pilotAppUrl })
+  await app.register(cache, {
+    ttlSeconds: config.cacheTtlSeconds,
+    maxEntries: config.cacheMaxEntries,
+    maxMb: config.cacheMaxMb,
+    pilotAppUrl: config.pilotAppUrl
+  })
   await app.register(metrics, { log: destination, port: config.metricsPort })
   await app.register(reload, { pollMs: config.partnerRefreshMs })
-  const { clock } = options
-  await app.register(usage, { clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays })
+  await app.register(usage, {
+    clock: options.clock, saveMs: config.counterSaveMs, historyDays: config.usageHistoryDays
+  })
   await app.register(openapi, { supportContact: config.supportContact })
   // the operators' probes, outside the access log's context
   await app.register(healthRoutes)
