@@ -35,8 +35,8 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     log: options.log,
     fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.fragmentBytes(datasets.get(name)) })),
     fragmentMemory: records.memory,
-    // the usage plugin, registered after this one, decorates it when there is a shared state
-    sharedState: app.redis === undefined ? undefined : () => app.sharedState
+    // the usage plugin, registered after this one, decorates it
+    sharedState: () => app.sharedState
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
@@ -66,6 +66,4 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
   })
 }
 
-export default fp(metrics, {
-  name: 'metrics', dependencies: ['health', 'shared-state', 'records', 'datasets', 'partners', 'cache']
-})
+export default fp(metrics, { name: 'metrics', dependencies: ['health', 'records', 'datasets', 'partners', 'cache'] })

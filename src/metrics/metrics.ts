@@ -1,9 +1,10 @@
 // Prometheus metrics (prom-client), kept in a registry of this service's own: requests and latency
 // by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records' JSON
 // in memory, reloads, partner rows read, control.db state, log lines dropped, and Node's process
-// metrics (src/metrics/server.ts serves them on METRICS_PORT). Node's process metrics are made once per
+// metrics. A request adds to plain numbers; samples are made when Prometheus scrapes
+// (src/metrics/server.ts serves them on METRICS_PORT). Node's process metrics are made once per
 // process and shown by every app's registry (a test process builds many apps).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** What the gauges read at scrape time. */
 export interface MetricSources {
@@ -32,6 +33,30 @@ export interface Metrics {
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
+/** One route, method and status: counted per request in plain numbers, made into samples at scrape time. */
+interface Series { route: string, method: string, status: string, count: number, sum: number, buckets: Float64Array }
+type Merged = Omit<Series, 'method'>
+
+const DURATION = 'lsp_http_request_duration_seconds'
+
+type Labels = Record<string, string>
+type Sample = { labels: Labels, value: number, metricName?: string }
+
+/**
+ * A metric whose samples are made when Prometheus scrapes: what a request does is add to plain
+ * numbers (prom-client's own counters hash their labels on every increment).
+ */
+function scraped (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: () => Sample[]) {
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    async get () { return { name, help, type, aggregator: 'sum', values: samples() } },
+    reset () {}
+  }
+}
+
 let processMetrics: Registry | undefined
 
 /**
@@ -50,80 +75,75 @@ function processRegistry (): Registry {
 export function createMetrics (sources: MetricSources): Metrics {
   // a registry of the app's own that starts with the process's metric objects (shared, not copied)
   const registry = Registry.merge([processRegistry()])
-  const registers = [registry]
-  const requests = new Counter({
-    name: 'lsp_http_requests_total',
-    help: 'HTTP requests answered, by route pattern, method and status',
-    labelNames: ['route', 'method', 'status'],
-    registers
-  })
-  // the latency is by route and status only (GET is the only method that answers)
-  const duration = new Histogram({
-    name: 'lsp_http_request_duration_seconds',
-    help: 'Time from request to answer, by route pattern and status',
-    labelNames: ['route', 'status'],
-    buckets: BUCKETS,
-    registers
-  })
-  /** A count kept elsewhere (by the log, the records, ...), read when Prometheus scrapes. */
-  const countedElsewhere = (name: string, help: string, read: () => number) => new Counter({
-    name, help, registers, collect () { this.reset(); this.inc(read()) }
-  })
-  const lookups = sources.cache.lookups
-  new Counter({ // eslint-disable-line no-new
-    name: 'lsp_cache_lookups_total',
-    help: 'Answer cache lookups, by result (hit or miss)',
-    labelNames: ['result'],
-    registers,
-    collect () {
-      this.reset()
-      this.inc({ result: 'hit' }, lookups.hit)
-      this.inc({ result: 'miss' }, lookups.miss)
+  // route → method → status → series: found per request without building a key string
+  const byRoute = new Map<string, Map<string, Map<number, Series>>>()
+  const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))
+  const cacheLookups = sources.cache.lookups
+  const reloads = { ok: 0, refused: 0 }
+  const refusals = new Map<string, number>()
+  const register = (metric: ReturnType<typeof scraped>) =>
+    registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
+  register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter',
+    () => allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
+  register(scraped(DURATION, 'Time from request to answer, by route pattern and status', 'histogram', () => {
+    // the latency is by route and status only (GET is the only method that answers)
+    const merged = new Map<string, Merged>()
+    for (const s of allSeries()) {
+      const key = `${s.status} ${s.route}`
+      const into = merged.get(key) ??
+        { route: s.route, status: s.status, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+      into.count += s.count
+      into.sum += s.sum
+      for (let i = 0; i < BUCKETS.length; i++) into.buckets[i] += s.buckets[i]
+      merged.set(key, into)
     }
-  })
-  const refusals = new Counter({
-    name: 'lsp_rate_limit_refusals_total',
-    help: 'Requests refused with 429, by partner tier',
-    labelNames: ['tier'],
-    registers
-  })
-  countedElsewhere('lsp_shared_state_unavailable_total',
+    const samples: Sample[] = []
+    for (const s of merged.values()) {
+      const { route, status } = s
+      const metricName = `${DURATION}_bucket`
+      let cumulative = 0
+      for (let i = 0; i < BUCKETS.length; i++) {
+        cumulative += s.buckets[i]
+        samples.push({ metricName, labels: { le: String(BUCKETS[i]), route, status }, value: cumulative })
+      }
+      samples.push({ metricName, labels: { le: '+Inf', route, status }, value: s.count })
+      samples.push({ metricName: `${DURATION}_sum`, labels: { route, status }, value: s.sum })
+      samples.push({ metricName: `${DURATION}_count`, labels: { route, status }, value: s.count })
+    }
+    return samples
+  }))
+  register(scraped('lsp_cache_lookups_total', 'Answer cache lookups, by result (hit or miss)', 'counter', () =>
+    [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
+  register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
+    [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
+  register(scraped('lsp_shared_state_unavailable_total',
     'Requests answered 503 svc_partner_api_unavailable: the shared state (Redis) could not be read or written and ' +
-    'nothing was known of a limited window of the partner',
-    () => sources.sharedState?.()?.unavailableAnswers ?? 0)
-  if (sources.sharedState !== undefined) {
-    const sharedState = sources.sharedState
-    new Gauge({ // eslint-disable-line no-new
-      name: 'lsp_shared_state_connected',
-      help: '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
-        'absent without STATE_URL',
-      registers,
-      collect () { this.set(sharedState()?.degraded === false ? 1 : 0) }
-    })
-  }
-  countedElsewhere('lsp_log_lines_dropped_total',
-    'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader',
-    () => sources.log?.droppedLines ?? 0)
-  countedElsewhere('lsp_record_fragment_chunks_forgotten_total',
+    'nothing was known of a limited window of the partner', 'counter',
+    () => [{ labels: {}, value: sources.sharedState?.()?.unavailableAnswers ?? 0 }]))
+  register(scraped('lsp_shared_state_connected',
+    '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
+    'absent without STATE_URL', 'gauge', () => {
+      const shared = sources.sharedState?.()
+      return shared ? [{ labels: {}, value: shared.degraded ? 0 : 1 }] : []
+    }))
+  register(scraped('lsp_log_lines_dropped_total',
+    'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter',
+    () => [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
+  register(scraped('lsp_record_fragment_chunks_forgotten_total',
     'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; ' +
-    'their records are made again when asked for',
-    () => sources.fragmentMemory?.forgotten ?? 0)
-  countedElsewhere('lsp_partner_rows_read_total',
-    'Partner rows read from control.db or Redis: all at boot, then those of the partners changed',
-    () => sources.partners.rowsRead)
-  const reloads = new Counter({
-    name: 'lsp_dataset_reloads_total',
-    help: 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)',
-    labelNames: ['result'],
-    registers
-  })
-  reloads.inc({ result: 'ok' }, 0)
-  reloads.inc({ result: 'refused' }, 0)
+    'their records are made again when asked for', 'counter',
+    () => [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
+  register(scraped('lsp_partner_rows_read_total',
+    'Partner rows read from control.db or Redis: all at boot, then those of the partners changed', 'counter',
+    () => [{ labels: {}, value: sources.partners.rowsRead }]))
+  register(scraped('lsp_dataset_reloads_total',
+    'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter',
+    () => [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_sites',
     help: 'Sites served, by dataset',
     labelNames: ['dataset'],
-    registers,
+    registers: [registry],
     collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, d.site_count) }
   })
   new Gauge({ // eslint-disable-line no-new
@@ -131,21 +151,21 @@ export function createMetrics (sources: MetricSources): Metrics {
     help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records ' +
       'are made; all datasets together within FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
     labelNames: ['dataset'],
-    registers,
+    registers: [registry],
     collect () { for (const d of sources.fragmentBytes?.() ?? []) this.set({ dataset: d.dataset }, d.bytes) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_record_fragment_memory_bytes',
     help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, ' +
       'and those of a dataset dropped by a reload until they are freed',
-    registers,
+    registers: [registry],
     collect () { this.set(sources.fragmentMemory?.bytes ?? 0) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_dataset_built_timestamp_seconds',
     help: 'When the served dataset file was built (its meta built_at), by dataset',
     labelNames: ['dataset'],
-    registers,
+    registers: [registry],
     collect () {
       for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, Date.parse(d.built_at) / 1000)
     }
@@ -153,31 +173,47 @@ export function createMetrics (sources: MetricSources): Metrics {
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_partners',
     help: 'Partners known to this instance',
-    registers,
+    registers: [registry],
     collect () { this.set(sources.partners.size) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_control_db_writable',
     help: '1 while control.db takes writes, 0 while a job that writes to it fails (see /readyz)',
-    registers,
+    registers: [registry],
     collect () { this.set(sources.controlDb.writable ? 1 : 0) }
   })
   new Gauge({ // eslint-disable-line no-new
     name: 'lsp_answer_cache_entries',
     help: 'Answers held in the cache',
-    registers,
+    registers: [registry],
     collect () { this.set(sources.cache.size) }
   })
+
+  const seriesOf = (route: string, method: string, status: number): Series => {
+    let byMethod = byRoute.get(route)
+    if (!byMethod) byRoute.set(route, byMethod = new Map())
+    let byStatus = byMethod.get(method)
+    if (!byStatus) byMethod.set(method, byStatus = new Map())
+    let s = byStatus.get(status)
+    if (!s) {
+      s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+      byStatus.set(status, s)
+    }
+    return s
+  }
 
   return {
     registry,
     observe (route: string | undefined, method: string, status: number, seconds: number) {
       // unmatched URLs share one label, so random paths cannot grow the series
-      route ??= 'unmatched'
-      requests.inc({ route, method, status })
-      duration.observe({ route, status }, seconds)
+      const s = seriesOf(route ?? 'unmatched', method, status)
+      s.count++
+      s.sum += seconds
+      let i = 0
+      while (i < BUCKETS.length && seconds > BUCKETS[i]) i++
+      if (i < BUCKETS.length) s.buckets[i]++
     },
-    reloaded: (ok: boolean) => reloads.inc({ result: ok ? 'ok' : 'refused' }),
-    rateLimited: (tier: string) => refusals.inc({ tier })
+    reloaded: (ok: boolean) => { reloads[ok ? 'ok' : 'refused']++ },
+    rateLimited: (tier: string) => { refusals.set(tier, (refusals.get(tier) ?? 0) + 1) }
   }
 }
