@@ -1,6 +1,5 @@
-// A dataset in memory: the sites of one file in parallel arrays ordered by id (so a site's
-// position is its rank by id and ties "by id" are ties by position), one kdbush sub-index per
-// category and per large tag, and the sites of every tag in id order.
+// A dataset in memory: parallel arrays ordered by id (a site's position is its rank by id, so ties "by id" are ties
+// by position), a kdbush sub-index per category and per large tag, and each tag's sites in id order.
 import { createHash } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
@@ -29,9 +28,8 @@ export interface Dataset {
   path: string
   meta: DatasetMeta
   builtAt: string
-  /** contentDigest of what the dataset serves */
   digest: string
-  /** The dataset's name and its digest: part of cache keys and ETags. */
+  /** datasetVersion: part of cache keys and ETags */
   version: string
   count: number
   /** ascending (ids are ASCII: byte order is string order) */
@@ -42,40 +40,29 @@ export interface Dataset {
   categories: Int32Array
   lats: Float64Array
   lngs: Float64Array
-  /** every site, for allow-lists that cover most of the dataset */
   all: SubIndex | undefined
   byCategory: Map<number, SubIndex>
   /** Sites of each tag, ascending positions (= id order). */
   tagSites: Map<string, Uint32Array>
   tagIndexes: Map<string, SubIndex>
-  /** category filters read by tree slot, for the tree of all sites and the tags' trees */
   filters: SlotFilters
-  /** a tag's sites in some categories (tagSitesIn), made on first use: at most 4 times the dataset's sites in all */
+  /** tagSitesIn's lists, made on first use: at most 4 times the dataset's sites in all */
   tagViews: LRUCache<string, Uint32Array>
 }
 
 interface NearbyQuery extends SearchArea {
-  /** Allowed categories (already intersected with the partner allow-list). */
+  /** already intersected with the partner's allow-list */
   categories: readonly number[]
   tag?: string
 }
 
-/**
- * A dataset's version: its name, then the digest of what it serves. The name first: a sandbox and
- * a production file with the same content (one copied from the other) never share cached answers
- * or ETags.
- */
-export const datasetVersion = (name: DatasetName, digest: string) => `${name}|${digest}`
+/** The name too: a sandbox and a production file with the same content never share cached answers or ETags. */
+const datasetVersion = (name: DatasetName, digest: string) => `${name}|${digest}`
 
-/** What a dataset serves, as contentDigest reads it. */
 type ServedContent = Pick<Dataset, 'meta' | 'ids' | 'names' | 'regions' | 'countries' | 'categories' | 'lats' | 'lngs' |
   'tagSites'>
 
-/**
- * A digest of what a dataset serves: its meta, its sites' columns and its tags' sites. Not the
- * meta alone: a file edited in place with its meta left as it was must not keep its answers'
- * ETags. Made once per file (a snapshot keeps it).
- */
+/** A digest of what a dataset serves, not of its meta alone: a file edited in place keeping its meta gets new ETags. */
 export function contentDigest (ds: ServedContent): string {
   const hash = createHash('sha256')
   // each part preceded by its name and length, so that no two contents hash the same parts
@@ -105,7 +92,7 @@ export function contentDigest (ds: ServedContent): string {
 const siteIdPattern = new RegExp(SITE_ID_PATTERN)
 const tagPattern = new RegExp(TAG_PATTERN)
 
-/** Opens a dataset file read-only; a missing or unopenable file is a DatasetError that says so. */
+/** Opens a dataset file read-only; a missing or unopenable file is a DatasetError. */
 export function openDatasetFile (path: string): Database.Database {
   try {
     return new Database(path, { readonly: true, fileMustExist: true })
@@ -114,13 +101,11 @@ export function openDatasetFile (path: string): Database.Database {
   }
 }
 
-/** The result of PRAGMA quick_check, as a DatasetError when it is not "ok". */
 export function quickCheck (db: Database.Database, path: string) {
   const result = db.pragma('quick_check', { simple: true })
   if (result !== 'ok') throw new DatasetError(path, `quick_check failed: ${String(result)}`)
 }
 
-/** `fn` on a dataset file opened read-only (openDatasetFile), closed after. */
 export function withDatasetFile<T> (path: string, fn: (db: Database.Database) => T): T {
   const db = openDatasetFile(path)
   try {
@@ -140,16 +125,13 @@ export function loadDataset (path: string, name: DatasetName, options: { quickCh
   }
 }
 
-/**
- * A dataset file's meta, checked: its keys and values, and site_count against the rows. Throws
- * DatasetError. What a kept version is checked for before it is put back (rollback).
- */
+/** A dataset file's meta, its keys, values and site_count checked (also before a rollback); throws DatasetError. */
 export function checkDatasetHead (db: Database.Database, path: string): { meta: DatasetMeta, count: number } {
   const meta = readDatasetMeta(db)
   for (const key of ['schema_version', 'built_at', 'source', 'site_count', 'precision']) {
     if (meta[key] === undefined) throw new DatasetError(path, `meta has no ${key}`)
   }
-  // the values too: a file of another schema, or edited by hand, is not served as if it were ours
+  // a file of another schema, or edited by hand, is not served as if it were ours
   const bad = (reason: string) => new DatasetError(path, reason)
   if (meta.schema_version !== SCHEMA_VERSION) {
     throw bad(`meta.schema_version is ${JSON.stringify(meta.schema_version)}; this service reads ${SCHEMA_VERSION}`)
@@ -257,37 +239,39 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     lngs,
     tagSites
   }
-  const digest = contentDigest(served)
-  const version = datasetVersion(name, digest)
-  const filters = new SlotFilters(categories, byCategory.keys(), all, tagIndexes)
+  return datasetOf(name, path, contentDigest(served), { ...served, count, all, byCategory, tagIndexes })
+}
+
+/** A dataset of these columns and indexes (read from its file or its snapshot), with what is made from them. */
+export function datasetOf (
+  name: DatasetName, path: string, digest: string,
+  parts: Omit<Dataset, 'name' | 'path' | 'builtAt' | 'digest' | 'version' | 'filters' | 'tagViews'>
+): Dataset {
+  const { meta, count, categories, byCategory, all, tagIndexes } = parts
   return {
-    ...served, name, path, builtAt: meta.built_at, digest, version, count, all, byCategory, tagIndexes, filters,
-    tagViews: tagViewCache(count)
+    ...parts,
+    name,
+    path,
+    builtAt: meta.built_at,
+    digest,
+    version: datasetVersion(name, digest),
+    filters: new SlotFilters(categories, byCategory.keys(), all, tagIndexes),
+    tagViews: new LRUCache({ maxSize: 4 * count + 1, sizeCalculation: (view) => view.length + 1 })
   }
 }
 
-/** The cache of a dataset's tag views (Dataset.tagViews). */
-export const tagViewCache = (count: number) =>
-  new LRUCache<string, Uint32Array>({ maxSize: 4 * count + 1, sizeCalculation: (view) => view.length + 1 })
-
-/**
- * Hits in (distance, id) order, and the one sub-index every hit's `slot` belongs to (undefined when
- * they come from several, or from a scan).
- */
+/** Hits in (distance, id) order, and the one sub-index their slots belong to (undefined: several, or a scan). */
 export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 
 /**
- * Where a search looks: the sub-indexes to walk (the sites `accept` keeps), or a small tag's sites
- * to scan. The index of all sites when the allowed categories hold at least half of the sites: with no filter when
- * they hold every site, else with a filter read by tree slot, where the walk is (a site's category read by position
- * is a cache miss); otherwise the categories' own indexes, so rare categories never walk sites they cannot return.
- * A tag's index is walked with the same filter by slot (none when the categories hold every site); a small tag's sites
- * are scanned with a filter by position.
+ * Where a search looks: the sub-indexes to walk (keeping the sites `accept` keeps), or a small tag's sites to scan.
+ * The tree of all sites (filtered by slot) when the categories hold half the sites or more, else the categories' own
+ * trees, so that rare categories never walk sites they cannot return.
  */
 export interface SearchPlan {
   indexes: SubIndex[]
   scan?: Uint32Array
-  /** whether a site found is let in, by its position and, in a walk of the plan's trees, its slot there */
+  /** by its position and, in a walk, its slot */
   accept?: (position: number, slot: number) => boolean
 }
 
@@ -316,11 +300,10 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
 }
 
 /**
- * Category filters read by tree slot, where a walk is (a site's category read by position is a cache miss): the
- * dataset's categories numbered, and each site's number laid out in the order of each tree that a search walks with a
- * filter, a byte a site up to 256 categories. Made with the dataset, so that no request waits for them.
+ * Category filters read by tree slot, where the walk is (reading a category by position is a cache miss): each site's
+ * category number in each filtered tree's order, a byte a site up to 256 categories. Made at load.
  */
-export class SlotFilters {
+class SlotFilters {
   private readonly codeOf: Map<number, number>
   private readonly byTree = new Map<SubIndex, Uint8Array | Uint32Array>()
 
@@ -339,7 +322,6 @@ export class SlotFilters {
     }
   }
 
-  /** Whether the site at a slot of `tree` (the tree of all sites or a tag's) is of one of these categories. */
   filter (tree: SubIndex, categories: readonly number[]): (position: number, slot: number) => boolean {
     const allowed = new Uint8Array(this.codeOf.size)
     for (const category of categories) {
@@ -351,34 +333,30 @@ export class SlotFilters {
   }
 }
 
-/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`; `search` holds the
- * walk's state. */
+/** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
 export function findNearby (ds: Dataset, query: NearbyQuery, search: NearbySearch): Nearby {
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return { hits: scanNearby(ds, scan, query, accept), index: undefined }
   return { hits: search.search(indexes, query, accept), index: indexes.length === 1 ? indexes[0] : undefined }
 }
 
-/** How many of the dataset's sites are in these categories. */
 function sitesIn (ds: Dataset, categories: readonly number[]): number {
   let sites = 0
   for (const c of categories) sites += ds.byCategory.get(c)?.positions.length ?? 0
   return sites
 }
 
-/** Position of a site id, or -1 (ids are sorted, so a binary search). */
+/** Position of a site id, or -1. */
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
 
-/** One page of a tag's sites: those the partner may see, in id order (tagSitesIn), and the page's places in it. */
+/** A page's places in tagSitesIn's order. */
 interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
 
 /**
- * A tag's sites in the allowed categories, in id order: the tag's own list when the categories
- * hold every site, else a list made on first use and kept (the least recently used dropped), so
- * that a page is a slice of it rather than a pass over the whole tag, and its answers' fragments
- * are laid out in one order for all partners with the same allow-list.
+ * A tag's sites in the allowed categories, in id order, kept (LRU): a page is a slice of it, not a pass over the tag,
+ * and its fragments are laid out in one order for every partner with the same allow-list.
  */
 export function tagSitesIn (ds: Dataset, tag: string, categories: readonly number[]): Uint32Array {
   const list = ds.tagSites.get(tag)
@@ -400,11 +378,7 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
 
 /** One page of a tag's sites in the allowed categories, in id order, with the true total. */
 export function tagPage (
-  ds: Dataset,
-  tag: string,
-  categories: readonly number[],
-  page: number,
-  perPage: number
+  ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number
 ): TagPage {
   const order = tagSitesIn(ds, tag, categories)
   const from = Math.min((page - 1) * perPage, order.length)

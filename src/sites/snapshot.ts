@@ -1,14 +1,12 @@
-// The index snapshot: a dataset as the service holds it (arrays in id order, kdbush indexes),
-// written beside the dataset file (`production.db.index`) once that file has passed every check,
-// and read back in a fraction of the time the SQLite rows take. It names the file it was made
-// from (size, mtime and meta); a snapshot that does not match the file is ignored.
+// The index snapshot: a dataset as held in memory, written beside its checked file (`production.db.index`) and read
+// back much faster than the SQLite rows. It names the file's size, mtime and meta; one that does not match is ignored.
 import {
   closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync
 } from 'node:fs'
 import KDBush from 'kdbush'
 import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
-import { SlotFilters, datasetVersion, tagViewCache, withDatasetFile, type Dataset } from './dataset.ts'
+import { datasetOf, withDatasetFile, type Dataset } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
@@ -20,7 +18,6 @@ interface SectionTable { [name: string]: [offset: number, length: number] }
 interface Header {
   file: { size: number, mtimeMs: number }
   meta: DatasetMeta
-  /** the dataset's contentDigest, made when it was read from the file */
   digest: string
   count: number
   categories: number[]
@@ -31,13 +28,9 @@ interface Header {
   sections: SectionTable
 }
 
-/**
- * Math.cos is V8's own (fdlibm's algorithm), so the same V8 on the same architecture gives the same
- * bits; a snapshot made by another one has its per-slot tables made again at load.
- */
+/** Math.cos is V8's own: the same V8 on the same architecture gives the same bits, another one's are made again. */
 export const SNAPSHOT_MATH = `${process.arch} v8 ${process.versions.v8}`
 
-/** What identifies the dataset file: a snapshot of another version of it is worthless. */
 function fileIdentity (path: string) {
   const s = statSync(path)
   return { size: s.size, mtimeMs: s.mtimeMs }
@@ -101,8 +94,7 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   lead.write(MAGIC, 0, 'latin1')
   lead.writeUInt32LE(headerBytes.length, 8)
   const headerPad = Buffer.alloc((8 - ((16 + headerBytes.length) % 8)) % 8)
-  // named as the dataset writers' are: one left by a service killed while writing it (as large as
-  // the snapshot) is removed by the next snapshot written, a concurrent writer's left alone
+  // named as the dataset writers' are: one left by a killed service is removed, a concurrent writer's left alone
   removeStaleTempFiles(target)
   const tmp = tempPathFor(target)
   const fd = openSync(tmp, 'w')
@@ -120,10 +112,7 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
 
 interface CurrentHeader { header: Header, headerLength: number, meta: DatasetMeta }
 
-/**
- * The snapshot's header if it names the dataset file as it is now (size, mtime, meta), or why it
- * cannot be used.
- */
+/** The snapshot's header if it names the dataset file as it is now (size, mtime, meta), or why it cannot be used. */
 function currentHeader (fd: number, path: string): CurrentHeader | string {
   const lead = Buffer.alloc(16)
   if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) {
@@ -146,18 +135,14 @@ function currentHeader (fd: number, path: string): CurrentHeader | string {
 }
 
 /**
- * The dataset from its snapshot, or undefined when there is none or it does not match the
- * dataset file as it is now (then the file must be read and checked the slow way). `unusable`
- * is told why a snapshot that exists is not used.
+ * The dataset from its snapshot, or undefined when there is none or it does not match the file as it is now (then
+ * the file is read the slow way). `unusable` is told why a snapshot that exists is not used.
  */
 export function readSnapshot (
-  path: string,
-  name: DatasetName,
-  unusable?: (reason: string) => void
+  path: string, name: DatasetName, unusable?: (reason: string) => void
 ): Dataset | undefined {
   return withSnapshotFile(path, undefined, unusable, (fd) => {
-    // Section by section, each read into a buffer of its own: no copy of the whole file in
-    // memory, and the kdbush indexes are read straight into the ArrayBuffers they live in.
+    // each section read into a buffer of its own: no copy of the whole file, kdbush read into its own ArrayBuffers
     const size = fstatSync(fd).size
     const found = currentHeader(fd, path)
     if (typeof found === 'string') throw new Error(found)
@@ -215,19 +200,15 @@ export function readSnapshot (
     const tagIndexes = new Map<string, SubIndex>()
     for (const tag of header.indexedTags) tagIndexes.set(tag, index(`tagkd:${tag}`, tagSites.get(tag)!))
 
-    return {
-      name, path, meta, builtAt: meta.built_at, digest: header.digest,
-      version: datasetVersion(name, header.digest),
-      count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes,
-      filters: new SlotFilters(categories, byCategory.keys(), all, tagIndexes), tagViews: tagViewCache(count)
-    }
+    return datasetOf(name, path, header.digest, {
+      meta, count, ids, names, regions, countries, categories, lats, lngs, all, byCategory, tagSites, tagIndexes
+    })
   })
 }
 
 /**
- * True when a snapshot exists, names the dataset file as it is now and was made by this V8 (reads
- * the header only). One made by another V8 (a Node.js upgrade) is still read at boot, its per-slot
- * tables made again, but is not current: the index worker (a reload, a new file) writes it again.
+ * Whether a snapshot names the dataset file as it is now and was made by this V8 (the header only). Another V8's is
+ * still read at boot but not current: the index worker writes it again.
  */
 export function snapshotCurrent (path: string): boolean {
   return withSnapshotFile(path, false, undefined, (fd) => {
@@ -236,15 +217,9 @@ export function snapshotCurrent (path: string): boolean {
   })
 }
 
-/**
- * Runs `read` on the open snapshot file; `otherwise` when it is missing, unreadable or
- * inconsistent (then `unusable` is told why, unless it is missing).
- */
+/** `read` on the open snapshot; `otherwise` when it is missing or unusable (`unusable` told why, unless missing). */
 function withSnapshotFile<T> (
-  path: string,
-  otherwise: T,
-  unusable: ((reason: string) => void) | undefined,
-  read: (fd: number) => T
+  path: string, otherwise: T, unusable: ((reason: string) => void) | undefined, read: (fd: number) => T
 ): T {
   let fd: number
   try {
