@@ -5,7 +5,7 @@
 /** What holds chunks, by number: it drops every reference to a chunk it forgets and gives its bytes back. */
 export interface ChunkHolder {
   forget (number: number): Buffer
-  /** whether an answer that did not write to chunk `number` has copied out of it since last asked; clears the mark */
+  /** whether an answer that did not write to chunk `number` has read it since last asked; clears the mark */
   wasRead (number: number): boolean
   /** the chunk it writes to, -1 for none */
   readonly fillingNumber: number
@@ -23,15 +23,12 @@ interface Held {
 }
 
 export class FragmentMemory {
-  /** a chunk's offsets take the low 23 bits of a span's position, its number the 9 above */
+  /** a chunk's offsets take the low 23 bits of a span's position, its number the 9 above (8 MB chunks) */
   static readonly CHUNK_BITS = 23
-  static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS // 8 MB
+  static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS
   /** bytes of the chunks held and of the spare one */
   private allocated = 0
-  /**
-   * chunks held, oldest first (a chunk given a second chance goes last); weak, so that a dataset dropped by a
-   * reload is not kept for its fragments
-   */
+  /** oldest first (a second chance goes last); weak, so that a dataset dropped by a reload is not kept */
   private held: Held[] = []
   private spare: Buffer | undefined
   private forgottenChunks = 0
@@ -44,7 +41,6 @@ export class FragmentMemory {
 
   constructor (readonly limitBytes = Infinity) {}
 
-  /** Counts `holder`'s chunks, through `account`, until the holder is collected. */
   register (holder: ChunkHolder, account: ChunkAccount): void {
     this.finalizer.register(holder, account)
   }
@@ -54,7 +50,7 @@ export class FragmentMemory {
     return this.allocated
   }
 
-  /** Chunks forgotten to stay within the limit, since the start. */
+  /** Chunks forgotten since the start. */
   get forgotten (): number {
     return this.forgottenChunks
   }
@@ -79,10 +75,7 @@ export class FragmentMemory {
     return chunk
   }
 
-  /**
-   * Forgets chunks until they are within the limit with room for one more (the spare), at an answer's start while
-   * `pressing`. A chunk still being written to goes last: forgetting it would make its store take one again at once.
-   */
+  /** Forgets chunks until within the limit with room for the spare (at an answer's start, while `pressing`). */
   settle (): void {
     while (this.pressing) {
       const held = this.takeNextToForget()
@@ -103,9 +96,8 @@ export class FragmentMemory {
   }
 
   /**
-   * Takes the chunk to forget out of `held`: the oldest full one not used since it last came up (or of a collected
-   * store). Full chunks passed over had their marks cleared by asking and go behind the others, in their order; if
-   * every full chunk was marked, the oldest of them goes; if none is full, the oldest chunk.
+   * Takes out of `held` the oldest full chunk (not being written) not read since it last came up, or of a collected
+   * store; those passed over go last, in order. All marked: the oldest full one; none full: the oldest.
    */
   private takeNextToForget (): Held {
     const passed: Held[] = []

@@ -12,10 +12,7 @@ const MAX_FREE_BYTES_PER_CLASS = 4 * 1024 * 1024
 export class AnswerPool {
   /** free ArrayBuffers by capacity (a multiple of PAGE) */
   private readonly free = new Map<number, ArrayBuffer[]>()
-  /**
-   * References held on each ArrayBuffer handed out and not yet back. Weak: a buffer whose holder
-   * never gives it back (an aborted response) is collected like any other.
-   */
+  /** references on each buffer out; weak: one never given back (an aborted response) is collected */
   private readonly refs = new WeakMap<ArrayBuffer, number>()
   private taken = 0
   private returned = 0
@@ -66,10 +63,7 @@ export class AnswerPool {
     if ((list.length + 1) * ab.byteLength <= MAX_FREE_BYTES_PER_CLASS) list.push(ab)
   }
 
-  /**
-   * Buffers handed out, buffers taken and not given back (held by requests or the cache, or
-   * abandoned), free ones, and buffers ever made.
-   */
+  /** Buffers handed out, out now (held or abandoned), free, and ever made. */
   stats (): { taken: number, out: number, free: number, made: number } {
     let free = 0
     for (const list of this.free.values()) free += list.length

@@ -18,9 +18,6 @@ export const NULL_JSON = Buffer.from('null')
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
 export const nmFromKm = (km: number) => Math.round((km / KM_PER_NM) * 1000) / 1000
 
-/** `${PILOT_APP_URL}/pad/` */
-export const linkPrefix = (pilotAppUrl: string) => `${pilotAppUrl}/pad/`
-
 export function siteRecord (ds: Dataset, position: number, links: string): SiteRecord {
   const id = ds.ids.at(position)
   return {
@@ -59,19 +56,12 @@ export function mapMinimalRecord (ds: Dataset, position: number, links: string):
   }
 }
 
-/**
- * An answer's sites as places in an order of the dataset's sites (a sub-index's tree order, a tag's id order)
- * instead of positions, so that their spans are read where they lie together (see FragmentStore.array).
- */
+/** An answer's sites as places in an order (a tree's, a tag's): their spans are read where they lie together. */
 export interface Placed {
-  /** the position of the site at each place */
+  /** the position at each place */
   order: Uint32Array
   places: ArrayLike<number>
-  /**
-   * Whether a site's fragment is worth copying, on its first use in this order, beside those used with it: a tag's
-   * pages (slices of its order) then are one run, a box's page (slots of a tree's order) a few cache lines, whichever
-   * route made the fragments first.
-   */
+  /** whether a fragment is copied beside those first used with it, so that a tag's page then is one run */
   laidOut: boolean
 }
 
@@ -93,50 +83,35 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
 }
 
 /**
- * The JSON of one record form for every site of a dataset, made on first use and kept as bytes in large chunks, so
- * that an answer is assembled by copying bytes. A comma follows each fragment, so that fragments made one after
- * another are copied into a later answer as one run: a copy costs the same whatever its length.
+ * One record form's JSON for every site, made on first use and kept in large chunks. A comma follows each fragment,
+ * so that fragments made one after another are copied as one run: a copy costs the same whatever its length.
  */
 export class FragmentStore implements ChunkHolder {
   static readonly CHUNK_BITS = FragmentMemory.CHUNK_BITS
   static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES
   /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
   static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
-  /** the chunks by number, as plain Uint8Arrays (the cheapest source for `set`); empty once forgotten */
+  /** the chunks by number, as plain Uint8Arrays (the cheapest source for `set`) */
   private readonly views: Uint8Array[] = []
-  /** numbers of forgotten chunks, used again first */
   private readonly freeNumbers: number[] = []
-  /**
-   * Per chunk number, 1 once an answer that did not write to it has copied out of it since FragmentMemory last asked
-   * (wasRead): a chunk partners keep asking for gets a second chance. Set per run copied: a mark per site slows pages.
-   */
+  /** per chunk, 1 once read by an answer that did not write it, since wasRead: set per run, not per site */
   private readonly read = new Uint8Array(FragmentStore.MAX_CHUNKS)
   /** per chunk number, the answer (by `answers`) that last wrote to it */
   private readonly writtenIn = new Uint32Array(FragmentStore.MAX_CHUNKS)
-  /** answers begun, the one under way included */
   private answers = 0
   /** the chunk written to, as a Buffer (for its UTF-8 `write`), and its number */
   private filling: Buffer = Buffer.alloc(0)
   private filled = -1
   private used = FragmentStore.CHUNK_BYTES
-  /**
-   * Per site, side by side (one memory read finds both): where its fragment is (chunk number in
-   * the high bits, offset in the low 23) and its byte length, 0 while not made yet.
-   */
+  /** per site, side by side: where its fragment is (chunk number, offset in the low 23 bits), its length (0: none) */
   private readonly span: Uint32Array
-  /**
-   * The same spans by place in an order (see Placed): sites found together then have their spans in a few cache
-   * lines, not at random places of the table by position. Filled on a site's first use in that order.
-   */
+  /** the same spans by place in an order (see Placed), filled on a site's first use there */
   private readonly placeSpans = new WeakMap<Uint32Array, Uint32Array>()
-  /** the same tables, weakly, for forgetting a chunk (an order dropped from its list takes its table with it) */
+  /** the same tables, weakly, for forgetting a chunk */
   private placeTables: WeakRef<Uint32Array>[] = []
   /** tables listed when the list was last rid of collected ones */
   private placeTablesKept = 0
-  /**
-   * Bytes of fragments made, and of their copies in laid-out orders, per chunk: copies never
-   * take more, so a form's bytes at most double whatever the number of tags and allow-lists.
-   */
+  /** bytes of fragments made and of their copies, per chunk too: copies never take more */
   private madeBytes = 0
   private copiedBytes = 0
   private readonly madeIn: number[] = []
@@ -163,7 +138,7 @@ export class FragmentStore implements ChunkHolder {
     return this.account.bytes
   }
 
-  /** Byte length of a site's fragment, making it if needed (within an answer: see settle). */
+  /** Byte length of a site's fragment, making it if needed. */
   private length (p: number): number {
     const known = this.span[2 * p + 1]
     if (known !== 0) return known
@@ -180,7 +155,7 @@ export class FragmentStore implements ChunkHolder {
     return bytes
   }
 
-  /** Room for `bytes` and a comma at the end of the chunk written to, or in a new one: where it is. */
+  /** Where `bytes` and a comma go: at the end of the chunk written to, or in a new one. */
   private reserve (bytes: number): number {
     if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
       let number = this.freeNumbers.pop()
@@ -204,14 +179,13 @@ export class FragmentStore implements ChunkHolder {
     return where
   }
 
-  /** Whether an answer that did not write to chunk `number` has copied out of it since last asked; clears the mark. */
   wasRead (number: number): boolean {
     const read = this.read[number] === 1
     this.read[number] = 0
     return read
   }
 
-  /** Forgets chunk `number`: every span in it reads as not made again. Only between answers (FragmentMemory.settle). */
+  /** Every span in chunk `number` reads as not made again. Only between answers (FragmentMemory.settle). */
   forget (number: number): Buffer {
     const view = this.views[number]
     if (view === undefined || view === EMPTY) throw new Error(`chunk ${number} is not held`)
@@ -238,13 +212,12 @@ export class FragmentStore implements ChunkHolder {
     return Buffer.from(view.buffer, view.byteOffset, view.length)
   }
 
-  /** Forgets chunks first when the fragments are at their memory's limit: at every answer's start, never within one. */
+  /** At every answer's start, never within one: forgets chunks when at the memory's limit. */
   private settle (): void {
     this.answers = (this.answers + 1) >>> 0
     if (this.memory.pressing) this.memory.settle()
   }
 
-  /** An answer copies `where`'s chunk: marked used (see `read`) unless this answer wrote to it. */
   private use (where: number): void {
     const number = where >>> FragmentStore.CHUNK_BITS
     if (this.writtenIn[number] !== this.answers) this.read[number] = 1
@@ -255,7 +228,6 @@ export class FragmentStore implements ChunkHolder {
     return this.copyBytes(this.span[2 * p], this.span[2 * p + 1], target, at)
   }
 
-  /** Copies `bytes` from `where` (a span's chunk and offset) into `target` (which has room) at `at`. */
   private copyBytes (where: number, bytes: number, target: Uint8Array, at: number): number {
     const start = where & (FragmentStore.CHUNK_BYTES - 1)
     target.set(this.views[where >>> FragmentStore.CHUNK_BITS].subarray(start, start + bytes), at)
@@ -316,11 +288,7 @@ export class FragmentStore implements ChunkHolder {
     return out
   }
 
-  /**
-   * A site's first use at place `s` of an order: its span there is its own, or, in a laid-out
-   * order, that of a copy appended to the chunk (while the budget lasts), so that places first
-   * used together lie together.
-   */
+  /** A site's first use at place `s`: its own span, or in a laid-out order a copy's (while the budget lasts). */
   private place (sites: Placed, s: number, span: Uint32Array): number {
     const p = sites.order[s]
     const made = this.span[2 * p + 1] !== 0
@@ -344,7 +312,7 @@ export class FragmentStore implements ChunkHolder {
     let table = this.placeSpans.get(order)
     if (table === undefined) {
       this.placeSpans.set(order, table = new Uint32Array(2 * order.length))
-      // an allow-list's orders come and go (an LRU of them per dataset): their list is kept short
+      // an allow-list's orders come and go: the list is kept short
       if (this.placeTables.length >= 2 * this.placeTablesKept + 8) this.livePlaceTables()
       this.placeTables.push(new WeakRef(table))
     }
@@ -433,16 +401,13 @@ export type ListPage = Pick<Placed, 'order' | 'places'>
 const minimalKeys = (page: ListPage | ArrayLike<number>): Placed | ArrayLike<number> =>
   'places' in page ? { order: page.order, places: page.places, laidOut: true } : page
 
-/**
- * The records' JSON for one pilot-app URL (their links), every dataset's, from fragments made on
- * first use and kept within `memory` (one per process: FRAGMENTS_MAX_MB).
- */
+/** The records' JSON for one pilot-app URL, every dataset's, from fragments kept within `memory` (one a process). */
 export class RecordJson {
   private readonly byDataset = new WeakMap<Dataset, Fragments>()
   private readonly links: string
 
   constructor (pilotAppUrl: string, readonly memory = new FragmentMemory(), private readonly pool?: AnswerPool) {
-    this.links = linkPrefix(pilotAppUrl)
+    this.links = `${pilotAppUrl}/pad/`
   }
 
   /** JSON of a full record. */
@@ -488,10 +453,7 @@ export class RecordJson {
       .extended(positions, fields, '}}', '{"type":"FeatureCollection","features":', '}')
   }
 
-  /**
-   * Bytes of a dataset's record fragments in memory (their chunks), every form: they grow with
-   * the sites and forms partners ask for, up to the memory's limit for all datasets together.
-   */
+  /** Bytes of a dataset's record fragments in memory, every form. */
   fragmentBytes (ds: Dataset): number {
     let bytes = 0
     for (const store of this.byDataset.get(ds)?.stores ?? []) bytes += store.chunkBytes

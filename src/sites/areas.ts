@@ -1,14 +1,10 @@
-// Sites along a route's corridor and sites in a box: the trees searchPlan picks, walked box by box (kdbush's range
-// search).
+// Sites along a route's corridor and sites in a box: the trees searchPlan picks, walked box by box.
 import { searchPlan, type Dataset, type SearchPlan } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
 import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
 
-/**
- * Appends to `slots` the tree slot of each site of the index inside the box, edges included; stops once `slots`
- * holds more than `most`.
- */
-export function slotsInBox (index: SubIndex, box: Box, slots: Growing, most = Infinity): void {
+/** Appends the tree slots of the index's sites in the box (edges included); stops once `slots` holds over `most`. */
+function slotsInBox (index: SubIndex, box: Box, slots: Growing, most = Infinity): void {
   const { kd } = index
   const coords = kd.coords
   const nodeSize = kd.nodeSize
@@ -35,8 +31,8 @@ export function slotsInBox (index: SubIndex, box: Box, slots: Growing, most = In
   }
 }
 
-export interface AreaQuery {
-  /** allowed categories (already intersected with the partner's allow-list) */
+interface AreaQuery {
+  /** already intersected with the partner's allow-list */
   categories: readonly number[]
   tag?: string
 }
@@ -44,10 +40,7 @@ export interface AreaQuery {
 /** A map's box: west > east crosses the antimeridian. */
 export interface BoundingBox { west: number, south: number, east: number, north: number }
 
-/**
- * Calls `visit` with each site of the allowed categories (and tag) in id order: one pass over the
- * tag's sites or every site, where an index would not pay (a small tag, a large share of the sites).
- */
+/** `visit` for each site of the categories (and tag) in id order: where an index would not pay. */
 function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => void): void {
   const { categories, tag } = query
   const list = tag === undefined ? undefined : ds.tagSites.get(tag) ?? new Uint32Array(0)
@@ -58,17 +51,12 @@ function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => v
   }
 }
 
-/**
- * A page of the sites in a box: how many the box holds, and the page's sites in id order: slots of `order` (a tree's
- * order: a box's sites lie together there), or positions when `order` is undefined.
- */
-export interface BoxPage { total: number, sites: Uint32Array, order: Uint32Array | undefined }
+/** How many sites the box holds, and the page's in id order: slots of a tree's `order`, or positions. */
+interface BoxPage { total: number, sites: Uint32Array, order: Uint32Array | undefined }
 
 /**
- * The sites in the box, edges included, of the allowed categories (and tag): their count, and those of ranks
- * `from` to `from + size - 1` in id order (position order). The indexes find them; once a walk has found more than
- * a sixteenth of the dataset (those a category filter rejects included), a pass over every site in id order is made
- * instead. A scratch with room for few slots grows as it fills (those of an earlier box kept).
+ * The sites in the box (edges included) of the categories (and tag): their count, and those of ranks `from` to
+ * `from + size - 1` in id order. A walk that finds over a sixteenth of the dataset gives way to one pass over it.
  */
 export function findInBox (
   ds: Dataset, bbox: BoundingBox, query: AreaQuery, from: number, size: number, scratch: AreaScratch
@@ -119,10 +107,8 @@ export function findInBox (
 }
 
 /**
- * The items of the positions of ranks `from` to `from + size - 1` among `positions` (distinct, each below `bound`), in
- * position order: `items` side by side with the positions (their slots), or the positions themselves. A page is a
- * small part of a box: the positions are counted into buckets of neighbouring positions, and only the buckets that
- * hold the page are sorted, not every position.
+ * The items (beside `positions`, or the positions) of ranks `from` to `from + size - 1` among `positions` (distinct,
+ * below `bound`), in position order. Positions are counted into buckets and only the page's buckets sorted.
  */
 export function pageOf (
   positions: Uint32Array, from: number, size: number, bound: number, buckets: Uint32Array, items = positions
@@ -163,14 +149,14 @@ export function pageOf (
   return page
 }
 
-export interface RouteQuery extends AreaQuery {
+interface RouteQuery extends AreaQuery {
   /** the corridor's half-width */
   radiusKm: number
   limit: number
 }
 
 /** Sites along a route, ordered by along, then offset, then position; distances in radians. */
-export interface AlongRoute {
+interface AlongRoute {
   positions: Uint32Array
   along: Float64Array
   offset: Float64Array
@@ -178,15 +164,12 @@ export interface AlongRoute {
 
 /** Pieces a route is cut into at most, whatever its corridor's width. */
 const MAX_PIECES = 512
-/** A corridor at least this wide (radians) is searched in one pass over the sites: its pieces' boxes would each hold
- * a large part of the world, and pass over the same sites again and again. */
+/** A corridor at least this wide (radians) is searched in one pass: its pieces' boxes would overlap over and over. */
 const WIDE = 500 / EARTH_RADIUS_KM
 
 /**
- * The first `limit` sites along the route within `radiusKm` of it. The route is walked in pieces
- * of half the corridor's width, each searched in the boxes of a cap around it; a site is taken in
- * the piece that holds its nearest point of the route, so once `limit` sites lie before the end of
- * a piece, no later piece can hold one that comes first.
+ * The first `limit` sites along the route within `radiusKm` of it, walked in pieces of half the corridor's width. A
+ * site is taken in the piece of its nearest route point: once `limit` lie before a piece's end, the search is done.
  */
 export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, scratch: AreaScratch): AlongRoute {
   const radius = query.radiusKm / EARTH_RADIUS_KM
@@ -221,10 +204,9 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, sc
 }
 
 /**
- * The sites behind the route's start (the start their nearest point) all lie at along 0, ordered by their distance
- * from it: the first `limit` of them are found in the half of a cap behind the start, grown until it holds that many,
- * without locating every site of the first piece (a route from a city's helipad has thousands there). 'all': `found`
- * holds the answer; 'held': it holds every site within 1 µm of along 0 and no other; 'none': it holds nothing.
+ * Sites behind the start all lie at along 0: the first `limit` are found in a half cap behind it, grown until it
+ * holds that many, not by locating the whole first piece (thousands from a city's helipad). 'all': `found` holds the
+ * answer; 'held': every site within 1 µm of along 0 and no other; 'none': nothing.
  */
 function sitesBehindStart (
   plan: SearchPlan, route: Route, limit: number, radius: number, found: Found, walked: Growing
@@ -248,9 +230,8 @@ function sitesBehindStart (
 }
 
 /**
- * Locates each site of the plan's indexes in the boxes (and of its `accept`) against the route (`hint`: a leg
- * likely near), calling `visit` with its position and offset when it lies within the radius; the route holds the rest.
- * `walked` holds each box's slots.
+ * Locates each site of the plan in the boxes against the route (`hint`: a leg likely near); `visit` for those within
+ * the radius (the route holds the rest of where it lies).
  */
 function eachLocated (
   { indexes, accept }: SearchPlan, boxes: Box[], route: Route, hint: number, radius: number, walked: Growing,
@@ -303,9 +284,8 @@ class Growing {
 }
 
 /**
- * What area searches use again from one to the next: the slots a walk finds (a box's then become its positions),
- * `slots` the box's slots beside them (its items only, through `reserve`), and a page's counts by bucket. One object
- * serves one search at a time: each route group that searches keeps its own.
+ * What area searches use again: the slots a walk finds (then their positions), the slots beside them, and a page's
+ * counts by bucket. One search at a time: each route group that searches keeps its own.
  */
 export class AreaScratch {
   readonly walked = new Growing()
@@ -313,11 +293,7 @@ export class AreaScratch {
   readonly buckets = new Uint32Array(1024)
 }
 
-/**
- * The first `limit` sites found along a route, by along, then offset, then position (values within
- * TIE_RADIANS of each other being equal): a max-heap whose top is the last of them, so a site that
- * comes after it is refused at once.
- */
+/** The first `limit` sites along a route by along, offset, position (within TIE_RADIANS equal): a max-heap. */
 class Found {
   private readonly positions: Uint32Array
   private readonly along: Float64Array

@@ -1,6 +1,5 @@
-// A column of strings kept as UTF-8 bytes outside the JS heap, with where each string ends: site
-// ids and names as JS strings would be millions of objects for every full garbage collection to
-// mark. A string is made when asked for (the record fragments, a lookup by id, the nearest record).
+// Columns of strings outside the JS heap: millions of JS strings would be objects for every full GC to mark.
+// A string is made when asked for.
 export class StringColumn {
   constructor (readonly bytes: Buffer, readonly ends: Uint32Array) {
     if (ends.length > 0 && ends[ends.length - 1] !== bytes.length) {
@@ -26,20 +25,15 @@ export class StringColumn {
     return this.ends.length
   }
 
-  /** The i-th string (i from 0 to length - 1). */
   at (i: number): string {
     return this.bytes.toString('utf8', i === 0 ? 0 : this.ends[i - 1], this.ends[i])
   }
 
-  /** Length in bytes of the i-th string's UTF-8. */
   byteLength (i: number): number {
     return this.ends[i] - (i === 0 ? 0 : this.ends[i - 1])
   }
 
-  /**
-   * Index of `value` in a column sorted by byte order (for UTF-8 the order of code points; for
-   * ASCII, of JS strings), or -1. Compares bytes in place: no string is made per probe.
-   */
+  /** Index of `value` in a column sorted by byte order (ASCII: string order), or -1; no string made per probe. */
   indexOfSorted (value: string): number {
     const key = Buffer.from(value, 'utf8')
     let lo = 0
@@ -59,10 +53,7 @@ export class StringColumn {
   }
 }
 
-/**
- * A column of strings with few distinct values (regions, countries): the values, each once, and
- * a 16-bit code per row, not a pointer per row for every full garbage collection to scan.
- */
+/** A column of few distinct strings (regions, countries): the values once, and a 16-bit code per row. */
 export class CodeColumn {
   static readonly MAX_VALUES = 1 << 16
 
@@ -96,7 +87,6 @@ export class CodeColumn {
     return this.codes.length
   }
 
-  /** The i-th string (i from 0 to length - 1). */
   at (i: number): string {
     return this.table[this.codes[i]]
   }

@@ -1,6 +1,5 @@
-// A flight route on the sphere: great-circle legs between its points, and for any site the route's
-// point nearest to it (its distance off the route and along it). Unit vectors and atan2 throughout,
-// so that distances of a few metres keep their precision.
+// A flight route on the sphere: great-circle legs, and for any site its nearest route point (offset and along).
+// Unit vectors and atan2 throughout, so that distances of a few metres keep their precision.
 import { EARTH_RADIUS_KM } from './spatial.ts'
 
 const RAD = Math.PI / 180
@@ -21,10 +20,7 @@ const unit = (lat: number, lng: number, out: Float64Array, at: number) => {
 export class Route {
   /** the points' unit vectors, 3 numbers each */
   private readonly p: Float64Array
-  /**
-   * Per leg (0 for a leg of zero length): the unit tangent at its start, towards its end; the unit
-   * normal of its great circle; the unit tangent at its end, forwards.
-   */
+  /** per leg (0 for a leg of zero length): unit tangent at its start, normal of its great circle, tangent at its end */
   private readonly u: Float64Array
   private readonly n: Float64Array
   private readonly w: Float64Array
@@ -42,7 +38,6 @@ export class Route {
   /** per leg, filled by locate: the chord from the site to it (Infinity when skipped) and where it ends */
   private readonly legChords: Float64Array
   private readonly legEnds: Uint8Array
-  /** the last `within` of locate, and its chord */
   private within = Infinity
   private withinChord = Infinity
   /** what locate found last: the distance off the route and along it (radians), and the place */
@@ -102,11 +97,9 @@ export class Route {
   }
 
   /**
-   * Finds the route's point nearest to a site and sets offset, along, leg and t; returns the offset
-   * in radians, or Infinity without setting them when the site is farther than `within` radians.
-   * Of the legs within TIE_RADIANS of the nearest, the earliest counts. `hint`, a leg likely near,
-   * is measured first, so that legs that cannot be as near are skipped. Legs are compared by
-   * chords (a few products each); angles are made for the nearest only.
+   * Sets offset, along, leg and t of the route point nearest to a site and returns the offset (radians), or Infinity
+   * when farther than `within`. Of legs within TIE_RADIANS of the nearest the earliest counts. `hint` (a leg likely
+   * near) is measured first, so legs that cannot be as near are skipped; chords are compared, angles made once.
    */
   locate (lat: number, lng: number, hint = 0, within = Infinity, cosLat = Math.cos(lat * RAD)): number {
     const x = cosLat * Math.cos(lng * RAD)
@@ -158,10 +151,8 @@ export class Route {
   }
 
   /**
-   * The chord from a site's unit vector to leg `i` (the straight distance through the sphere, for
-   * a radius of 1), and which point of the leg is nearest: its start, its end, or a point between.
-   * Products are taken of the site's offsets from the leg's ends, not of the site itself, so that a
-   * short leg's less exact normal and tangents cost no precision near the leg.
+   * The chord from a site's unit vector to leg `i`, and which of its points is nearest (start, end, between). Products
+   * of the site's offsets from the leg's ends: a short leg's less exact normal costs no precision near it.
    */
   private chordTo (i: number, x: number, y: number, z: number): number {
     const { p, u, n, w } = this
@@ -269,10 +260,7 @@ const BETWEEN = 2
 /** A box in degrees, west ≤ east (one side of the antimeridian). */
 export interface Box { west: number, south: number, east: number, north: number }
 
-/**
- * The boxes (one, or two across the antimeridian) that hold every point within `radius` radians
- * of a point: the bounds of a spherical cap, a little wider for rounding.
- */
+/** The boxes (two across the antimeridian) of a spherical cap, a little wider for rounding. */
 export function capBoxes (center: LatLng, radius: number): Box[] {
   const margin = 1e-9
   const r = radius / RAD + margin
@@ -285,8 +273,8 @@ export function capBoxes (center: LatLng, radius: number): Box[] {
   return lngBoxes(center.lng - spread, center.lng + spread, south, north)
 }
 
-/** Longitudes from `west` to `east` (east - west < 360) as boxes within -180 to 180. */
-export function lngBoxes (west: number, east: number, south: number, north: number): Box[] {
+/** Longitudes from `west` to `east` as boxes within -180 to 180. */
+function lngBoxes (west: number, east: number, south: number, north: number): Box[] {
   if (east - west >= 360) return [{ west: -180, south, east: 180, north }]
   if (west < -180) return [{ west: west + 360, south, east: 180, north }, { west: -180, south, east, north }]
   if (east > 180) return [{ west, south, east: 180, north }, { west: -180, south, east: east - 360, north }]

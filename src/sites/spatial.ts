@@ -5,10 +5,7 @@ import KDBush from 'kdbush'
 export const EARTH_RADIUS_KM = 6371
 const RAD = Math.PI / 180
 
-/**
- * cos(latitude), exactly 0 at the poles. Math.cos(90 * RAD) is not 0 (π/2 is not a double), which
- * would set sites at one pole apart by their longitudes and break their tie by id.
- */
+/** cos(latitude), exactly 0 at the poles (Math.cos(90 * RAD) is not): sites at a pole tie whatever their longitude. */
 const cosOfLat = (lat: number) => lat === 90 || lat === -90 ? 0 : Math.cos(lat * RAD)
 
 /** A kdbush index over a subset of a dataset's sites; item i is site `positions[i]`. */
@@ -16,16 +13,13 @@ export interface SubIndex {
   kd: KDBush
   positions: Uint32Array
   /**
-   * Per slot of the tree, in the tree's order, made with the index (at load, so that the first
-   * request does not wait for them): cos(latitude), one Math.cos less per site looked at; and the
-   * site's position, `positions[kd.ids[slot]]`, read beside the slot's coordinates rather than at a
-   * random place of `positions` (a cache miss per site found).
+   * Per tree slot, made at load: cos(latitude), and the position `positions[kd.ids[slot]]`, read beside the slot's
+   * coordinates rather than at a random place of `positions` (a cache miss per site).
    */
   slotCosLats: Float64Array
   slotPositions: Uint32Array
 }
 
-/** The SubIndex of a finished kdbush tree. */
 export function subIndexOf (kd: KDBush, positions: Uint32Array): SubIndex {
   const xy = kd.coords
   const ids = kd.ids
@@ -42,10 +36,7 @@ export interface Hit {
   position: number
   /** haversine of the central angle: the quantity geokdbush orders and filters by */
   h: number
-  /**
-   * The site's slot in the tree of the sub-index it was found in (-1 from a scan): the sites of
-   * one answer lie in a few leaves, so per-slot tables read for them lie together in memory.
-   */
+  /** its slot in the tree it was found in (-1 from a scan): per-slot tables read for an answer lie together */
   slot: number
 }
 
@@ -79,10 +70,7 @@ const haverSinDistCos = (
   lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number
 ) => cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
 
-/**
- * Same arithmetic, in the same order, as geokdbush's haverSinDist, so orderings agree bit for bit
- * (but at the poles, where the cosine is 0 here).
- */
+/** geokdbush's haverSinDist, same operations in the same order, so orderings agree bit for bit (but at the poles). */
 const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number =>
   haverSinDistCos(lng, lat, cosLat, lng2, lat2, cosOfLat(lat2))
 
@@ -95,23 +83,11 @@ export interface SearchArea {
   limit: number
 }
 
-interface SiteCoordinates {
-  lngs: Float64Array
-  lats: Float64Array
-}
-
-// ---------------------------------------------------------------------------------------------
-// Nearest-first search over a kdbush tree with geokdbush's arithmetic (haversine of the central
-// angle, box lower bounds). Nodes are visited best-first; the sites found so far are kept in a
-// max-heap of at most `limit`, ordered by (h, position), so a site or node that cannot beat the
-// worst one held is never queued. The answer is exactly the first `limit` sites in (distance, id)
-// order, ties included: a site as far as the worst held but with a lower position still gets in.
-// No arrays are allocated per query but the answer's.
-
 /**
- * The state of a search: the queue of nodes to visit and the heap of sites held, in typed arrays
- * that grow to the largest search seen and are used again, so a search allocates no arrays but its
- * answer. One object serves one search at a time: each route group that searches keeps its own.
+ * Nearest-first search with geokdbush's arithmetic: nodes visited best-first, the sites found kept in a max-heap of
+ * at most `limit` by (h, position), so nothing that cannot beat the worst held is queued; a site as far as the worst
+ * but with a lower position still gets in. Its typed arrays grow to the largest search and are used again: a search
+ * allocates only its answer. One search at a time: each route group that searches keeps its own.
  */
 export class NearbySearch {
   // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
@@ -135,9 +111,8 @@ export class NearbySearch {
   private bound = 0
 
   /**
-   * The `limit` sites nearest to the point within the radius, over the union of `sources` (disjoint
-   * sets of sites), keeping only positions that `accept` (when given), in (distance, id) order.
-   * Each source gives its own first `limit` exactly; the answer is the first `limit` of their merge.
+   * The `limit` sites nearest to the point within the radius, of `sources` (disjoint) and `accept`, in (distance, id)
+   * order: the first `limit` of the merge of each source's first `limit`.
    */
   search (sources: SubIndex[], area: SearchArea, accept?: (position: number, slot: number) => boolean): Hit[] {
     const { limit } = area
@@ -152,10 +127,7 @@ export class NearbySearch {
     return merge(lists, limit)
   }
 
-  /**
-   * The `limit` sites of one sub-index nearest to the point within `maxH`, in
-   * (h, position) order, keeping only positions that `accept` (when given).
-   */
+  /** search over one sub-index, within `maxH` */
   private around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
     accept: ((position: number, slot: number) => boolean) | undefined): Hit[] {
     const { kd, slotCosLats: cosLats, slotPositions: positions } = source
@@ -388,7 +360,7 @@ function merge (lists: Hit[][], max: number): Hit[] {
 
 /** Exhaustive version of NearbySearch.search for small candidate lists (rare tags): same order, same filter. */
 export function scanNearby (
-  coords: SiteCoordinates,
+  coords: { lngs: Float64Array, lats: Float64Array },
   candidates: Uint32Array,
   area: SearchArea,
   accept?: (position: number, slot: number) => boolean
