@@ -33,27 +33,13 @@ export function siteRecord (ds: Dataset, position: number, links: string): SiteR
 }
 
 export function nearestRecord (ds: Dataset, position: number, h: number, links: string): NearestRecord {
-  const id = ds.ids.at(position)
-  return {
-    id,
-    category: String(ds.categories[position]),
-    name: ds.names.at(position),
-    latitude: ds.lats[position],
-    longitude: ds.lngs[position],
-    distance_nm: nmFromKm(kmFromHaverSin(h)),
-    helipaddy_link: links + id
-  }
+  const { region, country, helipaddy_link: link, ...rest } = siteRecord(ds, position, links)
+  return { ...rest, distance_nm: nmFromKm(kmFromHaverSin(h)), helipaddy_link: link }
 }
 
 export function mapMinimalRecord (ds: Dataset, position: number, links: string): MapMinimalRecord {
-  const id = ds.ids.at(position)
-  return {
-    id,
-    category: String(ds.categories[position]),
-    latitude: ds.lats[position],
-    longitude: ds.lngs[position],
-    helipaddy_link: links + id
-  }
+  const { name, region, country, ...rest } = siteRecord(ds, position, links)
+  return rest
 }
 
 /** An answer's sites as places in an order (a tree's, a tag's): their spans are read where they lie together. */

@@ -229,15 +229,8 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   }
 
   const served = {
-    meta,
-    ids: StringColumn.from(ids),
-    names: StringColumn.from(names),
-    regions: regions.done(),
-    countries: countries.done(),
-    categories,
-    lats,
-    lngs,
-    tagSites
+    meta, ids: StringColumn.from(ids), names: StringColumn.from(names), regions: regions.done(),
+    countries: countries.done(), categories, lats, lngs, tagSites
   }
   return datasetOf(name, path, contentDigest(served), { ...served, count, all, byCategory, tagIndexes })
 }

@@ -78,16 +78,10 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   const indexedTags = [...ds.tagIndexes.keys()]
   for (const tag of indexedTags) addIndex(`tagkd:${tag}`, ds.tagIndexes.get(tag)!)
 
+  // the keys in Header's order: the header is written as JSON
   const header: Header = {
-    file: fileIdentity(ds.path),
-    meta: ds.meta,
-    digest: ds.digest,
-    count: ds.count,
-    categories,
-    tags,
-    indexedTags,
-    math: SNAPSHOT_MATH,
-    sections
+    file: fileIdentity(ds.path), meta: ds.meta, digest: ds.digest, count: ds.count, categories, tags, indexedTags,
+    math: SNAPSHOT_MATH, sections
   }
   const headerBytes = Buffer.from(JSON.stringify(header))
   const lead = Buffer.alloc(16)
@@ -110,10 +104,10 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   renameSync(tmp, target)
 }
 
-interface CurrentHeader { header: Header, headerLength: number, meta: DatasetMeta }
-
 /** The snapshot's header if it names the dataset file as it is now (size, mtime, meta), or why it cannot be used. */
-function currentHeader (fd: number, path: string): CurrentHeader | string {
+function currentHeader (
+  fd: number, path: string
+): { header: Header, headerLength: number, meta: DatasetMeta } | string {
   const lead = Buffer.alloc(16)
   if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) {
     return `not an index snapshot of this format (${MAGIC}): ` +
