@@ -12,15 +12,9 @@ export interface ChunkHolder {
 }
 
 /** Bytes of a holder's chunks, kept apart from the holder so that its finalizer can read them. */
-export interface ChunkAccount {
-  bytes: number
-}
+export interface ChunkAccount { bytes: number }
 
-interface Held {
-  holder: WeakRef<ChunkHolder>
-  account: ChunkAccount
-  number: number
-}
+interface Held { holder: WeakRef<ChunkHolder>, account: ChunkAccount, number: number }
 
 export class FragmentMemory {
   /** a chunk's offsets take the low 23 bits of a span's position, its number the 9 above (8 MB chunks) */

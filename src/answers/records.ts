@@ -361,19 +361,7 @@ export class FragmentStore implements ChunkHolder {
   }
 }
 
-interface Fragments {
-  full: FragmentStore
-  minimal: FragmentStore
-  /** a nearest record without its distance (which depends on the query) */
-  nearest: FragmentStore
-  /** bytes after the distance's place in a nearest fragment, but for the id's */
-  nearestTail: number
-  /** GeoJSON features around the records; made on first use only */
-  fullFeature: () => FragmentStore
-  minimalFeature: () => FragmentStore
-  /** the stores made so far */
-  stores: FragmentStore[]
-}
+type Fragments = ReturnType<typeof makeFragments>
 
 const once = <T>(make: () => T) => {
   let value: T | undefined
@@ -453,7 +441,7 @@ export class RecordJson {
   }
 }
 
-function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool?: AnswerPool): Fragments {
+function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool?: AnswerPool) {
   // JSON.stringify's text for siteRecord / mapMinimalRecord, written by hand: only names and the link prefix need
   // escaping (ids, regions, countries and categories cannot by their formats; a number's JSON is its String).
   const escapedLinks = JSON.stringify(links).slice(1, -1)
@@ -484,7 +472,9 @@ function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool
     full: store(full),
     minimal: store(minimal),
     nearest: store(nearest),
+    // bytes after the distance's place in a nearest fragment, but for the id's
     nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
+    // GeoJSON features around the records, made on first use only
     fullFeature: once(() => store(feature(full))),
     minimalFeature: once(() => store(feature(minimal))),
     stores

@@ -156,11 +156,7 @@ interface RouteQuery extends AreaQuery {
 }
 
 /** Sites along a route, ordered by along, then offset, then position; distances in radians. */
-interface AlongRoute {
-  positions: Uint32Array
-  along: Float64Array
-  offset: Float64Array
-}
+interface AlongRoute { positions: Uint32Array, along: Float64Array, offset: Float64Array }
 
 /** Pieces a route is cut into at most, whatever its corridor's width. */
 const MAX_PIECES = 512

@@ -76,12 +76,7 @@ const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, la
 
 const byDistanceThenId = (a: Hit, b: Hit) => (a.h - b.h) || (a.position - b.position)
 
-export interface SearchArea {
-  lng: number
-  lat: number
-  radiusKm: number
-  limit: number
-}
+export interface SearchArea { lng: number, lat: number, radiusKm: number, limit: number }
 
 /**
  * Nearest-first search with geokdbush's arithmetic: nodes visited best-first, the sites found kept in a max-heap of
