@@ -317,10 +317,7 @@ export class FragmentStore implements ChunkHolder {
     return tables
   }
 
-  /**
-   * `[` the sites' fragments, each with ASCII `fields[i]` put before its last `close.length` bytes (its closing
-   * braces, written again as `close`), joined by `,` `]`, `head` before and `tail` after.
-   */
+  /** As `array`, by position, each fragment with ASCII `fields[i]` put before its closing braces (`close`). */
   extended (positions: ArrayLike<number>, fields: string[], close: string, head = '', tail = ''): Buffer {
     this.settle()
     let total = head.length + tail.length + 2 + Math.max(0, positions.length - 1)
@@ -442,12 +439,10 @@ export class RecordJson {
 }
 
 function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool?: AnswerPool) {
-  // JSON.stringify's text for siteRecord / mapMinimalRecord, written by hand: only names and the link prefix need
-  // escaping (ids, regions, countries and categories cannot by their formats; a number's JSON is its String).
+  // JSON.stringify's text of siteRecord's forms, by hand: by their formats only names and links need escaping
   const escapedLinks = JSON.stringify(links).slice(1, -1)
   const { ids, names, regions, countries, categories, lats, lngs } = ds
-  // The three forms share their first and last fields: `{"id":…,"category":…,` what the form adds, then
-  // `"latitude":…,"longitude":…,"helipaddy_link":…}`.
+  // the forms share `{"id":…,"category":…,` and `"latitude":…,"longitude":…,"helipaddy_link":…}`
   const record = (middle: (p: number) => string) => (p: number) => {
     const id = ids.at(p)
     return `{"id":"${id}","category":"${categories[p]}",${middle(p)}` +

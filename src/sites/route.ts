@@ -184,9 +184,8 @@ export class Route {
   }
 
   /**
-   * Boxes that hold every point within `reach` radians of the start whose nearest point of the route is the start:
-   * the half of the cap that lies behind the first leg (points a hair in front of it included), about half the cap's
-   * box. The cap's own boxes where the cap reaches a pole or the first leg is too short for the half to hold them.
+   * Boxes of the points within `reach` of the start whose nearest route point is the start: the half cap behind the
+   * first leg (and a hair in front); the whole cap's at a pole or when the first leg is too short.
    */
   behindBoxes (reach: number): Box[] {
     const { lat, lng } = this.points[0]
