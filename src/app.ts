@@ -82,7 +82,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
         ? given
         : randomUUID()
     },
-    // Slow or idle connections must not hold their capped slots: checked every second, not Node's default 30.
+    // Slow or idle connections must not hold their capped slots: checked far more often than Node's default.
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     // Closes a connection on which nothing moves (a client not reading its answer); after the request's 408.

@@ -17,7 +17,7 @@ export interface ChunkAccount { bytes: number }
 interface Held { holder: WeakRef<ChunkHolder>, account: ChunkAccount, number: number }
 
 export class FragmentMemory {
-  /** a chunk's offsets take the low 23 bits of a span's position, its number the 9 above (8 MB chunks) */
+  /** a chunk's offsets take the low 23 bits of a span's position, its number the bits above */
   static readonly CHUNK_BITS = 23
   static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS
   /** bytes of the chunks held and of the spare one */

@@ -43,7 +43,7 @@ export function compress (body: Buffer, encoding: Encoding): Buffer {
         [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT
       }
     })
-  // A result within zlib's 16 kB output chunk is a view of it, which a cache entry would keep alive: copied.
+  // A result within zlib's output chunk is a view of it, which a cache entry would keep alive: copied.
   return compressed.length === compressed.buffer.byteLength ? compressed : Buffer.from(compressed)
 }
 

@@ -8,8 +8,8 @@ export type LogDestination = ReturnType<typeof logDestination>
 
 /** At exit, a writer that has not moved for this long has a reader that stopped. */
 const STALLED_MS = 1000
-// The wait before retrying a full pipe, the writer still for `stillMs`: short for a bursty reader, at most 50 ms for
-// one that stopped (whole ms: Node keeps a timer list per duration).
+// The wait before retrying a full pipe, the writer still for `stillMs`: short for a bursty reader, capped for one
+// that stopped (whole ms: Node keeps a timer list per duration).
 export const retryDelay = (stillMs: number) => Math.min(50, Math.max(1, Math.ceil(stillMs / 10)))
 
 export function logDestination (options: { maxBytes: number }) {

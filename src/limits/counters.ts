@@ -2,6 +2,7 @@
 // however busy the partner; see LocalStore.restore), restored at boot, so a restart does not give
 // a partner a fresh day.
 import type Database from 'better-sqlite3'
+import { DAY_MS } from './accept-log.ts'
 import type { LocalStore, SecondBucket } from './limiter.ts'
 
 const COUNTERS_DDL = `CREATE TABLE IF NOT EXISTS rate_buckets (
@@ -14,7 +15,7 @@ const PRUNE_EVERY_MS = 600_000
 
 /** Drops buckets that no window can reach any more. */
 const prune = (db: Database.Database, now: number) =>
-  db.prepare('DELETE FROM rate_buckets WHERE second < ?').run(Math.floor((now - 86_400_000) / 1000))
+  db.prepare('DELETE FROM rate_buckets WHERE second < ?').run(Math.floor((now - DAY_MS) / 1000))
 
 /** Puts the saved counters back into `store`; the number of partners restored. */
 export function restoreCounters (db: Database.Database, store: LocalStore, now: number): number {

@@ -201,8 +201,8 @@ export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, sc
 
 /**
  * Sites behind the start all lie at along 0: the first `limit` are found in a half cap behind it, grown until it
- * holds that many, not by locating the whole first piece (thousands from a city's helipad). 'all': `found` holds the
- * answer; 'held': every site within 1 µm of along 0 and no other; 'none': nothing.
+ * holds that many, not by locating the whole first piece (a city's helipad has many). 'all': `found` holds the
+ * answer; 'held': every site within TIE_RADIANS of along 0 and no other; 'none': nothing.
  */
 function sitesBehindStart (
   plan: SearchPlan, route: Route, limit: number, radius: number, found: Found, walked: Growing

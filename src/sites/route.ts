@@ -192,7 +192,7 @@ export class Route {
     const phi = lat * RAD
     // the start is the nearest point of points behind it, a hair in front (cos(bearing - the leg's) ≤ hair), near it
     // (the margin below), and of points as near the first leg's end as its start (to TIE_RADIANS): those too lie
-    // within a hair of the half when the leg is over 4 TIE_RADIANS / hair (4 m) long
+    // within a hair of the half when the leg is over 4 TIE_RADIANS / hair long
     const hair = 1e-6
     const cap = this.legs[0] <= 4 * TIE_RADIANS / hair || Math.abs(phi) + reach >= Math.PI / 2 - 1e-6
     if (cap) return capBoxes(this.points[0], reach)
