@@ -1,6 +1,5 @@
 // Example answers for the OpenAPI document, shaped as the service answers (made with a sandbox
 // dataset; test/routes/openapi.test.ts checks each against its schema).
-import type { Example } from './responses.ts'
 
 const site = (id: string, category: string, name: string, latitude: number, longitude: number) => ({
   id, category, name, region: 'EUR', country: 'GB', latitude, longitude,
@@ -29,6 +28,9 @@ const usageWindow = (limit: number, used: number, seconds: number, resetsIn: num
   limit, used, remaining: limit - used, window_seconds: seconds, resets_in_seconds: resetsIn,
   resets_at: new Date(Date.parse(NOW) + resetsIn * 1000).toISOString(), rows
 })
+
+/** An example answer of the OpenAPI document. */
+export interface Example { summary: string, value: unknown }
 
 const one = (summary: string, value: unknown): Record<string, Example> => ({ answer: { summary, value } })
 

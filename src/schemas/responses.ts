@@ -4,9 +4,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { ApiError, ERRORS, type ErrorCode } from '../errors.ts'
 import { COMPRESS_MIN_BYTES } from '../http/encoding.ts'
 import { ErrorBody, PARTNER_ERRORS } from './errors.ts'
-import { geoOf } from './examples.ts'
-
-export interface Example { summary: string, value: unknown }
+import { geoOf, type Example } from './examples.ts'
 
 const GEO = 'a GeoJSON FeatureCollection with format=geojson'
 
