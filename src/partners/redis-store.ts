@@ -18,7 +18,7 @@ export const CHANGES_KEPT = 1000
 
 // Every script's KEYS: slug → row JSON; token digest → slug; a count of writes; the latest writes
 // (each version with the slugs it wrote, newest first), for an instance to read only those again;
-// the epoch (random, set by the first write or read), which changes only when Redis lost its data.
+// the epoch (random, set by the first instance's look), which changes only when Redis lost its data.
 const KEYS = ['partners', 'partner-digests', 'partners:version', 'partners:epoch', 'partners:changes']
 
 // Every write script starts with tooLate() (ARGV[1]: its deadline): a CLI command that timed out
@@ -34,71 +34,58 @@ redis.call('LPUSH', KEYS[5], cjson.encode(entry))
 redis.call('LTRIM', KEYS[5], 0, ${CHANGES_KEPT - 1})`
 
 const SCRIPTS = {
-  // ARGV: deadline, slug, row JSON, digest, a fresh epoch. 'conflict': the slug exists; 'digest':
-  // another partner has the digest.
-  lspCreatePartner: `${LATE}
-if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then return 'conflict' end
-if redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then return 'digest' end
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[4], ARGV[2])
-${noteChange('{ ARGV[2] }')}
-redis.call('SET', KEYS[4], ARGV[5], 'NX')
-return 'ok'`,
-
-  // ARGV: deadline, slug, fields JSON (column → value), new digest ('' to keep it), a fresh epoch.
-  // The stored row with those fields changed; 'not_found' or 'digest'.
+  // ARGV: deadline, slug, fields JSON (column → value; a token_sha256 moves the index). The stored
+  // row with those fields changed; 'not_found' or 'digest'.
   lspPatchPartner: `${LATE}
 local json = redis.call('HGET', KEYS[1], ARGV[2])
 if not json then return 'not_found' end
-local row = cjson.decode(json)
-for column, value in pairs(cjson.decode(ARGV[3])) do row[column] = value end
-if ARGV[4] ~= '' then
-  local owner = redis.call('HGET', KEYS[2], ARGV[4])
+local row, fields = cjson.decode(json), cjson.decode(ARGV[3])
+local digest = fields['token_sha256']
+if digest then
+  local owner = redis.call('HGET', KEYS[2], digest)
   if owner and owner ~= ARGV[2] then return 'digest' end
   redis.call('HDEL', KEYS[2], row['token_sha256'])
-  redis.call('HSET', KEYS[2], ARGV[4], ARGV[2])
-  row['token_sha256'] = ARGV[4]
+  redis.call('HSET', KEYS[2], digest, ARGV[2])
 end
+for column, value in pairs(fields) do row[column] = value end
 json = cjson.encode(row)
 redis.call('HSET', KEYS[1], ARGV[2], json)
 ${noteChange('{ ARGV[2] }')}
-redis.call('SET', KEYS[4], ARGV[5], 'NX')
 return json`,
 
-  // ARGV: deadline, a fresh epoch, then slug, id, digest and row JSON of each entry. Adds or replaces
+  // ARGV: deadline, then slug, id, digest and row JSON of each entry. Adds or replaces
   // partners by slug, all or none, each entry checked first against the partners no entry replaces.
   // { 'ok', created, replaced }, or the clash: { key, entry's slug, the stored partner's slug }.
   lspImportPartners: `${LATE}
 local slugs = {}
-for i = 3, #ARGV, 4 do slugs[ARGV[i]] = true end
+for i = 2, #ARGV, 4 do slugs[ARGV[i]] = true end
 local kept, old = {}, {}
 local stored = redis.call('HGETALL', KEYS[1])
 for i = 1, #stored, 2 do
   local row = cjson.decode(stored[i + 1])
   if slugs[stored[i]] then old[stored[i]] = row['token_sha256'] else kept[row['id']] = stored[i] end
 end
-for i = 3, #ARGV, 4 do
+for i = 2, #ARGV, 4 do
   if kept[ARGV[i + 1]] then return { 'id', ARGV[i], kept[ARGV[i + 1]] } end
   local owner = redis.call('HGET', KEYS[2], ARGV[i + 2])
   if owner and not slugs[owner] then return { 'token_sha256', ARGV[i], owner } end
 end
-if #ARGV == 2 then return { 'ok', 0, 0 } end
+if #ARGV == 1 then return { 'ok', 0, 0 } end
 -- the replaced rows' digests out first: one may be another entry's new digest
 for _, digest in pairs(old) do redis.call('HDEL', KEYS[2], digest) end
 local created, written = 0, {}
-for i = 3, #ARGV, 4 do
+for i = 2, #ARGV, 4 do
   if not old[ARGV[i]] then created = created + 1 end
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 3])
   redis.call('HSET', KEYS[2], ARGV[i + 2], ARGV[i])
   table.insert(written, ARGV[i])
 end
 ${noteChange('written')}
-redis.call('SET', KEYS[4], ARGV[2], 'NX')
-return { 'ok', created, (#ARGV - 2) / 4 - created }`,
+return { 'ok', created, (#ARGV - 1) / 4 - created }`,
 
-  // ARGV: deadline, then slug, row JSON and digest of each row. Puts back, in one step, the rows whose
-  // slug and digest are both missing (a row written since the loss is newer). The count written.
-  lspMergePartners: `${LATE}
+  // ARGV: deadline, then slug, row JSON and digest of each row. Adds, in one step, the rows whose slug
+  // and digest are both free (put back after a loss: a row written since is newer). The count written.
+  lspAddPartners: `${LATE}
 local written = {}
 for i = 2, #ARGV, 3 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 and redis.call('HEXISTS', KEYS[2], ARGV[i + 2]) == 0 then
@@ -200,15 +187,13 @@ export class RedisPartnerStore {
 
   async create (input: NewPartner): Promise<{ partner: Partner, token: string }> {
     const { row, token } = newPartnerRow(input)
-    const result = await this.write('lspCreatePartner', row.slug, JSON.stringify(row), row.token_sha256, randomUUID())
-    if (result === 'conflict') throw slugTaken(row.slug)
-    if (result === 'digest') throw digestTaken(row.slug)
+    if (await this.add([row]) === 0) throw slugTaken(row.slug) // or its digest, as control.db's UNIQUE says
     return { partner: fromRow(row), token }
   }
 
   /** Changes fields of the stored row in one script; a new token digest moves the index with it. */
-  private async patch (slug: string, fields: Partial<PartnerRow>, digest = ''): Promise<Partner> {
-    const result = await this.write<string>('lspPatchPartner', slug, JSON.stringify(fields), digest, randomUUID())
+  private async patch (slug: string, fields: Partial<PartnerRow>): Promise<Partner> {
+    const result = await this.write<string>('lspPatchPartner', slug, JSON.stringify(fields))
     if (result === 'not_found') throw notFound(slug)
     if (result === 'digest') throw digestTaken(slug)
     return fromRow(JSON.parse(result))
@@ -220,20 +205,25 @@ export class RedisPartnerStore {
 
   async rotate (slug: string): Promise<{ partner: Partner, token: string }> {
     const token = newToken()
-    return { partner: await this.patch(slug, { updated_at: new Date().toISOString() }, tokenDigest(token)), token }
+    const partner = await this.patch(slug, { token_sha256: tokenDigest(token), updated_at: new Date().toISOString() })
+    return { partner, token }
   }
 
-  /** Puts back the rows of a store that lost its data, as the merge script does; the number written. */
+  private async add (rows: PartnerRow[]): Promise<number> {
+    const args = rows.flatMap((row) => [row.slug, JSON.stringify(row), row.token_sha256])
+    return await this.write('lspAddPartners', ...args)
+  }
+
+  /** Puts back the rows of a store that lost its data, those whose slug and digest are free; the number written. */
   async mergeRows (rows: PartnerRow[]): Promise<number> {
-    const args = rows.map(checkedRow).flatMap((row) => [row.slug, JSON.stringify(row), row.token_sha256])
-    return await this.write('lspMergePartners', ...args)
+    return await this.add(rows.map((row, i) => checkedRow(row, i)))
   }
 
   /** `partners import`: as PartnerStore.importRows, in one script. */
   async importRows (rows: PartnerRow[]): Promise<{ created: number, replaced: number }> {
     const args = importedRows(rows).flatMap((row) => [row.slug, row.id, row.token_sha256, JSON.stringify(row)])
     const [result, a, b] = await this.write<[string, number | string, number | string]>(
-      'lspImportPartners', randomUUID(), ...args)
+      'lspImportPartners', ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
     throw new PartnerStoreError('conflict',
       clashMessage(result as UniqueColumn, String(a), String(b), 'in the shared state'))

@@ -82,13 +82,9 @@ export const overrideToColumn = (value: LimitOverride): string | null => value =
 export type Partner = ReturnType<typeof fromRow>
 
 export function fromRow (row: PartnerRow) {
+  const { id, slug, name, status, tier, environment } = row
   return {
-    id: row.id,
-    slug: row.slug,
-    name: row.name,
-    status: row.status,
-    tier: row.tier,
-    environment: row.environment,
+    id, slug, name, status, tier, environment,
     categories: row.categories === '' ? [] : row.categories.split(',').map(Number),
     otherCategories: row.other_categories === 1,
     siteById: row.site_by_id === 1,
@@ -174,9 +170,9 @@ export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
   return { ...Object.fromEntries([...named, ...limits]), updated_at: new Date().toISOString() }
 }
 
-/** A row from an export file or Redis, checked by its schema before it is written anywhere. */
-export function checkedRow (value: unknown, index?: number): PartnerRow {
-  const problem = rowProblem(value)
+/** A row from an export file or Redis, checked by its schema, and with `bounds` by a new partner's bounds. */
+export function checkedRow (value: unknown, index?: number, bounds = false): PartnerRow {
+  const problem = rowProblem(value) ?? (bounds ? boundsProblem(value as PartnerRow) : undefined)
   if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(value, index)}: ${problem}`)
   return value as PartnerRow
 }
@@ -204,10 +200,7 @@ export function clashInFile (rows: PartnerRow[]): string | undefined {
 
 /** The rows of an import, each checked with a new partner's bounds, no two sharing a slug, id or digest. */
 export function importedRows (rows: PartnerRow[]): PartnerRow[] {
-  for (const [index, row] of rows.entries()) {
-    const problem = rowProblem(row) ?? boundsProblem(row)
-    if (problem !== undefined) throw new PartnerStoreError('invalid', `${partnerLabel(row, index)}: ${problem}`)
-  }
+  rows.forEach((row, index) => checkedRow(row, index, true))
   const clash = clashInFile(rows)
   if (clash !== undefined) throw new PartnerStoreError('conflict', clash)
   return rows
@@ -349,16 +342,11 @@ export class PartnerStore {
 
 /** The partner as `show`/`list --json` print it: every field of the partner, never a token or digest. */
 export function partnerView (partner: Partner) {
+  const { id, slug, name, status, tier, environment, categories } = partner
   const limits = effectiveLimits(partner)
   const shown = (l: Limit) => l === null ? 'unlimited' as const : l
   return {
-    id: partner.id,
-    slug: partner.slug,
-    name: partner.name,
-    status: partner.status,
-    tier: partner.tier,
-    environment: partner.environment,
-    categories: partner.categories,
+    id, slug, name, status, tier, environment, categories,
     other_categories: partner.otherCategories,
     site_by_id: partner.siteById,
     radius_cap_km: partner.radiusCapKm,
