@@ -9,12 +9,13 @@ import { tokenDigest } from './tokens.ts'
 
 export class PartnerDirectory {
   private byDigest = new Map<string, PartnerProfile>()
-  /** The digest each partner is found by, by its key in the store (control.db: id; Redis: slug). */
-  private digestOf = new Map<string, string>()
+  /**
+   * Every partner's row as last read, by its key in the store (control.db: id; Redis: slug): a row's
+   * digest is the entry to drop when it changes, and Redis's rows are put back if Redis loses them.
+   */
+  private rows = new Map<string, PartnerRow>()
   /** The change mark the table is as of; -1 before the first read. */
   private seenMark = -1
-  /** Rows as last read from Redis, by slug, to put back if Redis loses them. */
-  private sharedRows = new Map<string, PartnerRow>()
   /** Redis's partners epoch as last read: another one means Redis lost its data meanwhile. */
   private epoch: string | undefined
   /** Partner rows read from the store since start (lsp_partner_rows_read_total). */
@@ -31,15 +32,15 @@ export class PartnerDirectory {
    */
   private apply (changes: Map<string, PartnerRow | undefined>, mark: number) {
     for (const key of changes.keys()) {
-      const digest = this.digestOf.get(key)
-      if (digest !== undefined) this.byDigest.delete(digest)
-      this.digestOf.delete(key)
+      const old = this.rows.get(key)
+      if (old !== undefined) this.byDigest.delete(old.token_sha256)
+      this.rows.delete(key)
     }
     for (const [key, row] of changes) {
       if (row === undefined) continue
       this.rowsRead++
       this.byDigest.set(row.token_sha256, profileOf(fromRow(row)))
-      this.digestOf.set(key, row.token_sha256)
+      this.rows.set(key, row)
     }
     this.seenMark = mark
   }
@@ -47,7 +48,7 @@ export class PartnerDirectory {
   /** Every partner anew. */
   private loadAll (rows: PartnerRow[], keyOf: (row: PartnerRow) => string, mark: number) {
     this.byDigest = new Map()
-    this.digestOf = new Map()
+    this.rows = new Map()
     this.apply(new Map(rows.map((row) => [keyOf(row), row])), mark)
   }
 
@@ -78,17 +79,13 @@ export class PartnerDirectory {
     const shared = this.shared!
     const { version, epoch } = await shared.state()
     const lost = this.epoch !== undefined && epoch !== this.epoch
-    const restored = lost && this.sharedRows.size > 0 && await shared.mergeRows([...this.sharedRows.values()]) > 0
+    const restored = lost && this.rows.size > 0 && await shared.mergeRows([...this.rows.values()]) > 0
     // the version before the rows: a write between the two is read again at the next look
     let mark = version
     if (this.epoch !== undefined && !lost) {
       if (version === this.seenMark) return { restored: false, changed: 0 }
       const changes = await shared.changesSince(this.seenMark)
       if (changes !== undefined) {
-        for (const [slug, row] of changes.rows) {
-          if (row === undefined) this.sharedRows.delete(slug)
-          else this.sharedRows.set(slug, row)
-        }
         this.apply(changes.rows, changes.version)
         return { restored: false, changed: changes.rows.size }
       }
@@ -98,7 +95,6 @@ export class PartnerDirectory {
     }
     const rows = await shared.exportRows()
     this.epoch = epoch
-    this.sharedRows = new Map(rows.map((row) => [row.slug, row]))
     this.loadAll(rows, (row) => row.slug, mark)
     return { restored, changed: rows.length }
   }
