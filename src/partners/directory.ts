@@ -70,19 +70,13 @@ export class PartnerDirectory {
   }
 
   /**
-   * The same from Redis. A new epoch is a Redis that lost its data (restarted without persistence):
-   * the partners it lacks are put back from this copy (a partner written there since is newer and
-   * stays) rather than every other token refused; then everything is read again. `changed`: how
-   * many partners were read again or dropped.
+   * The same from Redis. Another epoch is a Redis that lost its data: the partners it lacks are put
+   * back from this copy (one written there since is newer and stays), then all are read again.
    */
   async refreshShared (): Promise<{ restored: boolean, changed: number }> {
     const shared = this.shared!
     const { version, epoch } = await shared.state()
-    const lost = this.epoch !== undefined && epoch !== this.epoch
-    const restored = lost && this.rows.size > 0 && await shared.mergeRows([...this.rows.values()]) > 0
-    // the version before the rows: a write between the two is read again at the next look
-    let mark = version
-    if (this.epoch !== undefined && !lost) {
+    if (epoch === this.epoch) {
       if (version === this.seenMark) return { restored: false, changed: 0 }
       const changes = await shared.changesSince(this.seenMark)
       if (changes !== undefined) {
@@ -90,9 +84,11 @@ export class PartnerDirectory {
         return { restored: false, changed: changes.rows.size }
       }
       // a writer that notes no changes (an older CLI) wrote: everything is read again
-    } else if (restored) {
-      mark = (await shared.state()).version
     }
+    const restored = this.epoch !== undefined && epoch !== this.epoch && this.rows.size > 0 &&
+      await shared.mergeRows([...this.rows.values()]) > 0
+    // the version before the rows: a write between the two is read again at the next look
+    const mark = restored ? (await shared.state()).version : version
     const rows = await shared.exportRows()
     this.epoch = epoch
     this.loadAll(rows, (row) => row.slug, mark)

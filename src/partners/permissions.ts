@@ -2,29 +2,19 @@
 // never per request.
 import type { DatasetName } from '../sites/dataset-file.ts'
 import { effectiveLimits, type Partner } from './store.ts'
-import type { Limits } from './tiers.ts'
-import { ratelimitPolicy, windowSpecs, type WindowSpec } from '../limits/limiter.ts'
+import { ratelimitPolicy, windowSpecs } from '../limits/limiter.ts'
 
 export type Endpoint =
   'sites' | 'nearest' | 'by-tag' | 'along-route' | 'by-bbox' | 'site' | 'usage' | 'categories' | 'tags'
 
-/** The partner with what follows from its settings, as the service holds it. */
-export interface PartnerProfile extends Partner {
-  /** Categories it is served, ascending: its allow-list less 1, and less 8+ unless other_categories. */
-  allowedCategories: readonly number[]
-  limits: Limits
-  /** its limits as the limiter's windows */
-  windows: WindowSpec[]
-  /** the RateLimit-Policy field of its windows ('' when none is limited) */
-  ratelimitPolicy: string
-  /** Everything about the partner that shapes a result; part of the response cache key. */
-  fingerprint: string
-}
-
 const FIRST_OTHER_CATEGORY = 8
 
-export function profileOf (partner: Partner): PartnerProfile {
-  const allowed = Object.freeze([...new Set(partner.categories)]
+/** The partner with what follows from its settings, as the service holds it. */
+export type PartnerProfile = ReturnType<typeof profileOf>
+
+export function profileOf (partner: Partner) {
+  // the categories it is served, ascending: its allow-list less 1, and less 8+ unless other_categories
+  const allowed: readonly number[] = Object.freeze([...new Set(partner.categories)]
     .filter((c) => c >= 2 && (c < FIRST_OTHER_CATEGORY || partner.otherCategories))
     .sort((a, b) => a - b))
   const limits = effectiveLimits(partner)
@@ -34,7 +24,8 @@ export function profileOf (partner: Partner): PartnerProfile {
     allowedCategories: allowed,
     limits,
     windows,
-    ratelimitPolicy: ratelimitPolicy(windows),
+    ratelimitPolicy: ratelimitPolicy(windows), // '' when no window is limited
+    // everything about the partner that shapes a result; part of the response cache key
     fingerprint: `${allowed.join(',')}|${partner.radiusCapKm}|${partner.maxResults}`
   }
 }

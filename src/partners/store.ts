@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import {
   DEFAULT_CATEGORIES, DEFAULT_MAX_RESULTS, DEFAULT_RADIUS_CAP_KM, MAX_LIMIT, TIER_LIMITS, WINDOWS,
-  type Limit, type Limits, type WindowName
+  type Limits, type WindowName
 } from './tiers.ts'
 import { openReadOnly } from '../setup/read-only-db.ts'
 import { newToken, tokenDigest } from './tokens.ts'
@@ -344,7 +344,7 @@ export class PartnerStore {
 export function partnerView (partner: Partner) {
   const { id, slug, name, status, tier, environment, categories } = partner
   const limits = effectiveLimits(partner)
-  const shown = (l: Limit) => l === null ? 'unlimited' as const : l
+  const shown = (l: number | null) => l === null ? 'unlimited' as const : l
   return {
     id, slug, name, status, tier, environment, categories,
     other_categories: partner.otherCategories,

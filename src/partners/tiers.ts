@@ -1,19 +1,15 @@
 // Tiers, their default limits, and the partner fields that follow from them.
 export const TIERS = ['demo', 'growth', 'scale'] as const
-export type Tier = typeof TIERS[number]
 export const STATUSES = ['pending', 'active', 'suspended'] as const
-export type Status = typeof STATUSES[number]
 export const ENVIRONMENTS = ['sandbox', 'production'] as const
-export type Environment = typeof ENVIRONMENTS[number]
 export const WINDOWS = ['minute', 'hour', 'day'] as const
 export type WindowName = typeof WINDOWS[number]
 export const WINDOW_SECONDS: Record<WindowName, number> = { minute: 60, hour: 3600, day: 86400 }
 
-/** A window's limit: a number of requests, or null for unlimited. */
-export type Limit = number | null
-export type Limits = Record<WindowName, Limit>
+/** Each window's limit: a number of requests, or null for unlimited. */
+export type Limits = Record<WindowName, number | null>
 
-export const TIER_LIMITS: Record<Tier, Limits> = {
+export const TIER_LIMITS: Record<typeof TIERS[number], Limits> = {
   demo: { minute: 30, hour: 200, day: 1000 },
   growth: { minute: 90, hour: 1200, day: 12000 },
   scale: { minute: 240, hour: 4000, day: 50000 }
