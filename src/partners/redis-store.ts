@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import {
   PartnerStoreError, changedColumns, checkedRow, clashMessage, fromRow, importedRows, newPartnerRow, notFound,
-  slugTaken, type NewPartner, type Partner, type PartnerChanges, type PartnerRow, type UniqueColumn
+  slugTaken, type NewPartner, type Partner, type PartnerChanges, type PartnerRow
 } from './store.ts'
 import { newToken, tokenDigest } from './tokens.ts'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
@@ -157,7 +157,7 @@ export class RedisPartnerStore {
   async changesSince (version: number): Promise<{ version: number, rows: Map<string, PartnerRow | undefined> }
     | undefined> {
     const [now, entries] = await this.run<[number, string[]]>('lspPartnerChanges', version)
-    if (now < version || entries.length !== now - version) return undefined
+    if (entries.length !== now - version) return undefined
     const slugs = new Set<string>()
     for (const [i, entry] of entries.entries()) {
       const [written, ...changed] = JSON.parse(entry) as [number, ...string[]]
@@ -226,7 +226,7 @@ export class RedisPartnerStore {
       'lspImportPartners', ...args)
     if (result === 'ok') return { created: Number(a), replaced: Number(b) }
     throw new PartnerStoreError('conflict',
-      clashMessage(result as UniqueColumn, String(a), String(b), 'in the shared state'))
+      clashMessage(result as 'id' | 'token_sha256', String(a), String(b), 'in the shared state'))
   }
 
   close () {

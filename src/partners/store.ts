@@ -145,8 +145,7 @@ const bit = (on: boolean | undefined) => on === undefined ? undefined : on ? 1 :
 
 /**
  * The columns a change writes, with updated_at: only those it names, so that two changes of
- * different fields made at once both take effect. A limit must be a whole number from 1 to
- * MAX_LIMIT (or unlimited, or the tier's).
+ * different fields made at once both take effect.
  */
 export function changedColumns (changes: PartnerChanges): Partial<PartnerRow> {
   const limits = Object.entries(changes.limitOverrides ?? {}).map(([window, value]) => {
@@ -177,11 +176,11 @@ export function checkedRow (value: unknown, index?: number, bounds = false): Par
   return value as PartnerRow
 }
 
-/** What no two partners may share besides a slug: an id keys a rate-limit log, a digest a token. */
-export type UniqueColumn = 'id' | 'token_sha256'
-
-/** An import refused because two partners would share a column; `where` the other is kept, when not in the file. */
-export const clashMessage = (key: UniqueColumn, slug: string, other: string, where?: string) =>
+/**
+ * An import refused because two partners would share an id (which keys a rate-limit log) or a token
+ * digest; `where` the other is kept, when not in the file.
+ */
+export const clashMessage = (key: 'id' | 'token_sha256', slug: string, other: string, where?: string) =>
   `partner ${JSON.stringify(slug)}: its ${key} is also partner ${JSON.stringify(other)}'s${where ? `, ${where}` : ''}`
 
 /** The refusal of a file in which two partners share a slug, an id or a token digest. */
@@ -214,21 +213,16 @@ export class PartnerStore {
    * short one: better-sqlite3 is synchronous, and a long wait would stall every request. `readonly`:
    * nothing written and no file made, so that an operator who may only read DATA_DIR can look.
    */
-  constructor (readonly path: string, options: { readonly?: boolean, busyTimeoutMs?: number } = {}) {
-    if (options.readonly && !existsSync(path)) {
-      this.db = new Database(':memory:') // no file: no partner
-      this.db.exec(SCHEMA)
-      return
-    }
-    if (!options.readonly) mkdirSync(dirname(path), { recursive: true })
-    let db = options.readonly ? undefined : new Database(path)
+  constructor (path: string, { readonly = false, busyTimeoutMs = 5000 } = {}) {
+    const missing = readonly && !existsSync(path) // no file: no partner, in an empty database in memory
+    if (!readonly) mkdirSync(dirname(path), { recursive: true })
+    let db = readonly ? undefined : new Database(path)
     try {
-      db ??= openReadOnly(path) // a file that is not a database fails here, or at the first pragma
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
-      if (!options.readonly) {
-        db.pragma('journal_mode = WAL')
-        db.exec(SCHEMA)
-      }
+      // a file that is not a database fails here, or at the first pragma
+      db ??= missing ? new Database(':memory:') : openReadOnly(path)
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`)
+      if (!readonly) db.pragma('journal_mode = WAL')
+      if (!readonly || missing) db.exec(SCHEMA)
       this.db = db
     } catch (err) {
       db?.close()
@@ -280,8 +274,8 @@ export class PartnerStore {
   }
 
   /**
-   * `partners import`: adds or replaces partners by slug, digests and all, all or none; refused when
-   * two partners would then share an id or a digest (a file may swap two replaced partners' digests).
+   * `partners import`: adds or replaces partners by slug, all or none; refused when two partners
+   * would then share an id or a digest (a file may swap two replaced partners' digests).
    */
   importRows (rows: PartnerRow[]): { created: number, replaced: number } {
     const checked = importedRows(rows)
