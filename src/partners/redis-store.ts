@@ -53,8 +53,8 @@ redis.call('HSET', KEYS[1], ARGV[2], json)
 ${noteChange('{ ARGV[2] }')}
 return json`,
 
-  // ARGV: deadline, then slug, id, digest and row JSON of each entry. Adds or replaces
-  // partners by slug, all or none, each entry checked first against the partners no entry replaces.
+  // ARGV: deadline, then slug, id, digest and row JSON of each entry. Adds or replaces partners by
+  // slug, all or none, each entry checked first against the partners no entry replaces.
   // { 'ok', created, replaced }, or the clash: { key, entry's slug, the stored partner's slug }.
   lspImportPartners: `${LATE}
 local slugs = {}
