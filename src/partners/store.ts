@@ -129,14 +129,12 @@ export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: str
     tier: input.tier ?? 'demo',
     environment: input.environment ?? 'sandbox',
     categories: DEFAULT_CATEGORIES.join(','),
-    other_categories: 0,
-    site_by_id: 0,
+    other_categories: 0, site_by_id: 0,
     radius_cap_km: DEFAULT_RADIUS_CAP_KM,
     max_results: DEFAULT_MAX_RESULTS,
     limit_minute: null, limit_hour: null, limit_day: null,
     token_sha256: tokenDigest(token),
-    created_at: now,
-    updated_at: now
+    created_at: now, updated_at: now
   }
   return { row, token }
 }
