@@ -4,7 +4,7 @@
 // metrics. A request adds to plain numbers; samples are made when Prometheus scrapes
 // (src/metrics/server.ts serves them on METRICS_PORT). Node's process metrics are made once per
 // process and shown by every app's registry (a test process builds many apps).
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { Registry, collectDefaultMetrics, type Metric } from 'prom-client'
 
 /** What the gauges read at scrape time. */
 export interface MetricSources {
@@ -21,41 +21,18 @@ export interface MetricSources {
   sharedState?: () => { degraded: boolean, unavailableAnswers: number } | undefined
 }
 
-export interface Metrics {
-  registry: Registry
-  /** counts an answered request by route pattern (undefined: no route matched), method and status */
-  observe (route: string | undefined, method: string, status: number, seconds: number): void
-  /** counts a dataset reload by its outcome */
-  reloaded (ok: boolean): void
-  /** counts a request refused with 429, by the partner's tier */
-  rateLimited (tier: string): void
-}
+export type Metrics = ReturnType<typeof createMetrics>
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
 /** One route, method and status: counted per request in plain numbers, made into samples at scrape time. */
 interface Series { route: string, method: string, status: string, count: number, sum: number, buckets: Float64Array }
-type Merged = Omit<Series, 'method'>
 
 const DURATION = 'lsp_http_request_duration_seconds'
 
-type Labels = Record<string, string>
-type Sample = { labels: Labels, value: number, metricName?: string }
+type Sample = { labels: Record<string, string>, value: number, metricName?: string }
 
-/**
- * A metric whose samples are made when Prometheus scrapes: what a request does is add to plain
- * numbers (prom-client's own counters hash their labels on every increment).
- */
-function scraped (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: () => Sample[]) {
-  return {
-    name,
-    help,
-    type,
-    aggregator: 'sum',
-    async get () { return { name, help, type, aggregator: 'sum', values: samples() } },
-    reset () {}
-  }
-}
+const unlabelled = (value: number): Sample[] => [{ labels: {}, value }]
 
 let processMetrics: Registry | undefined
 
@@ -72,22 +49,28 @@ function processRegistry (): Registry {
   return processMetrics
 }
 
-export function createMetrics (sources: MetricSources): Metrics {
+export function createMetrics (sources: MetricSources) {
   // a registry of the app's own that starts with the process's metric objects (shared, not copied)
   const registry = Registry.merge([processRegistry()])
   // route → method → status → series: found per request without building a key string
   const byRoute = new Map<string, Map<string, Map<number, Series>>>()
   const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))
-  const cacheLookups = sources.cache.lookups
   const reloads = { ok: 0, refused: 0 }
   const refusals = new Map<string, number>()
-  const register = (metric: ReturnType<typeof scraped>) =>
-    registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0])
-  register(scraped('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status', 'counter',
-    () => allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count }))))
-  register(scraped(DURATION, 'Time from request to answer, by route pattern and status', 'histogram', () => {
+
+  // Every metric's samples are made when Prometheus scrapes: what a request does is add to plain
+  // numbers (prom-client's own counters hash their labels on every increment).
+  const metric = (type: 'counter' | 'gauge' | 'histogram') => (name: string, help: string, samples: () => Sample[]) => {
+    const get = async () => ({ name, help, type, aggregator: 'sum', values: samples() })
+    registry.registerMetric({ name, help, type, get, reset () {} } as unknown as Metric)
+  }
+  const [counter, gauge, histogram] = [metric('counter'), metric('gauge'), metric('histogram')]
+
+  counter('lsp_http_requests_total', 'HTTP requests answered, by route pattern, method and status',
+    () => allSeries().map((s) => ({ labels: { route: s.route, method: s.method, status: s.status }, value: s.count })))
+  histogram(DURATION, 'Time from request to answer, by route pattern and status', () => {
     // the latency is by route and status only (GET is the only method that answers)
-    const merged = new Map<string, Merged>()
+    const merged = new Map<string, Omit<Series, 'method'>>()
     for (const s of allSeries()) {
       const key = `${s.status} ${s.route}`
       const into = merged.get(key) ??
@@ -98,96 +81,63 @@ export function createMetrics (sources: MetricSources): Metrics {
       merged.set(key, into)
     }
     const samples: Sample[] = []
-    for (const s of merged.values()) {
-      const { route, status } = s
+    for (const { route, status, count, sum, buckets } of merged.values()) {
       const metricName = `${DURATION}_bucket`
       let cumulative = 0
       for (let i = 0; i < BUCKETS.length; i++) {
-        cumulative += s.buckets[i]
+        cumulative += buckets[i]
         samples.push({ metricName, labels: { le: String(BUCKETS[i]), route, status }, value: cumulative })
       }
-      samples.push({ metricName, labels: { le: '+Inf', route, status }, value: s.count })
-      samples.push({ metricName: `${DURATION}_sum`, labels: { route, status }, value: s.sum })
-      samples.push({ metricName: `${DURATION}_count`, labels: { route, status }, value: s.count })
+      samples.push({ metricName, labels: { le: '+Inf', route, status }, value: count })
+      samples.push({ metricName: `${DURATION}_sum`, labels: { route, status }, value: sum })
+      samples.push({ metricName: `${DURATION}_count`, labels: { route, status }, value: count })
     }
     return samples
-  }))
-  register(scraped('lsp_cache_lookups_total', 'Answer cache lookups, by result (hit or miss)', 'counter', () =>
-    [{ labels: { result: 'hit' }, value: cacheLookups.hit }, { labels: { result: 'miss' }, value: cacheLookups.miss }]))
-  register(scraped('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier', 'counter', () =>
-    [...refusals].map(([tier, value]) => ({ labels: { tier }, value }))))
-  register(scraped('lsp_shared_state_unavailable_total',
+  })
+  const { lookups } = sources.cache
+  counter('lsp_cache_lookups_total', 'Answer cache lookups, by result (hit or miss)',
+    () => [{ labels: { result: 'hit' }, value: lookups.hit }, { labels: { result: 'miss' }, value: lookups.miss }])
+  counter('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier',
+    () => [...refusals].map(([tier, value]) => ({ labels: { tier }, value })))
+  counter('lsp_shared_state_unavailable_total',
     'Requests answered 503 svc_partner_api_unavailable: the shared state (Redis) could not be read or written and ' +
-    'nothing was known of a limited window of the partner', 'counter',
-    () => [{ labels: {}, value: sources.sharedState?.()?.unavailableAnswers ?? 0 }]))
-  register(scraped('lsp_shared_state_connected',
+    'nothing was known of a limited window of the partner',
+    () => unlabelled(sources.sharedState?.()?.unavailableAnswers ?? 0))
+  gauge('lsp_shared_state_connected',
     '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
-    'absent without STATE_URL', 'gauge', () => {
+    'absent without STATE_URL', () => {
       const shared = sources.sharedState?.()
-      return shared ? [{ labels: {}, value: shared.degraded ? 0 : 1 }] : []
-    }))
-  register(scraped('lsp_log_lines_dropped_total',
-    'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader', 'counter',
-    () => [{ labels: {}, value: sources.log?.droppedLines ?? 0 }]))
-  register(scraped('lsp_record_fragment_chunks_forgotten_total',
+      return shared ? unlabelled(shared.degraded ? 0 : 1) : []
+    })
+  counter('lsp_log_lines_dropped_total',
+    'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader',
+    () => unlabelled(sources.log?.droppedLines ?? 0))
+  counter('lsp_record_fragment_chunks_forgotten_total',
     'Chunks (8 MB) of the records\' JSON forgotten to stay within FRAGMENTS_MAX_MB; ' +
-    'their records are made again when asked for', 'counter',
-    () => [{ labels: {}, value: sources.fragmentMemory?.forgotten ?? 0 }]))
-  register(scraped('lsp_partner_rows_read_total',
-    'Partner rows read from control.db or Redis: all at boot, then those of the partners changed', 'counter',
-    () => [{ labels: {}, value: sources.partners.rowsRead }]))
-  register(scraped('lsp_dataset_reloads_total',
-    'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)', 'counter',
-    () => [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }]))
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_dataset_sites',
-    help: 'Sites served, by dataset',
-    labelNames: ['dataset'],
-    registers: [registry],
-    collect () { for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, d.site_count) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_record_fragment_bytes',
-    help: 'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records ' +
-      'are made; all datasets together within FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
-    labelNames: ['dataset'],
-    registers: [registry],
-    collect () { for (const d of sources.fragmentBytes?.() ?? []) this.set({ dataset: d.dataset }, d.bytes) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_record_fragment_memory_bytes',
-    help: 'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, ' +
-      'and those of a dataset dropped by a reload until they are freed',
-    registers: [registry],
-    collect () { this.set(sources.fragmentMemory?.bytes ?? 0) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_dataset_built_timestamp_seconds',
-    help: 'When the served dataset file was built (its meta built_at), by dataset',
-    labelNames: ['dataset'],
-    registers: [registry],
-    collect () {
-      for (const d of sources.datasets.served()) this.set({ dataset: d.dataset }, Date.parse(d.built_at) / 1000)
-    }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_partners',
-    help: 'Partners known to this instance',
-    registers: [registry],
-    collect () { this.set(sources.partners.size) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_control_db_writable',
-    help: '1 while control.db takes writes, 0 while a job that writes to it fails (see /readyz)',
-    registers: [registry],
-    collect () { this.set(sources.controlDb.writable ? 1 : 0) }
-  })
-  new Gauge({ // eslint-disable-line no-new
-    name: 'lsp_answer_cache_entries',
-    help: 'Answers held in the cache',
-    registers: [registry],
-    collect () { this.set(sources.cache.size) }
-  })
+    'their records are made again when asked for', () => unlabelled(sources.fragmentMemory?.forgotten ?? 0))
+  counter('lsp_partner_rows_read_total',
+    'Partner rows read from control.db or Redis: all at boot, then those of the partners changed',
+    () => unlabelled(sources.partners.rowsRead))
+  counter('lsp_dataset_reloads_total', 'Dataset reloads (datasets reload, SIGHUP), by result (ok or refused)',
+    () => [{ labels: { result: 'ok' }, value: reloads.ok }, { labels: { result: 'refused' }, value: reloads.refused }])
+  gauge('lsp_dataset_sites', 'Sites served, by dataset',
+    () => sources.datasets.served().map((d) => ({ labels: { dataset: d.dataset }, value: d.site_count })))
+  gauge('lsp_record_fragment_bytes',
+    'Bytes allocated for the records\' JSON, made on first use and kept (8 MB chunks, filled as records ' +
+    'are made; all datasets together within FRAGMENTS_MAX_MB), by dataset: most of the memory that grows under load',
+    () => (sources.fragmentBytes?.() ?? []).map((d) => ({ labels: { dataset: d.dataset }, value: d.bytes })))
+  gauge('lsp_record_fragment_memory_bytes',
+    'Bytes of the records\' JSON that FRAGMENTS_MAX_MB bounds: every dataset\'s chunks, the one kept ready, ' +
+    'and those of a dataset dropped by a reload until they are freed',
+    () => unlabelled(sources.fragmentMemory?.bytes ?? 0))
+  gauge('lsp_dataset_built_timestamp_seconds',
+    'When the served dataset file was built (its meta built_at), by dataset', () => sources.datasets.served()
+      .map((d) => ({ labels: { dataset: d.dataset }, value: Date.parse(d.built_at) / 1000 })))
+  gauge('lsp_partners', 'Partners known to this instance', () => unlabelled(sources.partners.size))
+  gauge('lsp_control_db_writable',
+    '1 while control.db takes writes, 0 while a job that writes to it fails (see /readyz)',
+    () => unlabelled(sources.controlDb.writable ? 1 : 0))
+  gauge('lsp_answer_cache_entries', 'Answers held in the cache', () => unlabelled(sources.cache.size))
 
   const seriesOf = (route: string, method: string, status: number): Series => {
     let byMethod = byRoute.get(route)
@@ -204,6 +154,7 @@ export function createMetrics (sources: MetricSources): Metrics {
 
   return {
     registry,
+    /** Counts an answered request by route pattern (undefined: no route matched), method and status. */
     observe (route: string | undefined, method: string, status: number, seconds: number) {
       // unmatched URLs share one label, so random paths cannot grow the series
       const s = seriesOf(route ?? 'unmatched', method, status)
@@ -213,7 +164,9 @@ export function createMetrics (sources: MetricSources): Metrics {
       while (i < BUCKETS.length && seconds > BUCKETS[i]) i++
       if (i < BUCKETS.length) s.buckets[i]++
     },
+    /** Counts a dataset reload by its outcome. */
     reloaded: (ok: boolean) => { reloads[ok ? 'ok' : 'refused']++ },
+    /** Counts a request refused with 429, by the partner's tier. */
     rateLimited: (tier: string) => { refusals.set(tier, (refusals.get(tier) ?? 0) + 1) }
   }
 }
