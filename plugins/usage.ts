@@ -19,14 +19,13 @@ declare module 'fastify' {
 
 async function usage (app: FastifyInstance, options: { clock?: () => number, saveMs: number, historyDays: number }) {
   const state = createUsageState({
+    ...options,
     db: app.partners.store.db,
     redis: app.redis,
     instanceId: app.instance.id,
     log: app.log,
     controlDbHealth: app.controlDb,
-    clock: options.clock ?? Date.now,
-    saveMs: options.saveMs,
-    historyDays: options.historyDays
+    clock: options.clock ?? Date.now
   })
   if (state.failover) app.decorate('sharedState', state.failover)
   app.decorate('saveCounters', state.save)

@@ -5,7 +5,8 @@
 // a batch sent again after a timeout (Redis may have run it) is added once. That holds because
 // batches not known to be added are sent again, under their number, before anything newer is made.
 import type { Redis } from 'ioredis'
-import { DAY_MS, dateOf, deltaFields, type Deltas, type HistoryCounter } from './history.ts'
+import { DAY_MS } from '../limits/accept-log.ts'
+import { dateOf, deltaFields, type Deltas, type HistoryCounter } from './history.ts'
 
 // KEYS: day hash, minute hash, batches-added hash. ARGV: the day hash's expiry, the minute hash's
 // (unix ms), the instance, the batch number, the number of fields n, n field/value pairs, then

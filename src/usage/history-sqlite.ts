@@ -2,7 +2,8 @@
 // adds its deltas in one transaction, and the requests per minute of the last two days, from which
 // the busiest minute is kept (minute counts only grow, so it is exact whatever the flushes' order).
 import type Database from 'better-sqlite3'
-import { DAY_MS, MINUTE_MS, dateOf, deltaFields, firstKeptDay, type HistoryCounter } from './history.ts'
+import { DAY_MS } from '../limits/accept-log.ts'
+import { MINUTE_MS, dateOf, deltaFields, firstKeptDay, type HistoryCounter } from './history.ts'
 
 const HISTORY_DDL = `
 CREATE TABLE IF NOT EXISTS usage_days (

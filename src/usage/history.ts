@@ -1,8 +1,8 @@
 // Each partner's daily usage per UTC day (requests, rows, statuses from 400, the busiest minute),
 // counted in process as deltas that a store adds to what it holds (history-sqlite.ts,
 // history-redis.ts): adding is what makes several instances' counts sum up.
+import { DAY_MS } from '../limits/accept-log.ts'
 
-export const DAY_MS = 86_400_000
 export const MINUTE_MS = 60_000
 
 interface DayDelta {

@@ -1,7 +1,8 @@
-// Telemetry: the latest events of each partner in a ring, from which the telemetry block of /usage
-// is derived: a summary for the partner, the limiter's counts are the authoritative ones. Every
-// event recorded also goes to the daily history, when one is given.
+// Telemetry: the latest events of each partner, from which the telemetry block of /usage is
+// derived: a summary for the partner, the limiter's counts are the authoritative ones. Every event
+// recorded also goes to the daily history, when one is given.
 import type { Redis } from 'ioredis'
+import { DAY_MS } from '../limits/accept-log.ts'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
 import type { HistoryCounter } from './history.ts'
 import { outageReporter } from '../health/outage.ts'
@@ -15,18 +16,13 @@ export type TelemetryBlock = ReturnType<typeof telemetryBlock>
 export type Telemetry = Pick<TelemetryFeed, 'record' | 'block'>
 
 export interface TelemetryEvent {
-  timestamp: number
-  endpoint: string
-  status: number
-  rows: number
-  durationMs: number
-  dataset: string | null
+  timestamp: number, endpoint: string, status: number, rows: number, durationMs: number, dataset: string | null
   cache: 'hit' | 'miss' | 'none'
 }
 
-interface Ring {
+interface Feed {
+  /** oldest first; the last `size` are the feed, trimmed once they are twice as many */
   events: TelemetryEvent[]
-  next: number
   /** events ever recorded (restored ones included): the newest event's sequence number */
   total: number
   /** the newest sequence number saved */
@@ -34,7 +30,7 @@ interface Ring {
 }
 
 export class TelemetryFeed {
-  private readonly rings = new Map<string, Ring>()
+  private readonly feeds = new Map<string, Feed>()
   private readonly history?: HistoryCounter
 
   constructor (readonly size = TELEMETRY_FEED_SIZE, options: { history?: HistoryCounter } = {}) {
@@ -42,42 +38,33 @@ export class TelemetryFeed {
   }
 
   record (key: string, event: TelemetryEvent) {
-    let ring = this.rings.get(key)
-    if (!ring) this.rings.set(key, ring = { events: [], next: 0, total: 0, saved: 0 })
-    if (ring.events.length < this.size) ring.events.push(event)
-    else ring.events[ring.next] = event
-    ring.next = (ring.next + 1) % this.size
-    ring.total++
+    let feed = this.feeds.get(key)
+    if (!feed) this.feeds.set(key, feed = { events: [], total: 0, saved: 0 })
+    if (feed.events.length === 2 * this.size) feed.events.splice(0, this.size)
+    feed.events.push(event)
+    feed.total++
     this.history?.record(key, event)
   }
 
   /** Per partner with events not saved yet: those still in the feed, oldest first, and the newest's sequence number. */
   unsaved () {
-    return [...this.rings].filter(([, ring]) => ring.saved !== ring.total).map(([key, ring]) => ({
-      key,
-      events: this.events(key).slice(0, Math.min(ring.total - ring.saved, ring.events.length)).reverse(),
-      total: ring.total
-    }))
+    return [...this.feeds].filter(([, feed]) => feed.saved !== feed.total).map(([key, { events, total, saved }]) =>
+      ({ key, events: events.slice(-Math.min(total - saved, this.size)), total }))
   }
 
   markSaved (key: string, total: number) {
-    const ring = this.rings.get(key)
-    if (ring) ring.saved = total
+    const feed = this.feeds.get(key)
+    if (feed) feed.saved = total
   }
 
   /** A partner's feed as saved: events oldest first, the newest's sequence number. */
   restore (key: string, events: TelemetryEvent[], total: number) {
-    const kept = events.slice(-this.size)
-    this.rings.set(key, { events: kept, next: kept.length % this.size, total, saved: total })
+    this.feeds.set(key, { events: events.slice(-this.size), total, saved: total })
   }
 
   /** Events newest first. */
   events (key: string): TelemetryEvent[] {
-    const ring = this.rings.get(key)
-    if (!ring) return []
-    const { events, next } = ring
-    const ordered = events.length < this.size ? events.slice() : [...events.slice(next), ...events.slice(0, next)]
-    return ordered.reverse()
+    return (this.feeds.get(key)?.events.slice(-this.size) ?? []).reverse()
   }
 
   async block (key: string, now: number) {
@@ -114,6 +101,8 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
   }
 }
 
+const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
+
 /**
  * The feed shared by every instance (STATE_URL): a capped Redis list per partner, newest first.
  * Events are also kept in process, which answers while Redis is away. Failed writes are logged
@@ -144,10 +133,7 @@ export class SharedTelemetry {
   record (key: string, event: TelemetryEvent) {
     this.local.record(key, event)
     const k = sharedFeedKey(key, this.prefix)
-    this.redis.multi()
-      .lpush(k, JSON.stringify(event))
-      .ltrim(k, 0, TELEMETRY_FEED_SIZE - 1)
-      .pexpire(k, 7 * 86_400_000)
+    this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, TELEMETRY_FEED_SIZE - 1).pexpire(k, 7 * DAY_MS)
       .exec()
       .then((results) => this.written(results?.find(([err]) => err)?.[0]), (err: Error) => this.written(err))
   }
@@ -157,8 +143,6 @@ export class SharedTelemetry {
     return telemetryBlock(events, TELEMETRY_FEED_SIZE, now)
   }
 }
-
-const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
 
 /** A partner's shared feed, newest first; throws when Redis does not answer. */
 export async function readSharedEvents (redis: Redis, key: string, prefix = 'lsp:'): Promise<TelemetryEvent[]> {

@@ -39,10 +39,7 @@ interface UsageState {
   telemetry: Telemetry
   /** the shared state's store and health, with redis */
   failover?: FailoverStore
-  /**
-   * Saves now; never throws or rejects. In process it is synchronous; with redis it returns the
-   * flush of the history counts (one at a time).
-   */
+  /** Saves now; never throws or rejects. Synchronous in process; with redis, the history's flush (one at a time). */
   save: () => void | Promise<void>
   /** Stops the periodic saves and saves a last time; never rejects. Call it once every request is answered. */
   close: () => Promise<void>
@@ -95,11 +92,7 @@ function localState ({ db, log, controlDbHealth, clock, saveMs, historyDays }: U
     let failure: unknown
     // each keeps what it could not write for the next save
     for (const work of [saveCounters, saveTelemetry, () => history.flush(counter, clock())]) {
-      try {
-        work()
-      } catch (err) {
-        failure ??= err
-      }
+      try { work() } catch (err) { failure ??= err }
     }
     if (failure === undefined) controlDbHealth.succeeded('counters')
     else controlDbHealth.failed('counters', failure)
