@@ -18,14 +18,8 @@ declare module 'fastify' {
   }
 }
 
-interface MetricsOptions {
-  /** the log's destination, whose dropped lines are counted (none when a test gives its own logger) */
-  log?: MetricSources['log']
-  /** METRICS_PORT, on 127.0.0.1 (0: a free port) */
-  port: number
-}
-
-async function metrics (app: FastifyInstance, options: MetricsOptions) {
+/** `log`: the log's destination, whose dropped lines are counted (none when a test gives its own logger). */
+async function metrics (app: FastifyInstance, options: { log?: MetricSources['log'], port: number }) {
   const { datasets, records } = app
   const metrics = createMetrics({
     datasets,

@@ -4,9 +4,6 @@
 export const CONTROL_JOBS = ['partners', 'heartbeat', 'counters', 'reload-requests'] as const
 type ControlJob = typeof CONTROL_JOBS[number]
 
-/** Jobs that write; while one of these fails, control.db counts as not writable. */
-const WRITERS: ReadonlySet<ControlJob> = new Set(['heartbeat', 'counters', 'reload-requests'])
-
 const CONSEQUENCE: Record<ControlJob, string> = {
   partners: 'partner changes are not picked up; the last known partners keep working',
   heartbeat: '`datasets reload` cannot see this instance; SIGHUP still reloads',
@@ -53,11 +50,8 @@ export class ControlDbHealth {
     this.log.info({ job, failing_since: failure.since }, `control.db: ${job} works again`)
   }
 
-  get writable (): boolean {
-    for (const job of this.failing.keys()) if (WRITERS.has(job)) return false
-    return true
-  }
-
+  // `partners` only reads control.db; every other job writes to it
   get readable (): boolean { return !this.failing.has('partners') }
+  get writable (): boolean { return [...this.failing.keys()].every((job) => job === 'partners') }
   failures (): ControlFailure[] { return [...this.failing.values()] }
 }

@@ -66,54 +66,51 @@ export class InstanceRecord {
   }
 }
 
-interface ReloadAsk {
-  live (): LiveInstance[] | Promise<LiveInstance[]>
-  /** posts the request; its id */
-  post (): number | Promise<number>
-  /** the answers to it so far: outcomes (JSON) by instance id */
-  answers (requestId: number): Record<string, string> | Promise<Record<string, string>>
-}
-
-/** Asks every live instance to reload; one that stops its heartbeat or misses the deadline is reported so. */
-async function askReload (ask: ReloadAsk, options: { timeoutMs: number, pollMs?: number }) {
-  const instances = await ask.live()
+/**
+ * Asks every live instance to reload, through `post`, and polls `answers` (outcomes as JSON by instance id) until
+ * each has answered; one that stops its heartbeat or misses the deadline is reported so.
+ */
+async function askReload (
+  live: () => LiveInstance[] | Promise<LiveInstance[]>,
+  post: () => number | Promise<number>,
+  answers: (requestId: number) => Record<string, string> | Promise<Record<string, string>>,
+  timeoutMs: number
+) {
+  const instances = await live()
   const results = new Map<string, ReloadOutcome | string>()
   if (instances.length === 0) return { instances, results }
-  const requestId = await ask.post()
-  const deadline = Date.now() + options.timeoutMs
+  const requestId = await post()
+  const deadline = Date.now() + timeoutMs
   for (;;) {
-    for (const [id, detail] of Object.entries(await ask.answers(requestId))) {
+    for (const [id, detail] of Object.entries(await answers(requestId))) {
       if (!results.has(id)) results.set(id, JSON.parse(detail) as ReloadOutcome)
     }
     if (instances.every((i) => results.has(i.id))) break
-    const alive = new Set((await ask.live()).map((i) => i.id))
+    const alive = new Set((await live()).map((i) => i.id))
     for (const { id } of instances) {
       if (!results.has(id) && !alive.has(id)) results.set(id, 'stopped answering before it reloaded')
     }
     if (Date.now() > deadline) {
-      const silent = `no answer within ${options.timeoutMs / 1000} s`
+      const silent = `no answer within ${timeoutMs / 1000} s`
       for (const instance of instances) if (!results.has(instance.id)) results.set(instance.id, silent)
       break
     }
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return { instances, results }
 }
 
 /** The CLI's side over control.db: the instances of this DATA_DIR. */
-export function requestReload (db: Database.Database, options: { timeoutMs: number, pollMs?: number }) {
+export function requestReload (db: Database.Database, options: { timeoutMs: number }) {
   db.exec(SCHEMA)
-  const select = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?')
   const live = db.prepare('SELECT id, pid, address FROM instances WHERE seen_at > ? ORDER BY started_at')
   const post = db.prepare('INSERT INTO reload_requests (requested_at) VALUES (?)')
-  return askReload({
-    live: () => live.all(Date.now() - INSTANCE_STALE_MS) as LiveInstance[],
-    post: () => Number(post.run(new Date().toISOString()).lastInsertRowid),
-    answers: (id) => {
-      const rows = select.all(id) as { instance_id: string, detail: string }[]
-      return Object.fromEntries(rows.map((r) => [r.instance_id, r.detail]))
-    }
-  }, options)
+  const answers = db.prepare('SELECT instance_id, detail FROM reload_results WHERE request_id = ?').raw()
+  return askReload(
+    () => live.all(Date.now() - INSTANCE_STALE_MS) as LiveInstance[],
+    () => Number(post.run(new Date().toISOString()).lastInsertRowid),
+    (id) => Object.fromEntries(answers.all(id) as [string, string][]),
+    options.timeoutMs)
 }
 
 // Over Redis (STATE_URL), for instances on several machines: every instance subscribed to the
@@ -124,21 +121,19 @@ export const INSTANCES_KEY = 'lsp:instances'
 export const INSTANCE_INFO = 'lsp:instance-info'
 export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
 
-export function requestSharedReload (redis: Redis, options: { timeoutMs: number, pollMs?: number }) {
-  return askReload({
-    async live () {
-      const ids = await redis.zrangebyscore(INSTANCES_KEY, Date.now() - INSTANCE_STALE_MS, '+inf')
-      const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
-      return ids.map((id, i): LiveInstance => {
-        const known = JSON.parse(info[i] ?? '{}') as Partial<LiveInstance>
-        return { id, pid: known.pid ?? 0, address: known.address ?? null }
-      })
-    },
-    async post () {
-      const requestId = await redis.incr('lsp:reload:seq')
-      await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
-      return requestId
-    },
-    answers: (id) => redis.hgetall(reloadResultsKey(id))
-  }, options)
+export function requestSharedReload (redis: Redis, options: { timeoutMs: number }) {
+  const live = async () => {
+    const ids = await redis.zrangebyscore(INSTANCES_KEY, Date.now() - INSTANCE_STALE_MS, '+inf')
+    const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
+    return ids.map((id, i): LiveInstance => {
+      const known = JSON.parse(info[i] ?? '{}') as Partial<LiveInstance>
+      return { id, pid: known.pid ?? 0, address: known.address ?? null }
+    })
+  }
+  const post = async () => {
+    const requestId = await redis.incr('lsp:reload:seq')
+    await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
+    return requestId
+  }
+  return askReload(live, post, (id) => redis.hgetall(reloadResultsKey(id)), options.timeoutMs)
 }

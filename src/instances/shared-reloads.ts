@@ -2,6 +2,7 @@
 // instance reloads from its own files and writes its outcome under the request's key. Its pid,
 // host and address are published beside its heartbeat for the CLI to print.
 import { hostname } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
 import { INSTANCE_INFO, INSTANCES_KEY, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
 
@@ -54,14 +55,9 @@ export function listenForSharedReloads (
      * Redis is back).
      */
     async ready (timeoutMs = SUBSCRIBE_WAIT_MS): Promise<boolean> {
-      let timer: NodeJS.Timeout | undefined
-      const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) })
       const heartbeat = writer.zadd(INSTANCES_KEY, Date.now(), instanceId).catch(() => {})
-      try {
-        return await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]).then(([ok]) => ok), late])
-      } finally {
-        clearTimeout(timer)
-      }
+      const late = sleep(timeoutMs, false, { ref: false })
+      return await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]).then(([ok]) => ok), late])
     },
     /** the address this instance listens on, published for the CLI */
     async listening (at: string) {

@@ -1,6 +1,6 @@
 // GET /metrics on METRICS_PORT, bound to 127.0.0.1 only: the Prometheus text of the app's
 // registry, apart from the partner port (no token there, so never reachable from outside).
-import { createServer, type Server } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
 import { ApiError } from '../errors.ts'
@@ -36,13 +36,12 @@ export function startMetricsServer (registry: Registry, port: number): Promise<M
     server.listen(port, '127.0.0.1', () => {
       server.keepAliveTimeout = 5_000
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`
-      resolve({ url, close: () => closeNow(server) })
+      const close = () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+        server.closeAllConnections()
+        return closed
+      }
+      resolve({ url, close })
     })
   })
-}
-
-function closeNow (server: Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-  server.closeAllConnections()
-  return closed
 }
