@@ -34,24 +34,20 @@ type Sample = { labels: Record<string, string>, value: number, metricName?: stri
 
 const unlabelled = (value: number): Sample[] => [{ labels: {}, value }]
 
-let processMetrics: Registry | undefined
-
 /**
  * Node's process metrics (prom-client's default metrics), made on first use and kept for the
  * process: they start an event-loop delay monitor and a GC observer that nothing can stop, so one
  * set per app would add one of each per buildApp. They describe the process, not an app.
  */
-function processRegistry (): Registry {
+let processMetrics: Registry | undefined
+
+export function createMetrics (sources: MetricSources) {
   if (processMetrics === undefined) {
     processMetrics = new Registry()
     collectDefaultMetrics({ register: processMetrics, prefix: 'lsp_' })
   }
-  return processMetrics
-}
-
-export function createMetrics (sources: MetricSources) {
   // a registry of the app's own that starts with the process's metric objects (shared, not copied)
-  const registry = Registry.merge([processRegistry()])
+  const registry = Registry.merge([processMetrics])
   // route → method → status → series: found per request without building a key string
   const byRoute = new Map<string, Map<string, Map<number, Series>>>()
   const allSeries = () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()]))

@@ -6,7 +6,7 @@
 // batches not known to be added are sent again, under their number, before anything newer is made.
 import type { Redis } from 'ioredis'
 import { DAY_MS } from '../limits/accept-log.ts'
-import { dateOf, deltaFields, type Deltas, type HistoryCounter } from './history.ts'
+import { dateOf, deltaFields, type HistoryCounter } from './history.ts'
 
 // KEYS: day hash, minute hash, batches-added hash. ARGV: the day hash's expiry, the minute hash's
 // (unix ms), the instance, the batch number, the number of fields n, n field/value pairs, then
@@ -52,7 +52,18 @@ export class RedisHistory {
 
   async flush (counter: HistoryCounter) {
     // while batches wait, new counts stay in the counter (merged there, not piling up as batches)
-    if (this.pending.length === 0) this.pending = this.batches(counter.take())
+    if (this.pending.length === 0) {
+      for (const [key, days] of counter.take()) {
+        for (const [day, delta] of days) {
+          const fields = deltaFields(delta)
+          const batch: (string | number)[] = [...keysOf(this.prefix, key, dateOf(day)),
+            (day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
+          for (const [field, n] of fields) batch.push(field, n)
+          for (const [m, n] of delta.minutes) batch.push(m, n)
+          this.pending.push(batch)
+        }
+      }
+    }
     const scripts = this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> }
     const results = await Promise.allSettled(this.pending.map((batch) => scripts.lspHistoryAdd(...batch)))
     this.pending = this.pending.filter((_, i) => results[i].status === 'rejected')
@@ -60,25 +71,8 @@ export class RedisHistory {
     if (failure) throw failure.reason
   }
 
-  private batches (deltas: Deltas) {
-    const out: (string | number)[][] = []
-    for (const [key, days] of deltas) {
-      for (const [day, delta] of days) {
-        const fields = deltaFields(delta)
-        const batch: (string | number)[] = [...keysOf(this.prefix, key, dateOf(day)),
-          (day + this.keepDays) * DAY_MS, (day + 2) * DAY_MS, this.source, ++this.seq, fields.length]
-        for (const [field, n] of fields) batch.push(field, n)
-        for (const [m, n] of delta.minutes) batch.push(m, n)
-        out.push(batch)
-      }
-    }
-    return out
-  }
-
   /** Batches not known to be added. */
-  get unsent () {
-    return this.pending.length
-  }
+  get unsent () { return this.pending.length }
 }
 
 /** A partner's stored days from Redis (the operator CLI). */

@@ -15,7 +15,7 @@ interface DayDelta {
 }
 
 /** partner id → day (days since the epoch) → delta */
-export type Deltas = Map<string, Map<number, DayDelta>>
+type Deltas = Map<string, Map<number, DayDelta>>
 
 /** A partner's delta being counted, its current minute's count kept apart: one Map lookup a request. */
 interface Slot { delta: DayDelta, minute: number, minuteCount: number }
@@ -66,9 +66,7 @@ export class HistoryCounter {
     return taken
   }
 
-  get empty () {
-    return this.pending.size === 0
-  }
+  get empty () { return this.pending.size === 0 }
 }
 
 function fold (slot: Slot) {
