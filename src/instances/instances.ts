@@ -1,9 +1,8 @@
-// Running service instances and reload requests, in control.db or Redis: the CLI asks for a reload,
-// every live instance reloads its datasets and writes back its outcome.
+// Running service instances and reload requests in control.db (over Redis: shared-reloads.ts): the CLI asks
+// for a reload, every live instance reloads its datasets and writes back its outcome.
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import type Database from 'better-sqlite3'
-import type { Redis } from 'ioredis'
 
 /** An instance whose heartbeat is older than this is taken as gone (by the CLI, and the limiter's share). */
 export const INSTANCE_STALE_MS = 10_000
@@ -19,7 +18,7 @@ CREATE TABLE IF NOT EXISTS reload_results (
   finished_at TEXT NOT NULL, PRIMARY KEY (request_id, instance_id));
 `
 
-interface LiveInstance { id: string, pid: number, address: string | null }
+export interface LiveInstance { id: string, pid: number, address: string | null }
 
 export interface ServedDataset { dataset: string, site_count: number, built_at: string }
 export type ReloadOutcome =
@@ -70,7 +69,7 @@ export class InstanceRecord {
  * Asks every live instance to reload, through `post`, and polls `answers` (outcomes as JSON by instance id) until
  * each has answered; one that stops its heartbeat or misses the deadline is reported so.
  */
-async function askReload (
+export async function askReload (
   live: () => LiveInstance[] | Promise<LiveInstance[]>,
   post: () => number | Promise<number>,
   answers: (requestId: number) => Record<string, string> | Promise<Record<string, string>>,
@@ -111,29 +110,4 @@ export function requestReload (db: Database.Database, options: { timeoutMs: numb
     () => Number(post.run(new Date().toISOString()).lastInsertRowid),
     (id) => Object.fromEntries(answers.all(id) as [string, string][]),
     options.timeoutMs)
-}
-
-// Over Redis (STATE_URL), for instances on several machines: every instance subscribed to the
-// channel reloads from its own files and writes its outcome under the request's key.
-export const RELOAD_CHANNEL = 'lsp:reload'
-/** Live instances by heartbeat time (written every second by src/limits/failover-store.ts). */
-export const INSTANCES_KEY = 'lsp:instances'
-export const INSTANCE_INFO = 'lsp:instance-info'
-export const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
-
-export function requestSharedReload (redis: Redis, options: { timeoutMs: number }) {
-  const live = async () => {
-    const ids = await redis.zrangebyscore(INSTANCES_KEY, Date.now() - INSTANCE_STALE_MS, '+inf')
-    const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
-    return ids.map((id, i): LiveInstance => {
-      const known = JSON.parse(info[i] ?? '{}') as Partial<LiveInstance>
-      return { id, pid: known.pid ?? 0, address: known.address ?? null }
-    })
-  }
-  const post = async () => {
-    const requestId = await redis.incr('lsp:reload:seq')
-    await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
-    return requestId
-  }
-  return askReload(live, post, (id) => redis.hgetall(reloadResultsKey(id)), options.timeoutMs)
 }

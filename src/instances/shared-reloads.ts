@@ -1,11 +1,16 @@
-// `datasets reload --all` over Redis: a subscriber connection listens on the reload channel; this
-// instance reloads from its own files and writes its outcome under the request's key. Its pid,
-// host and address are published beside its heartbeat for the CLI to print.
+// `datasets reload --all` over Redis (STATE_URL), for instances on several machines: every instance
+// subscribed to the reload channel reloads from its own files and writes its outcome under the
+// request's key. Its pid, host and address are published beside its heartbeat for the CLI to print.
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
-import { INSTANCE_INFO, INSTANCES_KEY, RELOAD_CHANNEL, reloadResultsKey, type ReloadOutcome } from './instances.ts'
+import { INSTANCE_STALE_MS, askReload, type LiveInstance, type ReloadOutcome } from './instances.ts'
 
+const RELOAD_CHANNEL = 'lsp:reload'
+/** Live instances by heartbeat time (written every second by src/limits/failover-store.ts). */
+const INSTANCES_KEY = 'lsp:instances'
+const INSTANCE_INFO = 'lsp:instance-info'
+const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
 /** How long a boot waits for the subscription before it listens without it. */
 const SUBSCRIBE_WAIT_MS = 5_000
 
@@ -71,4 +76,22 @@ export function listenForSharedReloads (
       await writer.hdel(INSTANCE_INFO, instanceId).catch(() => {})
     }
   }
+}
+
+/** The CLI's side. */
+export function requestSharedReload (redis: Redis, options: { timeoutMs: number }) {
+  const live = async () => {
+    const ids = await redis.zrangebyscore(INSTANCES_KEY, Date.now() - INSTANCE_STALE_MS, '+inf')
+    const info = ids.length === 0 ? [] : await redis.hmget(INSTANCE_INFO, ...ids)
+    return ids.map((id, i): LiveInstance => {
+      const known = JSON.parse(info[i] ?? '{}') as Partial<LiveInstance>
+      return { id, pid: known.pid ?? 0, address: known.address ?? null }
+    })
+  }
+  const post = async () => {
+    const requestId = await redis.incr('lsp:reload:seq')
+    await redis.publish(RELOAD_CHANNEL, JSON.stringify({ id: requestId }))
+    return requestId
+  }
+  return askReload(live, post, (id) => redis.hgetall(reloadResultsKey(id)), options.timeoutMs)
 }

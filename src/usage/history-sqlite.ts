@@ -83,14 +83,12 @@ export function readSqliteHistory (
   toDate: string
 ): Map<string, Record<string, number>> {
   const out = new Map<string, Record<string, number>>()
-  let rows: { day: string, field: string, value: number }[]
   try {
-    rows = db.prepare('SELECT day, field, value FROM usage_days WHERE partner_id = ? AND day >= ? AND day <= ?')
-      .all(key, fromDate, toDate) as typeof rows
+    const rows = db.prepare('SELECT day, field, value FROM usage_days WHERE partner_id = ? AND day >= ? AND day <= ?')
+      .all(key, fromDate, toDate) as { day: string, field: string, value: number }[]
+    for (const { day, field, value } of rows) out.set(day, { ...out.get(day), [field]: value })
   } catch (err) {
-    if (/no such table/.test((err as Error).message)) return out // no service has run here yet
-    throw err
+    if (!/no such table/.test((err as Error).message)) throw err // else no service has run here yet
   }
-  for (const { day, field, value } of rows) out.set(day, { ...out.get(day), [field]: value })
   return out
 }
