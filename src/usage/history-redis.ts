@@ -53,7 +53,7 @@ export class RedisHistory {
   async flush (counter: HistoryCounter) {
     // while batches wait, new counts stay in the counter (merged there, not piling up as batches)
     if (this.pending.length === 0) {
-      for (const [key, days] of counter.take()) {
+      for (const [key, days] of counter.deltas()) {
         for (const [day, delta] of days) {
           const fields = deltaFields(delta)
           const batch: (string | number)[] = [...keysOf(this.prefix, key, dateOf(day)),
@@ -63,6 +63,7 @@ export class RedisHistory {
           this.pending.push(batch)
         }
       }
+      counter.clear()
     }
     const scripts = this.redis as unknown as { lspHistoryAdd (...args: (string | number)[]): Promise<number> }
     const results = await Promise.allSettled(this.pending.map((batch) => scripts.lspHistoryAdd(...batch)))

@@ -59,13 +59,6 @@ export class HistoryCounter {
     this.pending = new Map()
   }
 
-  /** The deltas counted since the last take; the counter starts again from nothing. */
-  take (): Deltas {
-    const taken = this.deltas()
-    this.clear()
-    return taken
-  }
-
   get empty () { return this.pending.size === 0 }
 }
 

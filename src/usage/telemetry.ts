@@ -101,6 +101,8 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
   }
 }
 
+type Log = Record<'info' | 'warn', (obj: object, msg: string) => void>
+
 const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
 
 /**
@@ -115,15 +117,10 @@ export class SharedTelemetry {
 
   constructor (
     private readonly redis: Redis,
-    options: {
-      prefix?: string
-      log?: { warn (obj: object, msg: string): void, info (obj: object, msg: string): void }
-      history?: HistoryCounter
-    } = {}
+    { prefix = 'lsp:', log, history }: { prefix?: string, log?: Log, history?: HistoryCounter } = {}
   ) {
-    const { log } = options
-    this.prefix = options.prefix ?? 'lsp:'
-    this.local = new TelemetryFeed(TELEMETRY_FEED_SIZE, { history: options.history })
+    this.prefix = prefix
+    this.local = new TelemetryFeed(TELEMETRY_FEED_SIZE, { history })
     this.written = outageReporter(
       (err) => log?.warn({ err },
         'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),

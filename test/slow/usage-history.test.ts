@@ -50,7 +50,8 @@ t.test('the counter: deltas per partner and day, statuses from 400, requests per
   const counter = new HistoryCounter()
   t.ok(counter.empty)
   traffic(counter)
-  const deltas = counter.take()
+  const deltas = counter.deltas()
+  counter.clear()
   t.ok(counter.empty, 'taken: it starts again from nothing')
   const p = deltas.get('p')!
   const today = p.get(Math.floor(DAY / 86_400_000))!
@@ -65,7 +66,7 @@ t.test('the counter: deltas per partner and day, statuses from 400, requests per
   traffic(counter)
   t.equal(counter.deltas().get('p')!.get(Math.floor(DAY / 86_400_000))!.requests, 7)
   counter.record('p', ev(at(10, 1, 30), 200, 1))
-  const merged = counter.take().get('p')!.get(Math.floor(DAY / 86_400_000))!
+  const merged = counter.deltas().get('p')!.get(Math.floor(DAY / 86_400_000))!
   t.same([merged.requests, merged.rows, merged.minutes.get(Math.floor(at(10, 1) / 60_000))], [8, 13, 5],
     'not cleared: merged with what came since')
 })

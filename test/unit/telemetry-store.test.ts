@@ -52,7 +52,7 @@ t.test('saved, restored and read back as recorded', async (t) => {
   t.same(seqsOfP(), [9, 10, 11, 12, 13])
   t.same(readSavedEvents(db, 'p', 5)[0], event(13))
 
-  const day = history.take().get('p')!.values().next().value!
+  const day = history.deltas().get('p')!.values().next().value!
   t.same([day.requests, day.rows, [...day.statuses]], [12, 78, [[404, 1]]], 'every recorded event went to the history')
 })
 
