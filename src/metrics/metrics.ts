@@ -135,25 +135,20 @@ export function createMetrics (sources: MetricSources) {
     () => unlabelled(sources.controlDb.writable ? 1 : 0))
   gauge('lsp_answer_cache_entries', 'Answers held in the cache', () => unlabelled(sources.cache.size))
 
-  const seriesOf = (route: string, method: string, status: number): Series => {
-    let byMethod = byRoute.get(route)
-    if (!byMethod) byRoute.set(route, byMethod = new Map())
-    let byStatus = byMethod.get(method)
-    if (!byStatus) byMethod.set(method, byStatus = new Map())
-    let s = byStatus.get(status)
-    if (!s) {
-      s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
-      byStatus.set(status, s)
-    }
-    return s
-  }
-
   return {
     registry,
     /** Counts an answered request by route pattern (undefined: no route matched), method and status. */
     observe (route: string | undefined, method: string, status: number, seconds: number) {
-      // unmatched URLs share one label, so random paths cannot grow the series
-      const s = seriesOf(route ?? 'unmatched', method, status)
+      route ??= 'unmatched' // one label for them all, so random paths cannot grow the series
+      let byMethod = byRoute.get(route)
+      if (!byMethod) byRoute.set(route, byMethod = new Map())
+      let byStatus = byMethod.get(method)
+      if (!byStatus) byMethod.set(method, byStatus = new Map())
+      let s = byStatus.get(status)
+      if (!s) {
+        s = { route, method, status: String(status), count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
+        byStatus.set(status, s)
+      }
       s.count++
       s.sum += seconds
       let i = 0
