@@ -116,7 +116,7 @@ t.test('10,000 unknown tokens make no state and leave memory flat', async (t) =>
   const state = () => ({
     partners: app.partners.size,
     limiterLogs: (app.limiter.store as unknown as { logs: Map<string, unknown> }).logs.size,
-    telemetry: (app.telemetry as unknown as { rings: Map<string, unknown> }).rings.size,
+    telemetry: (app.telemetry as unknown as { feeds: Map<string, unknown> }).feeds.size,
     cache: app.responseCache.size
   })
   const unknown = async (n: number) => {
