@@ -8,13 +8,12 @@ import { redactUrl } from '../src/http/redact.ts'
 async function accessLog (app: FastifyInstance) {
   if (!['trace', 'debug', 'info'].includes(app.log.level)) return
   // Written as the root logger would, with flat fields: no per-request child bindings or serialisers.
-  const access = accessWriter(app.log, true)
+  const access = accessWriter(app.log)
   // first among the exit's listeners: the log's own (src/server.ts) then writes these lines too
   process.prependListener('exit', access.flush)
-  app.addHook('onClose', (_app, done) => {
+  app.addHook('onClose', async () => {
     access.flush()
     process.off('exit', access.flush)
-    done()
   })
   // `ms` runs until the answer was handed to the socket (Fastify stops the clock before any
   // onResponse hook): the root's hooks (the metrics) and the partner context's are not in it.

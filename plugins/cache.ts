@@ -8,10 +8,9 @@ declare module 'fastify' {
   interface FastifyInstance { responseCache: ResponseCache }
 }
 
-async function cache (app: FastifyInstance, options: Omit<ResponseCacheOptions, 'inService' | 'pool'>) {
+async function cache (app: FastifyInstance, options: ResponseCacheOptions) {
   const { datasets } = app
-  const inService: ResponseCacheOptions['inService'] = (dataset) => datasets.get(dataset.name) === dataset
-  const responseCache = new ResponseCache({ ...options, inService, pool: app.answerPool })
+  const responseCache = new ResponseCache(options, (dataset) => datasets.get(dataset.name) === dataset, app.answerPool)
   datasets.onSwap(() => responseCache.clear())
   app.decorate('responseCache', responseCache)
 }

@@ -36,13 +36,9 @@ declare module 'fastify' {
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 
+/** `destination`: where the default logger writes (src/server.ts's); `clock`: the rate limiter's (tests inject one). */
 export interface BuildOptions {
-  /** pino options; defaults to JSON lines at config.logLevel */
-  logger?: FastifyServerOptions['logger']
-  /** where the default logger writes: the process's (src/server.ts), else one made on stdout */
-  destination?: LogDestination
-  /** the rate limiter's clock (tests inject one); Date.now by default */
-  clock?: () => number
+  logger?: FastifyServerOptions['logger'], destination?: LogDestination, clock?: () => number
 }
 
 export function loggerOptions (config: Config) {
@@ -121,8 +117,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
   destination?.reportDropsTo(app.log)
   // on the server itself: whatever listens on this app refuses the connections past the caps
-  const caps = { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp }
-  capConnections(app.server, caps, app.log)
+  capConnections(app.server, { maxConnections: config.maxConnections, maxPerAddress: config.maxConnectionsPerIp },
+    app.log)
   // An Expect other than 100-continue: Node's own 417 is empty. The request goes through Fastify, marked.
   app.server.on('checkExpectation', (req, res) => {
     expectationUnmet(req)

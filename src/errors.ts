@@ -11,7 +11,16 @@ export const ERRORS = {
     status: 401,
     message: 'An API key is required: send it as the api_key query parameter or an Authorization: Bearer header.'
   },
-  svc_partner_api_invalid_key: { status: 401, message: 'The API key is not recognised.' },
+  svc_partner_api_invalid_key: {
+    status: 401,
+    message: 'The API key is not recognised.',
+    // the sentence when `data.reason` says why the key could not be read
+    reasons: {
+      api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
+      not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
+      keys_differ: 'The API key could not be read: two different keys were sent. Send one.'
+    }
+  },
   svc_partner_api_inactive_partner: { status: 403, message: 'The partner account is not active. Contact support.' },
   svc_partner_api_rate_limited: {
     status: 429, message: 'Rate limit exceeded for the {window} window. Retry after {retry_after} seconds.'
@@ -26,7 +35,13 @@ export const ERRORS = {
     status: 403, message: 'The category is not in the allow-list of this partner.'
   },
   svc_partner_api_feature_disabled: {
-    status: 403, message: 'This endpoint is not enabled for the partner. Ask the operator for approval.'
+    status: 403,
+    message: 'This endpoint is not enabled for the partner. Ask the operator for approval.',
+    // the sentence when `data.reason` says what would open the endpoint
+    reasons: {
+      tier: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
+      approval: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.'
+    }
   },
   svc_partner_api_query_failed: { status: 500, message: 'The query failed. Retry later; report persistent failures.' },
   svc_partner_api_prepare_failed: {
@@ -45,19 +60,7 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS
 
-/** The sentence of a code when `data.reason` says more than the code does. */
-const REASONS = {
-  svc_partner_api_invalid_key: {
-    api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
-    not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
-    keys_differ: 'The API key could not be read: two different keys were sent. Send one.'
-  },
-  svc_partner_api_feature_disabled: {
-    tier: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
-    approval: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.'
-  }
-} as const
-export type UnusableKey = keyof typeof REASONS.svc_partner_api_invalid_key
+export type UnusableKey = keyof typeof ERRORS.svc_partner_api_invalid_key.reasons
 
 interface ErrorData {
   status: number
@@ -89,9 +92,6 @@ function fill (code: ErrorCode, extra: Extra): string {
   return message
 }
 
-const reasonMessage = (code: ErrorCode, reason: string | undefined): string | undefined =>
-  reason === undefined ? undefined : (REASONS as Record<string, Record<string, string>>)[code]?.[reason]
-
 /** An error with a public code; the error handler turns it into the error body. */
 export class ApiError extends Error {
   readonly statusCode: number
@@ -104,7 +104,8 @@ export class ApiError extends Error {
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
     const stackTraceLimit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(message ?? reasonMessage(code, extra.reason) ?? fill(code, extra))
+    const reasons = (entry as { reasons?: Record<string, string> }).reasons
+    super(message ?? (extra.reason === undefined ? undefined : reasons?.[extra.reason]) ?? fill(code, extra))
     Error.stackTraceLimit = stackTraceLimit
     this.name = 'ApiError'
     this.statusCode = status ?? entry.status

@@ -10,7 +10,7 @@ export interface CachedAnswer {
   /** the dataset the answer was made from */
   dataset: Dataset
   body: Buffer
-  /** Content-Type: JSON, or GeoJSON (format=geojson) */
+  /** JSON, or GeoJSON (format=geojson) */
   type: string
   etag: string
   rows: number
@@ -18,17 +18,8 @@ export interface CachedAnswer {
   encoded?: Partial<Record<Encoding, Buffer>>
 }
 
-export interface ResponseCacheOptions {
-  ttlSeconds: number
-  maxEntries: number
-  maxMb: number
-  /** shapes every answer's links, so it salts the ETags */
-  pilotAppUrl: string
-  /** whether a dataset is still the one in service (an answer of a swapped-out one is not stored) */
-  inService: (dataset: Dataset) => boolean
-  /** the pool the answers' bodies come from: an entry holds a reference on its body */
-  pool: AnswerPool
-}
+/** pilotAppUrl shapes every answer's links, so it salts the ETags. */
+export interface ResponseCacheOptions { ttlSeconds: number, maxEntries: number, maxMb: number, pilotAppUrl: string }
 
 /** Bump when the serialised form of any answer changes, so old ETags stop matching. */
 const SERIALISATION_VERSION = '1'
@@ -45,17 +36,24 @@ export const cacheKeyOf = (datasetVersion: string, route: string, params: string
   `${datasetVersion}\u0000${route}\u0000${params}\u0000${query}\u0000${fingerprint}`
 
 export class ResponseCache {
-  readonly enabled: boolean
   /** the Cache-Control of every cacheable 200 */
   readonly cacheControl: string
   readonly lookups = { hit: 0, miss: 0 }
   /** bodies compressed, by encoding (a cached answer is compressed once per encoding) */
   readonly compressions: Record<Encoding, number> = { gzip: 0, br: 0 }
+  private readonly enabled: boolean
   private readonly lru: LRUCache<string, CachedAnswer>
   private readonly salt: string
 
-  constructor (private readonly options: ResponseCacheOptions) {
-    const { pool } = options
+  /**
+   * `inService`: whether a dataset is still the one in service (an answer of a swapped-out one is not stored).
+   * `pool`: where the answers' bodies come from; an entry holds a reference on its body.
+   */
+  constructor (
+    options: ResponseCacheOptions,
+    private readonly inService: (dataset: Dataset) => boolean,
+    private readonly pool: AnswerPool
+  ) {
     this.enabled = options.ttlSeconds > 0
     this.cacheControl = `private, max-age=${options.ttlSeconds}`
     this.lru = new LRUCache<string, CachedAnswer>({
@@ -65,7 +63,6 @@ export class ResponseCache {
         (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
       ttl: Math.max(1, options.ttlSeconds) * 1000,
       ttlAutopurge: false,
-      // an entry holds a reference on its pooled body (taken in store)
       dispose: (entry) => pool.release(entry.body)
     })
     this.salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
@@ -83,14 +80,14 @@ export class ResponseCache {
 
   /** Keeps an answer (holding a reference on its body) while its dataset is in service. */
   store (key: string, entry: CachedAnswer): void {
-    if (!this.enabled || !this.options.inService(entry.dataset)) return
-    this.options.pool.retain(entry.body)
+    if (!this.enabled || !this.inService(entry.dataset)) return
+    this.pool.retain(entry.body)
     this.lru.set(key, entry)
   }
 
   /** The entry's body with a reference for the request that sends it (the entry may go meanwhile). */
   lend (entry: CachedAnswer): Buffer {
-    this.options.pool.retain(entry.body)
+    this.pool.retain(entry.body)
     return entry.body
   }
 

@@ -7,7 +7,7 @@ type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type Loose = (...args: unknown[]) => void
 
 export class LazyChildLogger implements FastifyBaseLogger {
-  private made: FastifyBaseLogger | undefined = undefined
+  private made: FastifyBaseLogger | undefined
 
   constructor (
     private readonly parent: FastifyBaseLogger,
@@ -16,9 +16,7 @@ export class LazyChildLogger implements FastifyBaseLogger {
   ) {}
 
   /** The child pino would have made at the request's start: same parent, bindings and options. */
-  get logger (): FastifyBaseLogger {
-    return (this.made ??= this.parent.child(this.bindings, this.options))
-  }
+  get logger (): FastifyBaseLogger { return (this.made ??= this.parent.child(this.bindings, this.options)) }
 
   get level (): string { return this.made?.level ?? this.options.level ?? this.parent.level }
   set level (level: string) { this.logger.level = level }
@@ -31,15 +29,9 @@ export class LazyChildLogger implements FastifyBaseLogger {
   debug (...args: unknown[]) { this.call('debug', args) }
   trace (...args: unknown[]) { this.call('trace', args) }
   silent () {} // pino's silent writes nothing: no child needed to call it
-
-  child (bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.logger.child(bindings, options)
-  }
+  child (bindings: Bindings, options?: ChildLoggerOptions) { return this.logger.child(bindings, options) }
 }
 
 /** Fastify's childLoggerFactory: the default one's result, made on first use. */
-export function lazyChildLogger (
-  logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions
-): FastifyBaseLogger {
-  return new LazyChildLogger(logger, bindings, options)
-}
+export const lazyChildLogger = (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) =>
+  new LazyChildLogger(logger, bindings, options)

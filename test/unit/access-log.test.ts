@@ -13,7 +13,7 @@ test('byte for byte what logger.info writes, whatever the fields hold', async (t
   const own = capture()
   const handLog = pino(loggerOptions(config), hand.stream)
   const ownLog = pino(loggerOptions(config), own.stream)
-  const write = accessWriter(handLog, true)
+  const write = accessWriter(handLog)
   const reference = viaLogger(ownLog)
   const cases: Parameters<typeof write>[] = [
     [
@@ -42,12 +42,12 @@ test('byte for byte what logger.info writes, whatever the fields hold', async (t
 test('below info nothing is written; an unknown logger gets logger.info', async (t) => {
   const config = { ...testConfig(tmpDataDir(t)), logLevel: 'warn' as const }
   const out = capture()
-  accessWriter(pino(loggerOptions(config), out.stream), true)('r', 'GET', '/', '::1', 200, 1, undefined, undefined)
+  accessWriter(pino(loggerOptions(config), out.stream))('r', 'GET', '/', '::1', 200, 1, undefined, undefined)
   await nextTurn()
   t.same(out.lines, [])
   const calls: unknown[] = []
   const fake = { info: (...args: unknown[]) => calls.push(args) } as unknown as Parameters<typeof accessWriter>[0]
-  accessWriter(fake, false)('r', 'GET', '/', '::1', 200, 1, 'p', undefined)
+  accessWriter(fake)('r', 'GET', '/', '::1', 200, 1, 'p', undefined)
   t.same(calls, [
     [{ reqId: 'r', method: 'GET', url: '/', ip: '::1', status: 200, ms: 1, partner: 'p', cache: undefined }, 'request']
   ])
@@ -56,7 +56,7 @@ test('below info nothing is written; an unknown logger gets logger.info', async 
 test('a turn\'s lines in one write, a full batch at once, and nothing held after close', async (t) => {
   const config = { ...testConfig(tmpDataDir(t)), logLevel: 'info' as const }
   const out = capture()
-  const write = accessWriter(pino(loggerOptions(config), out.stream), true)
+  const write = accessWriter(pino(loggerOptions(config), out.stream))
   const url = `/v1/sites?lat=1&lng=2&q=${'x'.repeat(1000)}`
   // about 1,150 characters a line: the 57th goes past 64 K characters and the batch goes out at once
   for (let i = 0; i < 60; i++) write(`r${i}`, 'GET', url, '::1', 200, 1, undefined, undefined)
@@ -100,7 +100,7 @@ test('a destination that fails: lines dropped with one warning, the process goes
       if (broken) throw new Error('ENOSPC: no space left on device')
       out.stream.write(line)
     }
-  }), true)
+  }))
   const warnings: string[] = []
   const onWarning = (w: Error) => { if (w.name === 'AccessLogWarning') warnings.push(w.message) }
   process.on('warning', onWarning)
