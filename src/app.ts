@@ -6,7 +6,7 @@ import type { TObject } from '@sinclair/typebox'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { Config } from './config.ts'
 import { lazyChildLogger } from './http/lazy-logger.ts'
-import { capConnections, clientErrorHandler, expectationUnmet, httpRefusal } from './http/connections.ts'
+import { capConnections, clientErrorHandler, httpRefusal, unmetExpectations } from './http/connections.ts'
 import { logDestination, type LogDestination } from './http/log-destination.ts'
 import { ApiError } from './errors.ts'
 import { TOKEN_PREFIX } from './partners/tokens.ts'
@@ -121,7 +121,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     app.log)
   // An Expect other than 100-continue: Node's own 417 is empty. The request goes through Fastify, marked.
   app.server.on('checkExpectation', (req, res) => {
-    expectationUnmet(req)
+    unmetExpectations.add(req)
     app.routing(req, res)
   })
   app.setValidatorCompiler(({ schema, httpPart }) => {

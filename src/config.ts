@@ -124,12 +124,13 @@ export function loadConfig (
     throw new ConfigError('HEADERS_TIMEOUT_MS', 'invalid configuration: ' +
       `HEADERS_TIMEOUT_MS=${e.HEADERS_TIMEOUT_MS} is more than REQUEST_TIMEOUT_MS=${e.REQUEST_TIMEOUT_MS}`)
   }
+  const trust = e.TRUST_PROXY
   const config = Object.fromEntries(ENV_KEYS.map((key) => [camelCase(key), e[key]])) as Record<string, unknown>
   return {
     ...config as Omit<Config, 'trustProxy'>,
     dataDir: resolve(cwd, e.DATA_DIR),
     pilotAppUrl: e.PILOT_APP_URL.replace(/\/+$/, ''),
-    trustProxy: parseTrustProxy(e.TRUST_PROXY)
+    trustProxy: /^(true|false)$/.test(trust) ? trust === 'true' : /^\d+$/.test(trust) ? Number(trust) : trust.split(',')
   }
 }
 
@@ -137,11 +138,4 @@ function invalid (key: keyof Env, got: string): ConfigError {
   const description = EnvSchema.properties[key]?.description ?? ''
   const shown = got.length > 40 ? `${got.slice(0, 40)}…` : got
   return new ConfigError(key, `invalid configuration: ${key}=${JSON.stringify(shown)} is not valid (${description})`)
-}
-
-function parseTrustProxy (value: string): boolean | number | string[] {
-  if (value === 'true') return true
-  if (value === 'false') return false
-  if (/^\d+$/.test(value)) return Number(value)
-  return value.split(',')
 }

@@ -9,9 +9,7 @@ import { ApiError } from '../errors.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 
 /** Requests whose Expect Node cannot meet (its 'checkExpectation' event), to be refused 417. */
-const unmetExpectations = new WeakSet<IncomingMessage>()
-
-export const expectationUnmet = (req: IncomingMessage) => { unmetExpectations.add(req) }
+export const unmetExpectations = new WeakSet<IncomingMessage>()
 
 /** The status of a request HTTP/1.1 does not allow (400 without Host, 417 for an unmet Expect), or 0. */
 export function httpRefusal (req: IncomingMessage): number {
@@ -34,8 +32,7 @@ export function openFileLimit (): number | undefined {
   }
 }
 
-/** maxPerAddress 0: no cap per address */
-interface ConnectionCaps { maxConnections: number, maxPerAddress: number }
+interface ConnectionCaps { maxConnections: number, maxPerAddress: number } // maxPerAddress 0: no cap per address
 
 /** The caps, lowered to leave FILES_RESERVED of the open-file limit, the one per address in proportion. */
 export function connectionCaps (configured: ConnectionCaps, fileLimit = openFileLimit()): ConnectionCaps {
@@ -75,12 +72,8 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
   socket.destroy()
 }
 
-const noop = () => {}
-
-/**
- * Caps the server's open connections (connectionCaps), in all and per address: one over a cap is answered 503 and
- * closed before the HTTP server sees it; an episode's first refusal is logged, and its end with the count refused.
- */
+// Caps the server's open connections (connectionCaps), in all and per address: one over a cap is answered 503 and
+// closed before the HTTP server sees it; an episode's first refusal is logged, and its end with the count refused.
 export function capConnections (server: Server, configured: ConnectionCaps, log: FastifyBaseLogger): void {
   const fileLimit = openFileLimit()
   const caps = connectionCaps(configured, fileLimit)
@@ -90,23 +83,20 @@ export function capConnections (server: Server, configured: ConnectionCaps, log:
   }
   // The HTTP server's own 'connection' listener (the documented way to hand it one) is called for those admitted.
   const [serve, ...others] = server.listeners('connection') as ((socket: Socket) => void)[]
-  if (serve === undefined || others.length > 0) {
-    throw new Error('limitConnections: expected the HTTP server\'s connection listener alone')
-  }
+  if (serve === undefined || others.length > 0) throw new Error('capConnections: expected one connection listener')
   server.removeListener('connection', serve)
 
   let open = 0
   const byAddress = new Map<string, number>()
   let episode: { refused: number, since: number, timer: NodeJS.Timeout } | undefined
-  const endEpisode = () => {
-    if (episode === undefined) return
-    const seconds = Math.round((Date.now() - episode.since) / 1000)
-    log.info({ refused: episode.refused, seconds }, 'connections accepted again')
+  const endEpisode = () => { // by the episode's timer, cleared when the server closes
+    const seconds = Math.round((Date.now() - episode!.since) / 1000)
+    log.info({ refused: episode!.refused, seconds }, 'connections accepted again')
     episode = undefined
   }
 
   const refuse = (socket: Socket, cap: 'total' | 'per address', address: string) => {
-    socket.on('error', noop) // a peer gone already: nothing to report
+    socket.on('error', () => {}) // a peer gone already: nothing to report
     if (socket.writable) socket.write(rawResponse(new ApiError('svc_partner_api_too_many_connections')))
     socket.destroy()
     if (episode === undefined) {

@@ -4,8 +4,6 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import { ApiError } from '../errors.ts'
 import { DECIMAL, PARSERS, type Parsed } from './area-params.ts'
 
-type Kind = 'number' | 'integer' | 'boolean' | 'string'
-
 type QueryValidator = (query: unknown) => { value: Record<string, unknown> } | { error: ApiError }
 
 /** The validated values in one string, in schema order with defaults: the response cache keys on it. */
@@ -35,13 +33,10 @@ export function numberText (text: string, n: number): string {
 
 /** A parameter's rule, read once from its schema. */
 function ruleOf (name: string, schema: TSchema, required: boolean) {
-  const kind = schema.type as Kind
-  if (!['number', 'integer', 'boolean', 'string'].includes(kind)) {
-    throw new Error(`query parameter ${name}: unsupported schema type ${String(schema.type)}`)
-  }
-  const parser: unknown = schema['x-parse']
-  if (parser !== undefined && (typeof parser !== 'string' || PARSERS[parser] === undefined)) {
-    throw new Error(`query parameter ${name}: unknown x-parse ${String(parser)}`)
+  const kind = schema.type as 'number' | 'integer' | 'boolean' | 'string'
+  const parser = schema['x-parse'] as string | undefined
+  if (!['number', 'integer', 'boolean', 'string'].includes(kind) || (parser !== undefined && !PARSERS[parser])) {
+    throw new Error(`query parameter ${name}: unsupported type ${String(kind)} or x-parse ${String(parser)}`)
   }
   return {
     name,
@@ -62,7 +57,7 @@ function ruleOf (name: string, schema: TSchema, required: boolean) {
     format: typeof schema['x-format'] === 'string' ? schema['x-format'] as string : undefined,
     coordinate: schema['x-coordinate'] !== undefined,
     /** reads a value made of several coordinates (`x-parse`: src/http/area-params.ts) */
-    parse: parser === undefined ? undefined : PARSERS[parser as string]
+    parse: parser === undefined ? undefined : PARSERS[parser]
   }
 }
 type ParamRule = ReturnType<typeof ruleOf>
