@@ -21,16 +21,15 @@ export function encodingFor (acceptEncoding: string | undefined, size: number): 
   const chosen = negotiator.negotiate(acceptEncoding) ?? undefined
   // The negotiator lets `*` stand for a coding the header refuses by name (`gzip;q=0, *`), which
   // RFC 9110 12.5.3 forbids: the other coding, if the header does not refuse it too.
-  if (chosen === undefined || !acceptEncoding.includes('*') || !refuses(acceptEncoding, chosen)) return chosen
+  if (chosen === undefined || !acceptEncoding.includes('*') || !REFUSED[chosen].test(acceptEncoding)) return chosen
   const other = chosen === 'gzip' ? 'br' : 'gzip'
-  return refuses(acceptEncoding, other) ? undefined : other
+  return REFUSED[other].test(acceptEncoding) ? undefined : other
 }
 
+/** Whether the header gives an encoding by name with q=0. */
 const refusal = (encoding: Encoding) =>
   new RegExp(`(?:^|,)\\s*${encoding}\\s*;\\s*q\\s*=\\s*0(?:\\.0{0,3})?\\s*(?:,|$)`, 'i')
-const REFUSED: Record<Encoding, RegExp> = { gzip: refusal('gzip'), br: refusal('br') }
-/** Whether the header gives `encoding` by name with q=0. */
-const refuses = (acceptEncoding: string, encoding: Encoding) => REFUSED[encoding].test(acceptEncoding)
+const REFUSED = { gzip: refusal('gzip'), br: refusal('br') }
 
 /** Fast levels: a cache miss pays for its compression on the request path. */
 export function compress (body: Buffer, encoding: Encoding): Buffer {
