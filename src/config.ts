@@ -9,7 +9,6 @@ import envSchema from 'env-schema'
 
 const Int = (minimum: number, maximum: number, defaultValue: number, description: string) =>
   Type.Integer({ minimum, maximum, default: defaultValue, description })
-const Port = (defaultPort: number, description: string) => Int(0, 65535, defaultPort, description)
 const Text = (rules: StringOptions, defaultValue: string, description: string) =>
   Type.String({ ...rules, default: defaultValue, description })
 
@@ -19,8 +18,8 @@ export const EnvSchema = Type.Object({
     description: 'development | production | test; outside production a demo partner is created on first boot'
   }),
   HOST: Text({ minLength: 1 }, '127.0.0.1', 'address the HTTP server binds to'),
-  PORT: Port(3000, 'HTTP port (0 picks a free port)'),
-  METRICS_PORT: Port(9464,
+  PORT: Int(0, 65535, 3000, 'HTTP port (0 picks a free port)'),
+  METRICS_PORT: Int(0, 65535, 9464,
     'port of the Prometheus /metrics endpoint, always bound to 127.0.0.1 (0 picks a free port, logged)'),
   API_PREFIX: Text({ pattern: '^(/[A-Za-z0-9_.-]+)+$' }, '/v1', 'path prefix of the partner API'),
   DATA_DIR: Text({ minLength: 1 }, './data', 'folder of sandbox.db, production.db and control.db'),

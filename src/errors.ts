@@ -14,7 +14,6 @@ export const ERRORS = {
   svc_partner_api_invalid_key: {
     status: 401,
     message: 'The API key is not recognised.',
-    // the sentence when `data.reason` says why the key could not be read
     reasons: {
       api_key_repeated: 'The API key could not be read: api_key was given more than once. Send it once.',
       not_bearer: 'The API key could not be read: an Authorization header must be Bearer followed by the key.',
@@ -37,7 +36,6 @@ export const ERRORS = {
   svc_partner_api_feature_disabled: {
     status: 403,
     message: 'This endpoint is not enabled for the partner. Ask the operator for approval.',
-    // the sentence when `data.reason` says what would open the endpoint
     reasons: {
       tier: 'This endpoint is not open to the demo tier. Ask the operator for the growth or scale tier.',
       approval: 'This endpoint is not enabled for the partner. Ask the operator for the site-by-id approval.'
@@ -67,7 +65,7 @@ interface ErrorData {
   params?: string[] | Record<string, string>
   window?: string
   retry_after?: number
-  /** why a key could not be read (invalid_key), what would open an endpoint (feature_disabled) */
+  /** a key of the code's `reasons`, whose sentence replaces its message */
   reason?: string
 }
 

@@ -62,7 +62,6 @@ export class ResponseCache {
       sizeCalculation: (entry, key) => pool.footprint(entry.body) + (entry.encoded?.gzip?.length ?? 0) +
         (entry.encoded?.br?.length ?? 0) + 2 * key.length + 200,
       ttl: Math.max(1, options.ttlSeconds) * 1000,
-      ttlAutopurge: false,
       dispose: (entry) => pool.release(entry.body)
     })
     this.salt = `${SERIALISATION_VERSION}\u0000${options.pilotAppUrl}\u0000`
