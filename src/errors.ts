@@ -70,6 +70,7 @@ interface ErrorData {
 }
 
 type Extra = Omit<ErrorData, 'status'>
+type Reasons = { reasons?: Record<string, string> }
 const NO_EXTRA: Extra = Object.freeze({})
 /** The body of each code that takes no parameters, serialised once: 401s and 403s come in floods. */
 const plainBodies = new Map<ErrorCode, string>()
@@ -102,8 +103,8 @@ export class ApiError extends Error {
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
     const stackTraceLimit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    const reasons = (entry as { reasons?: Record<string, string> }).reasons
-    super(message ?? (extra.reason === undefined ? undefined : reasons?.[extra.reason]) ?? fill(code, extra))
+    const reason = extra.reason === undefined ? undefined : (entry as Reasons).reasons?.[extra.reason]
+    super(message ?? reason ?? fill(code, extra))
     Error.stackTraceLimit = stackTraceLimit
     this.name = 'ApiError'
     this.statusCode = status ?? entry.status
