@@ -17,10 +17,6 @@ import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-ca
 import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
-import byTagRoutes from './by-tag.ts'
-import areaRoutes from './areas.ts'
-import siteByIdRoutes from './site-by-id.ts'
-import usageRoutes from './usage.ts'
 import discoveryRoutes from './discovery.ts'
 
 declare module 'fastify' {
@@ -289,10 +285,6 @@ async function partnerApi (app: FastifyInstance) {
   })
 
   await app.register(sitesRoutes)
-  await app.register(byTagRoutes)
-  await app.register(areaRoutes)
-  await app.register(siteByIdRoutes)
-  await app.register(usageRoutes)
   await app.register(discoveryRoutes)
 }
 

@@ -22,6 +22,15 @@ export const ErrorBody = Type.Object({
   })
 }, { description: 'WordPress REST style error' })
 
-/** What any partner request can be answered with, whatever the route. */
+/** What any partner request can be answered with, whatever the route; then each route's own codes. */
 export const PARTNER_ERRORS: ErrorCode[] = ['svc_partner_api_missing_key', 'svc_partner_api_invalid_key',
   'svc_partner_api_inactive_partner', 'svc_partner_api_query_failed', 'svc_partner_api_prepare_failed']
+export const SEARCH_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param',
+  'svc_partner_api_invalid_coordinates', 'svc_partner_api_ambiguous_coordinates',
+  'svc_partner_api_category_not_permitted', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
+export const AREA_ERRORS: ErrorCode[] = [...SEARCH_ERRORS, 'svc_partner_api_feature_disabled']
+export const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_invalid_param',
+  'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
+export const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled',
+  'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
+export const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']

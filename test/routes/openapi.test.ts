@@ -6,12 +6,9 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { ERRORS, type ErrorCode } from '../../src/errors.ts'
-import { PARTNER_ERRORS } from '../../src/schemas/errors.ts'
-import { SEARCH_ERRORS } from '../../src/routes/sites.ts'
-import { BY_TAG_ERRORS } from '../../src/routes/by-tag.ts'
-import { AREA_ERRORS } from '../../src/routes/areas.ts'
-import { SITE_ERRORS } from '../../src/routes/site-by-id.ts'
-import { USAGE_ERRORS } from '../../src/routes/usage.ts'
+import {
+  AREA_ERRORS, BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, USAGE_ERRORS
+} from '../../src/schemas/errors.ts'
 import { UNLIMITED, buildTestApp, site } from '../helper.ts'
 
 const { app, tokens } = await buildTestApp(t, {
