@@ -2,18 +2,12 @@
 // registered at the root before the routes, since both collect them as they are declared.
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance } from 'fastify'
 import { withHeaders, type OpenApiResponse } from '../src/schemas/responses.ts'
 import { API_VERSION, apiDescription } from '../src/schemas/api-info.ts'
 
-/**
- * A route as declared (its url with `:param`); `endpoint` is set on partner routes, whose flags say how their
- * pipeline answers: counted against the limits, cached, compressed when asked (cached, or `compressed`).
- */
-interface DeclaredRoute {
-  method: string, url: string, hidden: boolean, summary: string, endpoint?: string
-  counted: boolean, cached: boolean, compressed: boolean
-}
+/** A route as declared (its url with `:param`); a partner route's config names its endpoint and pipeline. */
+interface DeclaredRoute { method: string, url: string, hidden: boolean, summary: string, config: FastifyContextConfig }
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -40,14 +34,9 @@ async function openapi (app: FastifyInstance, options: { supportContact?: string
   app.decorate('declaredRoutes', declared)
   app.addHook('onRoute', (route) => {
     const schema = route.schema as { hide?: boolean, summary?: string } | undefined
-    const endpoint = route.config?.endpoint
+    const config = route.config ?? {}
     for (const method of [route.method].flat()) {
-      declared.push({
-        method, url: route.url, hidden: schema?.hide === true, summary: schema?.summary ?? '', endpoint,
-        counted: endpoint !== undefined && route.config?.counted !== false,
-        cached: endpoint !== undefined && route.config?.cache === true,
-        compressed: endpoint !== undefined && (route.config?.cache === true || route.config?.compressed === true)
-      })
+      declared.push({ method, url: route.url, hidden: schema?.hide === true, summary: schema?.summary ?? '', config })
     }
   })
   // the value the cache sends (src/cache/response-cache.ts)
@@ -94,7 +83,7 @@ async function openapi (app: FastifyInstance, options: { supportContact?: string
       const paths = openapiObject.paths
       for (const route of declared.filter((r) => !r.hidden)) {
         const operation = paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()]
-        if (operation) operation.responses = withHeaders(operation.responses, { ...route, cacheControl })
+        if (operation) operation.responses = withHeaders(operation.responses, route.config, cacheControl)
       }
       return openapiObject
     }

@@ -13,7 +13,7 @@ import { usageReport } from '../usage/report.ts'
 
 const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/usage', {
-    config: { endpoint: 'usage', counted: false, compressed: true },
+    config: { endpoint: 'usage', counted: false },
     schema: {
       operationId: 'usage', tags: ['usage'],
       summary: 'Usage report: the three windows, and telemetry with expand=telemetry',

@@ -14,7 +14,7 @@ const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string, supportContact
   }, (_request, reply) => {
     // every route is declared by the time a request arrives
     operations ??= app.declaredRoutes
-      .filter((r) => r.endpoint !== undefined && r.method === 'GET')
+      .filter((r) => r.config.endpoint !== undefined && r.method === 'GET')
       .map((r) => ({ method: r.method, path: r.url.replace(/:(\w+)/g, '{$1}'), summary: r.summary }))
     reply.header('cache-control', 'no-cache').send({
       name: 'Landing-Site Partner API',

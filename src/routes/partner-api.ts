@@ -14,7 +14,7 @@ import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '..
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
-import { compress, encodedEtag, encodingFor, type Encoding } from '../http/encoding.ts'
+import { compress, encodedEtag, encodingFor } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
 import discoveryRoutes from './discovery.ts'
@@ -23,10 +23,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** the partner endpoint a route serves (its feature switch and telemetry name) */
     endpoint?: Endpoint
-    /** answers of this route may be cached (and are compressed when asked, with the cache's entry) */
+    /** answers of this route may be cached (else they are no-store); either way compressed when asked */
     cache?: boolean
-    /** answers of this uncached route are compressed when asked (a cached route's always are) */
-    compressed?: boolean
     /** false: never counted against the limits nor recorded as usage (/usage, /categories, /tags) */
     counted?: boolean
   }
@@ -163,36 +161,25 @@ async function partnerApi (app: FastifyInstance) {
   }
 
   /**
-   * The headers of a cacheable 200 in the encoding the client takes (each encoding its own ETag);
-   * the encoding to send, or 'not-modified' when If-None-Match holds that ETag.
+   * A cached answer in the encoding the client takes (each encoding its own ETag) with its headers, or a 304 when
+   * If-None-Match holds that ETag: the payload to send (`lend`: the plain body is lent from the cache).
    */
   const represent = (
-    request: FastifyRequest, reply: FastifyReply, entry: CachedAnswer
-  ): Encoding | undefined | 'not-modified' => {
+    request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer, lend: boolean
+  ): Buffer | undefined => {
     const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
     const etag = encoding === undefined ? entry.etag : encodedEtag(entry.etag, encoding)
     reply.header('etag', etag).header('cache-control', cache.cacheControl).header('vary', 'accept-encoding')
-    return etagMatches(request.headers['if-none-match'], etag) ? 'not-modified' : encoding
-  }
-
-  /**
-   * A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6): for a HEAD, Fastify sets
-   * Content-Length from the payload it then drops, so it is given the 200's bytes.
-   */
-  const notModifiedPayload = (request: FastifyRequest, key: string, entry: CachedAnswer): Buffer | undefined => {
-    if (request.method !== 'HEAD') return undefined
-    const encoding = encodingFor(request.headers['accept-encoding'], entry.body.length)
-    return encoding === undefined ? entry.body : cache.encodedBody(key, entry, encoding)
-  }
-
-  const serveCached = (request: FastifyRequest, reply: FastifyReply, key: string, entry: CachedAnswer) => {
-    request.cacheStatus = 'hit'
-    request.rows = entry.rows
-    request.dataset = entry.dataset
-    const encoding = represent(request, reply, entry)
-    if (encoding === 'not-modified') reply.code(304).send(notModifiedPayload(request, key, entry))
-    else if (encoding === undefined) reply.sendAnswer(cache.lend(entry), entry.type)
-    else reply.header('content-encoding', encoding).sendAnswer(cache.encodedBody(key, entry, encoding), entry.type)
+    if (etagMatches(request.headers['if-none-match'], etag)) {
+      reply.code(304)
+      // A 304 has no body, and no Content-Length unless it is the 200's (RFC 9110 8.6): for a HEAD, Fastify sets
+      // Content-Length from the payload it then drops, so it is given the 200's bytes.
+      if (request.method !== 'HEAD') return undefined
+      return encoding === undefined ? entry.body : cache.encodedBody(key, entry, encoding)
+    }
+    if (encoding === undefined) return lend ? cache.lend(entry) : entry.body
+    reply.header('content-encoding', encoding)
+    return cache.encodedBody(key, entry, encoding)
   }
 
   const lookup = (route: string): preHandlerHookHandler => (request, reply, done) => {
@@ -206,7 +193,12 @@ async function partnerApi (app: FastifyInstance) {
       request.cacheStatus = 'miss'
       return done()
     }
-    serveCached(request, reply, key, entry)
+    request.cacheStatus = 'hit'
+    request.rows = entry.rows
+    request.dataset = entry.dataset
+    const payload = represent(request, reply, key, entry, true)
+    if (reply.statusCode === 304) reply.send(payload)
+    else reply.sendAnswer(payload!, entry.type)
     // answered: done() is not called
   }
 
@@ -233,15 +225,9 @@ async function partnerApi (app: FastifyInstance) {
       rows: request.rows
     }
     cache.store(key, entry)
-    const encoding = represent(request, reply, entry)
-    if (encoding === 'not-modified') {
-      // as a 304 from the cache: no body, no Content-Type
-      reply.code(304).removeHeader('content-type')
-      return done(null, notModifiedPayload(request, key, entry) ?? null)
-    }
-    if (encoding === undefined) return done(null, body)
-    reply.header('content-encoding', encoding)
-    done(null, cache.encodedBody(key, entry, encoding))
+    const answer = represent(request, reply, key, entry, false)
+    if (reply.statusCode === 304) reply.removeHeader('content-type') // as a 304 from the cache
+    done(null, answer ?? null)
   }
 
   // before the answer's bytes go out: whoever has an answer finds it in /usage, on any instance
@@ -263,12 +249,12 @@ async function partnerApi (app: FastifyInstance) {
     done(null, payload)
   }
 
-  // An answer made for each request (/usage): no cache is to keep it either. With the `compressed` flag, a 200
-  // sent as JSON text is compressed when asked, by the cached answers' rules.
-  const uncached = (compressed: boolean): onSendHookHandler => (request, reply, payload, done) => {
+  // An answer made for each request (/usage): no cache is to keep it either. A 200 sent as JSON text is
+  // compressed when asked, by the cached answers' rules.
+  const uncached: onSendHookHandler = (request, reply, payload, done) => {
     if (reply.statusCode !== 200) return done(null, payload)
     reply.header('cache-control', 'no-store')
-    if (!compressed || typeof payload !== 'string') return done(null, payload)
+    if (typeof payload !== 'string') return done(null, payload)
     reply.header('vary', 'accept-encoding')
     const encoding = encodingFor(request.headers['accept-encoding'], Buffer.byteLength(payload))
     if (encoding === undefined) return done(null, payload)
@@ -277,11 +263,11 @@ async function partnerApi (app: FastifyInstance) {
   }
 
   app.addHook('onRoute', (route) => {
-    const { endpoint, cache: cached = false, compressed = false, counted = true } = route.config ?? {}
+    const { endpoint, cache: cached = false, counted = true } = route.config ?? {}
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))
-    attach(route, 'onSend', cached ? store : uncached(compressed), counted && record(endpoint))
+    attach(route, 'onSend', cached ? store : uncached, counted && record(endpoint))
   })
 
   await app.register(sitesRoutes)

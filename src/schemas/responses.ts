@@ -91,14 +91,17 @@ export interface OpenApiResponse {
 }
 
 /**
- * An operation's documented responses (OpenAPI form) with their headers: X-Request-Id on all; the rate-limit
- * headers on answers that reached the limiter; Retry-After on 429 and 503; ETag, Cache-Control and Vary on a
- * cached 200, and a 304 with them; on other partner answers Cache-Control: no-store (Vary on a compressed 200).
+ * An operation's documented responses (OpenAPI form) with their headers, by the flags of its route's config (as
+ * src/routes/partner-api.ts reads them): X-Request-Id on all; the rate-limit headers on answers that reached the
+ * limiter; Retry-After on 429 and 503; ETag, Cache-Control and Vary on a cached 200, and a 304 with them; on other
+ * partner answers Cache-Control: no-store (and Vary on the 200).
  */
 export function withHeaders (
   responses: Record<string, OpenApiResponse>,
-  route: { endpoint?: string, counted: boolean, cached: boolean, compressed: boolean, cacheControl: string }
+  { endpoint, cache: cached = false, counted = true }: { endpoint?: string, cache?: boolean, counted?: boolean },
+  cacheControl: string
 ) {
+  const limited = endpoint !== undefined && counted
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
     const onlyWith = only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''
     const when = required ? '' : ` Sent ${onlyWith}when at least one of the partner's windows is limited.`
@@ -111,22 +114,22 @@ export function withHeaders (
   for (const [status, response] of Object.entries(responses)) {
     const headers: Record<string, Header> = {}
     if (status === '200') {
-      if (route.counted) Object.assign(headers, rateLimit(false))
-      if (route.cached) {
+      if (limited) Object.assign(headers, rateLimit(false))
+      if (cached) {
         headers.ETag = header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the ' +
           'closing quote): send it back in If-None-Match to be answered 304 while the answer is current')
         headers['Cache-Control'] =
-          header(`${route.cacheControl}: the answer may be reused for that many seconds, by this caller only`)
+          header(`${cacheControl}: the answer may be reused for that many seconds, by this caller only`)
         headers.Vary = vary
-      } else if (route.endpoint !== undefined) { // a public route's 200 (the index) carries X-Request-Id alone
+      } else if (endpoint !== undefined) { // a public route's 200 (the index) carries X-Request-Id alone
         headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept')
-        if (route.compressed) headers.Vary = vary
+        headers.Vary = vary
       }
     } else {
       const schema = response.content!['application/json'].schema as { properties: { code: { enum: ErrorCode[] } } }
       const codes = schema.properties.code.enum
       const counted = codes.filter((code) => !NOT_COUNTED.includes(code))
-      if (route.counted && counted.length > 0) {
+      if (limited && counted.length > 0) {
         Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))
       }
       if (status === '429') headers['Retry-After'] = RETRY_AFTER
@@ -135,7 +138,7 @@ export function withHeaders (
     }
     headers['X-Request-Id'] = REQUEST_ID
     out[status] = { ...response, headers }
-    if (status === '200' && route.cached) {
+    if (status === '200' && cached) {
       const description = 'Not Modified: If-None-Match holds the current ETag of this answer; no body'
       out['304'] = { description, headers }
     }
