@@ -83,7 +83,7 @@ async function openapi (app: FastifyInstance, options: { supportContact?: string
       const paths = openapiObject.paths
       for (const route of declared.filter((r) => !r.hidden)) {
         const operation = paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()]
-        if (operation) operation.responses = withHeaders(operation.responses, route.config, cacheControl)
+        if (operation) withHeaders(operation.responses, route.config, cacheControl)
       }
       return openapiObject
     }

@@ -1,8 +1,7 @@
 // GET ${API_PREFIX}: this API's version, operations (the partner routes as declared) and datasets. Public,
 // so no partner's permissions (those need the token: /usage).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { API_VERSION, SUPPORT_DETAILS } from '../schemas/api-info.ts'
-import { ApiIndex } from '../schemas/api-index.ts'
+import { API_VERSION, ApiIndex, SUPPORT_DETAILS } from '../schemas/api-info.ts'
 
 const indexRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string, supportContact: string }> = async (app, options) => {
   let operations: { method: string, path: string, summary: string }[] | undefined

@@ -209,14 +209,10 @@ async function partnerApi (app: FastifyInstance) {
       reply.removeHeader('content-type')
       return done(null, payload)
     }
-    if (status !== 200) return done(null, payload) // an error: no-store, from the error handler
-    if (request.cacheKey === undefined) {
-      reply.header('cache-control', 'no-store')
-      return done(null, payload)
-    }
-    if (request.cacheStatus === 'hit') return done(null, payload)
+    // an error (no-store, from the error handler), or an answer from the cache
+    if (status !== 200 || request.cacheStatus === 'hit') return done(null, payload)
     const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
-    const key = request.cacheKey
+    const key = request.cacheKey!
     const entry: CachedAnswer = {
       dataset: request.dataset!,
       body,

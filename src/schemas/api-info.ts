@@ -1,4 +1,7 @@
-// What the API is, for its OpenAPI document and its index: its releases and how to call it.
+// What the API is, for its OpenAPI document and its index: its releases, how to call it, the index's schema.
+import { Type } from '@sinclair/typebox'
+import { DatasetsState } from './health.ts'
+import { Nullable } from './common.ts'
 
 /** The API's releases, newest first, as version, date, change (CHANGELOG.md lists them too). */
 const API_RELEASES = [
@@ -40,3 +43,17 @@ Support: ${contact === '' ? 'Ask the operator who issued your token' : `Write to
 | Version | Date | Change |
 | --- | --- | --- |
 ${API_RELEASES.map((release) => `| ${release.join(' | ')} |`).join('\n')}`
+
+export const ApiIndex = Type.Object({
+  name: Type.String(),
+  version: Type.String({ description: 'Release of the specification this service implements' }),
+  documentation: Type.Object({ openapi: Type.String(), docs: Type.String() }),
+  support: Type.Object({
+    contact: Nullable(Type.String(), {
+      description: 'SUPPORT_CONTACT: an e-mail address or a URL; null when the operator set none'
+    }),
+    send: Type.String({ description: 'What to send with a support request' })
+  }),
+  operations: Type.Array(Type.Object({ method: Type.String(), path: Type.String(), summary: Type.String() })),
+  datasets: DatasetsState
+})

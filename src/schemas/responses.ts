@@ -91,7 +91,7 @@ export interface OpenApiResponse {
 }
 
 /**
- * An operation's documented responses (OpenAPI form) with their headers, by the flags of its route's config (as
+ * Adds their headers to an operation's documented responses (OpenAPI form), by the flags of its route's config (as
  * src/routes/partner-api.ts reads them): X-Request-Id on all; the rate-limit headers on answers that reached the
  * limiter; Retry-After on 429 and 503; ETag, Cache-Control and Vary on a cached 200, and a 304 with them; on other
  * partner answers Cache-Control: no-store (and Vary on the 200).
@@ -108,9 +108,6 @@ export function withHeaders (
     return Object.fromEntries(Object.entries(RATE_LIMIT)
       .map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
   }
-  const vary = header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or ` +
-    'br-compressed (Content-Encoding) when Accept-Encoding asks for it')
-  const out: Record<string, OpenApiResponse> = {}
   for (const [status, response] of Object.entries(responses)) {
     const headers: Record<string, Header> = {}
     if (status === '200') {
@@ -118,12 +115,13 @@ export function withHeaders (
       if (cached) {
         headers.ETag = header('The answer\'s entity tag (a gzip or br answer has its own: -gzip or -br before the ' +
           'closing quote): send it back in If-None-Match to be answered 304 while the answer is current')
-        headers['Cache-Control'] =
-          header(`${cacheControl}: the answer may be reused for that many seconds, by this caller only`)
-        headers.Vary = vary
-      } else if (endpoint !== undefined) { // a public route's 200 (the index) carries X-Request-Id alone
-        headers['Cache-Control'] = header('no-store: the answer is made for each request, and is not to be kept')
-        headers.Vary = vary
+      }
+      if (endpoint !== undefined) { // a public route's 200 (the index) carries X-Request-Id alone
+        headers['Cache-Control'] = cached
+          ? header(`${cacheControl}: the answer may be reused for that many seconds, by this caller only`)
+          : header('no-store: the answer is made for each request, and is not to be kept')
+        headers.Vary = header(`Accept-Encoding: an answer of ${COMPRESS_MIN_BYTES} bytes or more is sent gzip- or ` +
+          'br-compressed (Content-Encoding) when Accept-Encoding asks for it')
       }
     } else {
       const schema = response.content!['application/json'].schema as { properties: { code: { enum: ErrorCode[] } } }
@@ -137,11 +135,10 @@ export function withHeaders (
       headers['Cache-Control'] = header('no-store: an error is not to be kept')
     }
     headers['X-Request-Id'] = REQUEST_ID
-    out[status] = { ...response, headers }
+    response.headers = headers
     if (status === '200' && cached) {
       const description = 'Not Modified: If-None-Match holds the current ETag of this answer; no body'
-      out['304'] = { description, headers }
+      responses['304'] = { description, headers }
     }
   }
-  return out
 }

@@ -10,7 +10,7 @@ import { ERRORS, type ErrorCode } from '../../src/errors.ts'
 import { BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, USAGE_ERRORS } from '../../src/schemas/errors.ts'
 import { NearestRecord, SiteRecord, TagPage } from '../../src/schemas/records.ts'
 import { UsageReport } from '../../src/schemas/usage.ts'
-import { ApiIndex } from '../../src/schemas/api-index.ts'
+import { ApiIndex } from '../../src/schemas/api-info.ts'
 import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/geojson.ts'
 import { UNLIMITED, buildTestApp, randomSites } from '../helper.ts'
 
