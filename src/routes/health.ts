@@ -4,21 +4,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Liveness, Readiness } from '../schemas/health.ts'
 
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/healthz', {
-    schema: {
-      hide: true, operationId: 'healthz', tags: ['service'], summary: 'Liveness: the process is up',
-      response: { 200: Liveness }
-    }
-  }, (_request, reply) => {
+  app.get('/healthz', { schema: { hide: true, response: { 200: Liveness } } }, (_request, reply) => {
     reply.header('cache-control', 'no-store').send({ status: 'ok' as const })
   })
 
-  app.get('/readyz', {
-    schema: {
-      hide: true, operationId: 'readyz', tags: ['service'], summary: 'Readiness: datasets loaded and control.db usable',
-      response: { 200: Readiness, 503: Readiness }
-    }
-  }, (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true, response: { 200: Readiness, 503: Readiness } } }, (_request, reply) => {
     const health = app.controlDb
     const ready = health.readable && health.writable
     const shared = app.sharedState?.status()

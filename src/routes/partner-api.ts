@@ -49,31 +49,33 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i
 
+const unusable = (reason: UnusableKey) => new ApiError('svc_partner_api_invalid_key', { reason })
+
 /**
  * The token of the Authorization headers, every one as sent (Node keeps only the first in
  * `headers`, so a second with another token would go unseen), or why they cannot be used.
  */
-function headerToken (rawHeaders: string[]): string | undefined | { unusable: UnusableKey } {
+function headerToken (rawHeaders: string[]): string | undefined | ApiError {
   let token: string | undefined
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]
     if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue
     const match = BEARER.exec(rawHeaders[i + 1])
-    if (!match) return { unusable: 'not_bearer' }
-    if (token !== undefined && match[1] !== token) return { unusable: 'keys_differ' }
+    if (!match) return unusable('not_bearer')
+    if (token !== undefined && match[1] !== token) return unusable('keys_differ')
     token = match[1]
   }
   return token
 }
 
-/** The token from api_key or Authorization: Bearer headers; null if none, or why it is unusable. */
-export function tokenOf (request: FastifyRequest): string | null | { unusable: UnusableKey } {
+/** The token from api_key or Authorization: Bearer headers, or the error of none or of an unusable one. */
+function tokenOf (request: FastifyRequest): string | ApiError {
   const fromQuery = (request.query as Record<string, unknown>).api_key
   const fromHeader = request.headers.authorization === undefined ? undefined : headerToken(request.raw.rawHeaders)
   if (typeof fromHeader === 'object') return fromHeader
-  if (fromQuery === undefined || fromQuery === '') return fromHeader ?? null
-  if (typeof fromQuery !== 'string') return { unusable: 'api_key_repeated' }
-  if (fromHeader !== undefined && fromHeader !== fromQuery) return { unusable: 'keys_differ' }
+  if (fromQuery === undefined || fromQuery === '') return fromHeader ?? new ApiError('svc_partner_api_missing_key')
+  if (typeof fromQuery !== 'string') return unusable('api_key_repeated')
+  if (fromHeader !== undefined && fromHeader !== fromQuery) return unusable('keys_differ')
   return fromQuery
 }
 
@@ -99,10 +101,7 @@ async function partnerApi (app: FastifyInstance) {
 
   const authenticate = (endpoint: Endpoint): onRequestHookHandler => (request, _reply, done) => {
     const token = tokenOf(request)
-    if (token === null) return done(new ApiError('svc_partner_api_missing_key'))
-    if (typeof token === 'object') {
-      return done(new ApiError('svc_partner_api_invalid_key', { reason: token.unusable }))
-    }
+    if (typeof token !== 'string') return done(token)
     const partner = partners.byToken(token)
     if (!partner) return done(new ApiError('svc_partner_api_invalid_key'))
     if (partner.status !== 'active') return done(new ApiError('svc_partner_api_inactive_partner'))
