@@ -201,28 +201,23 @@ async function partnerApi (app: FastifyInstance) {
     // answered: done() is not called
   }
 
+  // A handler's 200 is stored and represented as a hit would be; an error is no-store (from the error handler).
   const store: onSendHookHandler = (request, reply, payload, done) => {
-    const status = reply.statusCode
-    // a 304 from the cache: no Content-Type (a HEAD's payload, its 200's bytes, made Fastify add one)
-    if (status === 304) {
-      reply.removeHeader('content-type')
-      return done(null, payload)
+    if (reply.statusCode === 200 && request.cacheStatus !== 'hit') {
+      const key = request.cacheKey!
+      const entry: CachedAnswer = {
+        dataset: request.dataset!,
+        body: typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer,
+        type: String(reply.getHeader('content-type') ?? JSON_TYPE),
+        etag: cache.etagOf(key),
+        rows: request.rows
+      }
+      cache.store(key, entry)
+      payload = represent(request, reply, key, entry, false) ?? null
     }
-    // an error (no-store, from the error handler), or an answer from the cache
-    if (status !== 200 || request.cacheStatus === 'hit') return done(null, payload)
-    const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
-    const key = request.cacheKey!
-    const entry: CachedAnswer = {
-      dataset: request.dataset!,
-      body,
-      type: String(reply.getHeader('content-type') ?? JSON_TYPE),
-      etag: cache.etagOf(key),
-      rows: request.rows
-    }
-    cache.store(key, entry)
-    const answer = represent(request, reply, key, entry, false)
-    if (reply.statusCode === 304) reply.removeHeader('content-type') // as a 304 from the cache
-    done(null, answer ?? null)
+    // a 304: no Content-Type (a HEAD's payload, its 200's bytes, made Fastify add one)
+    if (reply.statusCode === 304) reply.removeHeader('content-type')
+    done(null, payload)
   }
 
   // before the answer's bytes go out: whoever has an answer finds it in /usage, on any instance
@@ -280,7 +275,6 @@ type HookName = 'onRequest' | 'preHandler' | 'onSend'
 /** Adds the pipeline's hooks after the route's own (a `false` is a hook this route does not take). */
 function attach (route: RouteOptions, name: HookName, ...hooks: (false | RouteOptions[HookName])[]) {
   const added = hooks.filter((hook) => hook !== false)
-  if (added.length === 0) return
-  const given = route[name]
-  ;(route as unknown as Record<HookName, unknown[]>)[name] = [...(given === undefined ? [] : [given].flat()), ...added]
+  const given = [route[name] ?? []].flat()
+  if (added.length > 0) (route as unknown as Record<HookName, unknown[]>)[name] = [...given, ...added]
 }

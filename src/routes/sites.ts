@@ -13,9 +13,9 @@ import {
   AlongRouteQuery, ByBboxQuery, ByTagQuery, DemoQuery, MAX_PER_PAGE, NearbyQuery, SiteParams, SitesQuery
 } from '../schemas/queries.ts'
 import {
-  BboxFeatureCollection, RouteFeatureCollection, SiteFeatureCollection, TagFeatureCollection
-} from '../schemas/geojson.ts'
-import { BboxPage, NearestRecord, RouteRecord, SiteRecord, TagPage } from '../schemas/records.ts'
+  BboxFeatureCollection, BboxPage, NearestRecord, RouteFeatureCollection, RouteRecord, SiteFeatureCollection,
+  SiteRecord, TagFeatureCollection, TagPage
+} from '../schemas/records.ts'
 import { findNearby, positionOf, tagPage, type Dataset } from '../sites/dataset.ts'
 import { AreaScratch, findAlongRoute, findInBox } from '../sites/areas.ts'
 import { EARTH_RADIUS_KM, NearbySearch } from '../sites/spatial.ts'

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CategoryId, DemoFlag, Latitude, Longitude, SiteId, Tag } from './common.ts'
-import { Format } from './geojson.ts'
 import type { BoundingBox } from '../sites/areas.ts'
 import type { Route } from '../sites/route.ts'
 
@@ -13,6 +12,12 @@ const radius = (what: string, km: number) => Type.Number({
 /** What narrows a search's sites, as on every search. */
 const filters = { category_id: Type.Optional(CategoryId), tag: Type.Optional(Tag), demo: DemoFlag }
 const nearby = { lat: Latitude, lng: Longitude, radius: radius('Search radius', 25), ...filters }
+
+const Format = Type.Unsafe<'json' | 'geojson'>({
+  type: 'string', enum: ['json', 'geojson'], default: 'json',
+  description: 'json (default), or geojson for a GeoJSON FeatureCollection (RFC 7946) of the same records, ' +
+    'sent as application/geo+json'
+})
 
 export const NearbyQuery = Type.Object(nearby)
 export type NearbyQuery = Static<typeof NearbyQuery>

@@ -1,4 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox'
+// The site answers: their records and pages, and their GeoJSON (RFC 7946) forms, where each record becomes the
+// properties of a Point feature at [longitude, latitude] whose id is the site id.
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox'
 
 const fields = {
   id: Type.String({ description: 'Site ID' }),
@@ -46,13 +48,38 @@ const paging = (totalIs: string) => ({
   total: Type.Integer({ description: totalIs }), total_pages: Type.Integer()
 })
 
-export const tagPaging = { tag: Type.String(), ...paging('Sites of the tag the partner may see') }
+const tagPaging = { tag: Type.String(), ...paging('Sites of the tag the partner may see') }
 
 export const TagPage = Type.Object({ ...tagPaging, sites: Type.Array(MapMinimalRecord) })
 
-export const bboxPaging = {
+const bboxPaging = {
   bbox: Type.Array(Type.Number(), { minItems: 4, maxItems: 4, description: 'west, south, east, north, as asked' }),
   ...paging('Sites in the box the partner may see')
 }
 
 export const BboxPage = Type.Object({ ...bboxPaging, sites: Type.Array(MapMinimalRecord) })
+
+const Point = Type.Object({
+  type: Type.Literal('Point'),
+  coordinates: Type.Array(Type.Number(),
+    { minItems: 2, maxItems: 2, description: '[longitude, latitude], obscured as in the record' })
+}, { additionalProperties: false })
+
+const feature = <T extends TSchema>(properties: T, record: string) => Type.Object({
+  type: Type.Literal('Feature'), id: Type.String({ description: 'Site ID' }), geometry: Point, properties
+}, { additionalProperties: false, description: `A site as a GeoJSON Point feature; its properties are the ${record}` })
+
+/** A FeatureCollection; a page's paging fields are foreign members beside `type`. */
+const collection = <F extends TSchema, P extends TProperties = {}>(features: F, description: string, paging?: P) =>
+  Type.Object({ type: Type.Literal('FeatureCollection'), ...paging, features: Type.Array(features) },
+    { additionalProperties: false, description })
+
+const SAME_SITES = 'format=geojson: the same sites, in the same order, as a FeatureCollection'
+const SAME_PAGE = 'format=geojson: the same page as a FeatureCollection, the paging fields as foreign members'
+const MapMinimalFeature = feature(MapMinimalRecord, 'map-minimal record')
+
+export const SiteFeatureCollection = collection(feature(SiteRecord, 'full record'), SAME_SITES)
+export const RouteFeatureCollection =
+  collection(feature(RouteRecord, 'full record with along_nm and offset_nm'), SAME_SITES)
+export const BboxFeatureCollection = collection(MapMinimalFeature, SAME_PAGE, bboxPaging)
+export const TagFeatureCollection = collection(MapMinimalFeature, SAME_PAGE, tagPaging)

@@ -8,10 +8,11 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ERRORS, type ErrorCode } from '../../src/errors.ts'
 import { BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, USAGE_ERRORS } from '../../src/schemas/errors.ts'
-import { NearestRecord, SiteRecord, TagPage } from '../../src/schemas/records.ts'
+import {
+  NearestRecord, SiteFeatureCollection, SiteRecord, TagFeatureCollection, TagPage
+} from '../../src/schemas/records.ts'
 import { UsageReport } from '../../src/schemas/usage.ts'
 import { ApiIndex } from '../../src/schemas/api-info.ts'
-import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/geojson.ts'
 import { UNLIMITED, buildTestApp, randomSites } from '../helper.ts'
 
 const sandbox = randomSites('fuzz-sandbox', 400)

@@ -3,7 +3,7 @@
 // cached, counted and limited like any answer, with an ETag of its own.
 import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
-import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/geojson.ts'
+import { SiteFeatureCollection, TagFeatureCollection } from '../../src/schemas/records.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { UNLIMITED, buildTestApp, randomSites } from '../helper.ts'
 
