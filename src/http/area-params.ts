@@ -16,12 +16,8 @@ const MAX_ROUTE_NM = 1000
 
 export const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 
-/** A number's value from text, or undefined when the text is not a decimal number. */
-const numberOf = (text: string): number | undefined => {
-  if (!DECIMAL.test(text)) return undefined
-  const n = Number(text)
-  return Number.isFinite(n) ? (n === 0 ? 0 : n) : undefined
-}
+/** A decimal number's value (-0 as 0; one beyond a double's range is infinite, so out of range), else undefined. */
+const numberOf = (text: string) => DECIMAL.test(text) ? Number(text) + 0 : undefined
 
 const LATITUDE_RULE = 'latitude must be a number from -90 to 90'
 const LONGITUDE_RULE = 'longitude must be a number from -180 to 180'
@@ -60,8 +56,7 @@ export function parseRoutePath (text: string): Parsed {
 /** `west,south,east,north` in degrees; west > east crosses the antimeridian. */
 export function parseBbox (text: string): Parsed {
   const parts = text.split(',')
-  // a decimal beyond a double's range is a number out of range (invalid coordinates), as in path and lat/lng
-  const numbers = parts.map((part) => DECIMAL.test(part) ? Number(part) + 0 : undefined)
+  const numbers = parts.map(numberOf)
   if (parts.length !== 4 || numbers.some((n) => n === undefined)) {
     return { malformed: 'bbox must be four numbers: west,south,east,north (longitudes and latitudes in degrees)' }
   }

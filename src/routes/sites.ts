@@ -29,18 +29,22 @@ function searchCategories (partner: PartnerProfile, categoryId: number | undefin
 
 const nm = (radians: number) => nmFromKm(radians * EARTH_RADIUS_KM)
 
-/** A page's fields after what it is of (a tag, a box): JSON.stringify's bytes of {…, page, per_page, total, …}. */
-const pagingOf = (of: string, page: number, perPage: number, total: number) =>
-  `${of},"page":${page},"per_page":${perPage},"total":${total},"total_pages":${Math.ceil(total / perPage)}`
-
 const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { records } = app
   const nearby = new NearbySearch()
   const scratch = new AreaScratch()
 
-  /** A page of map-minimal records after its paging fields, as JSON or as a GeoJSON FeatureCollection. */
-  const sendPage = (reply: FastifyReply, ds: Dataset, sites: ListPage | Uint32Array, paging: string, geo: boolean) => {
-    if (!geo) return reply.sendAnswer(records.minimalPage(ds, sites, `{${paging},"sites":`, '}'))
+  /**
+   * A page of map-minimal records after its paging fields, as JSON or as a GeoJSON FeatureCollection: the bytes
+   * JSON.stringify makes of {…, page, per_page, total, total_pages, sites} after what the page is of (a tag, a box).
+   */
+  const sendPage = (
+    reply: FastifyReply, ds: Dataset, sites: ListPage | Uint32Array, of: string,
+    query: { page: number, format: string }, perPage: number, total: number
+  ) => {
+    const paging = `${of},"page":${query.page},"per_page":${perPage},"total":${total},` +
+      `"total_pages":${Math.ceil(total / perPage)}`
+    if (query.format !== 'geojson') return reply.sendAnswer(records.minimalPage(ds, sites, `{${paging},"sites":`, '}'))
     const head = `{"type":"FeatureCollection",${paging},"features":`
     return reply.sendAnswer(records.minimalPageGeo(ds, sites, head, '}'), GEOJSON_TYPE)
   }
@@ -94,14 +98,13 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         TagPage, EXAMPLES.byTag, TagFeatureCollection)
     }
   }, (request, reply) => {
-    const { tag, page } = request.query
-    const perPage = Math.min(request.query.per_page, MAX_PER_PAGE)
+    const { query } = request
+    const perPage = Math.min(query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
-    const sites = tagPage(ds, tag, request.partner.allowedCategories, page, perPage)
+    const sites = tagPage(ds, query.tag, request.partner.allowedCategories, query.page, perPage)
     request.rows = sites.places.length
     // the tag is ASCII by its pattern
-    const paging = pagingOf(`"tag":${JSON.stringify(tag)}`, page, perPage, sites.total)
-    return sendPage(reply, ds, sites, paging, request.query.format === 'geojson')
+    return sendPage(reply, ds, sites, `"tag":${JSON.stringify(query.tag)}`, query, perPage, sites.total)
   })
 
   app.get('/sites/along-route', {
@@ -142,16 +145,16 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, (request, reply) => {
     const { partner, query } = request
-    const { bbox, page } = query
+    const { bbox } = query
     const perPage = Math.min(query.per_page, MAX_PER_PAGE)
     const ds = request.dataset!
     const area = { categories: searchCategories(partner, query.category_id), tag: query.tag }
-    const { total, sites, order } = findInBox(ds, bbox, area, (page - 1) * perPage, perPage, scratch)
+    const { total, sites, order } = findInBox(ds, bbox, area, (query.page - 1) * perPage, perPage, scratch)
     request.rows = sites.length
-    const paging = pagingOf(`"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}]`, page, perPage, total)
     // sites by tree slot: their records laid out where the box's sites lie together
     const shown = order === undefined ? sites : { order, places: sites }
-    return sendPage(reply, ds, shown, paging, query.format === 'geojson')
+    const of = `"bbox":[${bbox.west},${bbox.south},${bbox.east},${bbox.north}]`
+    return sendPage(reply, ds, shown, of, query, perPage, total)
   })
 
   app.get('/sites/:id', {

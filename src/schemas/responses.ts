@@ -56,8 +56,7 @@ export function documentedErrors (codes: ErrorCode[]): Record<number, unknown> {
 const NOT_COUNTED: readonly ErrorCode[] = ['svc_partner_api_missing_key', 'svc_partner_api_invalid_key',
   'svc_partner_api_inactive_partner', 'svc_partner_api_feature_disabled', 'svc_partner_api_unavailable']
 
-interface Header { description: string, required?: true, schema: { type: 'string' | 'integer' } }
-const header = (description: string, type: 'string' | 'integer' = 'string', required = true): Header =>
+const header = (description: string, type: 'string' | 'integer' = 'string', required = true) =>
   required ? { description, required: true, schema: { type } } : { description, schema: { type } }
 
 const REQUEST_ID = header('This request\'s id: the X-Request-Id sent, when it is 1 to 64 characters of ' +
@@ -109,7 +108,7 @@ export function withHeaders (
       .map(([name, [text, type]]) => [name, header(`${text}.${when}`, type, required)]))
   }
   for (const [status, response] of Object.entries(responses)) {
-    const headers: Record<string, Header> = {}
+    const headers: Record<string, ReturnType<typeof header>> = {}
     if (status === '200') {
       if (limited) Object.assign(headers, rateLimit(false))
       if (cached) {
