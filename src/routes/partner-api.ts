@@ -205,13 +205,9 @@ async function partnerApi (app: FastifyInstance) {
   const store: onSendHookHandler = (request, reply, payload, done) => {
     if (reply.statusCode === 200 && request.cacheStatus !== 'hit') {
       const key = request.cacheKey!
-      const entry: CachedAnswer = {
-        dataset: request.dataset!,
-        body: typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer,
-        type: String(reply.getHeader('content-type') ?? JSON_TYPE),
-        etag: cache.etagOf(key),
-        rows: request.rows
-      }
+      const body = typeof payload === 'string' ? Buffer.from(payload) : payload as Buffer
+      const type = String(reply.getHeader('content-type') ?? JSON_TYPE)
+      const entry: CachedAnswer = { dataset: request.dataset!, body, type, etag: cache.etagOf(key), rows: request.rows }
       cache.store(key, entry)
       payload = represent(request, reply, key, entry, false) ?? null
     }
@@ -228,13 +224,8 @@ async function partnerApi (app: FastifyInstance) {
     const rows = status === 200 && request.method !== 'HEAD' ? request.rows : 0 // a HEAD answers no records
     if (request.limitSeq !== undefined && rows > 0) setRows(request.partner.id, request.limitSeq, rows)
     telemetry.record(request.partner.id, {
-      timestamp: limiter.clock(),
-      endpoint,
-      status,
-      rows,
-      durationMs: Math.round(reply.elapsedTime * 100) / 100,
-      dataset: request.dataset?.name ?? null,
-      cache: request.cacheStatus
+      timestamp: limiter.clock(), endpoint, status, rows, durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      dataset: request.dataset?.name ?? null, cache: request.cacheStatus
     })
     done(null, payload)
   }

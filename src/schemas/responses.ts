@@ -6,8 +6,6 @@ import { COMPRESS_MIN_BYTES } from '../http/encoding.ts'
 import { ErrorBody, PARTNER_ERRORS } from './errors.ts'
 import { geoOf, type Example } from './examples.ts'
 
-const GEO = 'a GeoJSON FeatureCollection with format=geojson'
-
 /**
  * A partner operation's documented answers: its success with its examples and its errors (documentedErrors);
  * with `geo`, the success has a format=geojson form too, whose example is made from the JSON one.
@@ -16,11 +14,13 @@ const GEO = 'a GeoJSON FeatureCollection with format=geojson'
 export function responses (
   codes: ErrorCode[], description: string, schema: TSchema, examples: Record<string, Example>, geo?: TSchema
 ) {
-  const json = { 'application/json': { schema, examples } }
-  if (!geo) return { 200: { description, content: json }, ...documentedErrors(codes) }
-  const answer = { summary: 'The same, format=geojson', value: geoOf(examples.answer.value) }
-  const content = { ...json, 'application/geo+json': { schema: geo, examples: { answer } } }
-  return { 200: { description: `${description}; ${GEO}`, content }, ...documentedErrors(codes) }
+  const content: Record<string, unknown> = { 'application/json': { schema, examples } }
+  if (geo) {
+    const answer = { summary: 'The same, format=geojson', value: geoOf(examples.answer.value) }
+    content['application/geo+json'] = { schema: geo, examples: { answer } }
+    description += '; a GeoJSON FeatureCollection with format=geojson'
+  }
+  return { 200: { description, content }, ...documentedErrors(codes) }
 }
 
 const EXAMPLE_EXTRA: Partial<Record<ErrorCode, ConstructorParameters<typeof ApiError>[1]>> = {
