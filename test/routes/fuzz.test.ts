@@ -11,7 +11,7 @@ import { BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, USAGE_ERRORS
 import {
   NearestRecord, SiteFeatureCollection, SiteRecord, TagFeatureCollection, TagPage
 } from '../../src/schemas/records.ts'
-import { UsageReport } from '../../src/schemas/usage.ts'
+import { UsageReport } from '../../src/schemas/discovery.ts'
 import { ApiIndex } from '../../src/schemas/api-info.ts'
 import { UNLIMITED, buildTestApp, randomSites } from '../helper.ts'
 
