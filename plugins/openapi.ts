@@ -18,12 +18,10 @@ declare module 'fastify' {
 
 interface QuerySchema { properties: Record<string, Record<string, unknown>>, required?: string[] }
 
-/** A query schema as partners read it: with a default, a parameter is optional; the validator's marks are left out. */
+/** A query schema as partners read it: with a default, a parameter is optional; the parser's x- marks are left out. */
 function documentedQuery (schema: QuerySchema): QuerySchema {
-  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, s]) => {
-    const { 'x-coordinate': _, 'x-format': __, 'x-parse': ___, ...rest } = s
-    return [name, rest]
-  }))
+  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, s]) =>
+    [name, Object.fromEntries(Object.entries(s).filter(([key]) => !key.startsWith('x-')))]))
   const required = (schema.required ?? []).filter((name) => schema.properties[name].default === undefined)
   return { ...schema, properties, required }
 }
