@@ -1,11 +1,10 @@
-// The shared limiter store with a way down: Redis while it answers, limiting alone while it does
-// not (a command failed or timed out), said once in the log and in /readyz, Redis probed with a write
-// several times a second. Alone, no window over-admits: the instance counts what Redis last answered
-// for the partner and its own requests since, and admits at most its share of what is left
-// (AloneWindows); knowing nothing of a limited window, it answers `unavailable` (a 503, counted nowhere).
-// Its accepted requests keep their names in Redis's log (OwnRequests): when Redis is back, it adds
-// those accepted alone, or, if Redis lost its data, puts back all of them and waits for the other
-// instances to do the same. Its heartbeat in Redis is how instances count each other.
+// The shared limiter store with a way down: Redis while it answers, limiting alone while it does not
+// (a command failed or timed out), said once in the log and in /readyz, Redis probed with a write. Alone,
+// no window over-admits: the instance counts what Redis last answered for the partner and its own requests
+// since, and admits at most its share of what is left (AloneWindows); knowing nothing of a limited window,
+// it answers `unavailable` (a 503, counted nowhere). Its accepted requests keep their names in Redis's log
+// (OwnRequests): when Redis is back, it adds those accepted alone, or, if Redis lost its data, puts back
+// all of them and waits for the other instances to do the same. Its heartbeat counts the instances.
 import { randomUUID } from 'node:crypto'
 import { ReplyError, type Redis } from 'ioredis'
 import { INSTANCE_STALE_MS } from '../instances/instances.ts'
@@ -46,14 +45,15 @@ class AloneWindows {
   /** the requests known to be in Redis's log: counts[k] of them at times[k], newest first */
   private readonly times: number[] = []
   private readonly counts: number[] = []
-  private unknownSince: number | null = null
+  /** since when nothing is known of the partner (-Infinity: an answer is) */
+  private unknownSince = -Infinity
 
-  constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: Iterable<number>) {
+  constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: number[]) {
     this.log = new AcceptLog(logCapacity(windows))
     this.placeholders = new Set(pending)
-    for (let i = 0; i < this.placeholders.size; i++) this.log.push(now)
-    if (!known || known.at <= now - DAY_MS) this.unknownSince = now
-    else this.know(known)
+    for (let i = 0; i < pending.length; i++) this.log.push(now)
+    if (known && known.at > now - DAY_MS) this.know(known)
+    else this.unknownSince = now
   }
 
   /** Takes Redis's answer as what is known (read while nothing was). */
@@ -68,20 +68,23 @@ class AloneWindows {
       }
       time = known.at - w.seconds * 1000
     }
-    this.unknownSince = null
+    this.unknownSince = -Infinity
   }
 
   get knowsNothing (): boolean {
-    return this.unknownSince !== null
+    return this.unknownSince > -Infinity
   }
 
-  /**
-   * Whether this window cannot be decided alone: nothing known of it (no answer within a window's
-   * length), or a share of the limit under one request (a limit below the instance count).
-   */
+  /** Whether a window cannot be decided alone: nothing known within its length, or a share of its limit under one. */
   unknown (w: Limited, now: number, instances: number): boolean {
-    if (this.unknownSince !== null && this.unknownSince > now - w.seconds * 1000) return true
-    return Math.floor(w.limit / instances) < 1
+    return this.unknownSince > now - w.seconds * 1000 || Math.floor(w.limit / instances) < 1
+  }
+
+  /** This instance's share of what is left in a window at `now`, its own requests not taken off. */
+  private share (w: Limited, now: number, instances: number): number {
+    const windowMs = w.seconds * 1000
+    if (this.unknownSince > now - windowMs) return 0
+    return Math.max(0, Math.floor((w.limit - this.known(windowMs, now)) / instances))
   }
 
   /** Known requests still in the window that ends at `now`. */
@@ -91,30 +94,24 @@ class AloneWindows {
     return n
   }
 
-  /** This instance's share of what is left in a window at `now`, its own requests not taken off. */
-  private share (w: Limited, now: number, instances: number): number {
-    const windowMs = w.seconds * 1000
-    if (this.unknownSince !== null && this.unknownSince > now - windowMs) return 0
-    return Math.max(0, Math.floor((w.limit - this.known(windowMs, now)) / instances))
-  }
-
   /** Times after `now` at which known requests leave the window (what is left grows), soonest first. */
   private leaving (windowMs: number, now: number): number[] {
     const out: number[] = []
-    if (this.unknownSince !== null && this.unknownSince + windowMs > now) out.push(this.unknownSince + windowMs)
+    if (this.unknownSince + windowMs > now) out.push(this.unknownSince + windowMs)
     for (let k = this.times.length - 1; k >= 0; k--) {
       if (this.times[k] + windowMs > now) out.push(this.times[k] + windowMs)
     }
     return out
   }
 
-  /** Whether a window (not unknown) admits a request now; if not, the ms until it would (none coming in between). */
+  /**
+   * The ms until a window (not unknown) admits a request, 0: now. Between two departures of known
+   * requests the share stays the same: in each such stretch, the first moment the own requests in
+   * the window are fewer than it.
+   */
   waitMs (w: Limited, now: number, instances: number): number {
     const windowMs = w.seconds * 1000
-    const own = this.log.size - this.log.windowStart(windowMs, now - windowMs)
-    if (own < this.share(w, now, instances)) return 0
-    // between two departures of known requests the share stays the same: in each such stretch,
-    // the first moment the own requests in the window are fewer than it
+    if (this.log.size - this.log.windowStart(windowMs, now - windowMs) < this.share(w, now, instances)) return 0
     const leaving = this.leaving(windowMs, now)
     let start = now
     for (let p = 0; p <= leaving.length; p++) {
@@ -159,8 +156,8 @@ export class FailoverStore implements AsyncLimiterStore {
   private readonly alone = new Map<string, AloneWindows>()
   /** per partner, the requests this instance accepted in the last day */
   private readonly own = new Map<string, OwnRequests>()
-  /** per partner, the requests whose scripts are sent and not answered yet */
-  private readonly pending = new Map<string, Set<number>>()
+  /** the requests whose scripts are sent and not answered yet, with their partners */
+  private readonly pending = new Map<number, string>()
   /** per partner, requests refused alone after their scripts failed here: Redis may have run them */
   private readonly takeOut = new Map<string, number[]>()
   /** partners whose windows are being read while nothing is known of them */
@@ -184,8 +181,8 @@ export class FailoverStore implements AsyncLimiterStore {
   /** the random value Redis held under the epoch key: another one is a Redis that lost its data */
   private epoch: string | null = null
   /** Redis lost its data: since when this instance knows, and whether it has put back its requests */
-  private lost: { epoch: string, since: number, putBack: boolean } | null = null
-  private readonly timers: NodeJS.Timeout[] = []
+  private lost: { since: number, putBack: boolean } | null = null
+  private timer?: NodeJS.Timeout
   private recovering = false
   private readonly prefix: string
   private readonly clock: () => number
@@ -209,9 +206,10 @@ export class FailoverStore implements AsyncLimiterStore {
     if (probeMs > 0) {
       // alone, a probe four times as often: a Redis that stalls in step with the probes is still
       // seen between its stalls (the others stop keeping room for a silent instance)
-      const often = () => { if (this.degradedSince !== null) this.tick().catch(() => {}) }
-      this.timers.push(setInterval(() => { this.tick().catch(() => {}) }, probeMs), setInterval(often, probeMs / 4))
-      for (const timer of this.timers) timer.unref()
+      let quarter = 0
+      this.timer = setInterval(() => {
+        if (this.degradedSince !== null || ++quarter % 4 === 0) this.tick().catch(() => {})
+      }, probeMs / 4).unref()
     }
   }
 
@@ -236,6 +234,41 @@ export class FailoverStore implements AsyncLimiterStore {
     }
   }
 
+  // a promise even while alone: the partner routes take this store's answers as promises, always
+  hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
+    if (this.degradedSince !== null) {
+      return this.readIfUnknown(key, windows, now, () => this.hitAlone(key, windows, now))
+    }
+    const id = this.remote.newId()
+    this.pending.set(id, key)
+    return this.remote.hit(key, this.withReserve(windows), now, id).then((result) => {
+      this.pending.delete(id)
+      if (result.allowed) this.ownOf(key).push(id, result.time!, true)
+      return result
+    }, (err: unknown) => {
+      this.pending.delete(id)
+      this.degrade(err)
+      return this.readIfUnknown(key, windows, now, () => this.hitAlone(key, windows, now, id))
+    })
+  }
+
+  setRows (key: string, seq: number, rows: number): Promise<void> {
+    // negative: a request accepted alone, whose rows go to Redis with it
+    this.own.get(key)?.setRows(Math.abs(seq), rows)
+    if (seq < 0) return Promise.resolve()
+    return this.remote.setRows(key, seq, rows).catch((err: unknown) => this.degrade(err))
+  }
+
+  state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
+    if (this.degradedSince !== null) {
+      return this.readIfUnknown(key, windows, now, () => this.stateAlone(key, windows, now))
+    }
+    return this.remote.state(key, windows, now).catch((err: unknown) => {
+      this.degrade(err)
+      return this.stateAlone(key, windows, now)
+    })
+  }
+
   private ownOf (key: string): OwnRequests {
     let own = this.own.get(key)
     if (!own) this.own.set(key, own = new OwnRequests())
@@ -250,8 +283,8 @@ export class FailoverStore implements AsyncLimiterStore {
   private windowsAlone (key: string, windows: WindowSpec[], now: number): AloneWindows {
     let alone = this.alone.get(key)
     if (!alone) {
-      const known = this.remote.answers.get(key)
-      this.alone.set(key, alone = new AloneWindows(known, now, windows, this.pending.get(key) ?? []))
+      const pending = [...this.pending].filter(([, k]) => k === key).map(([id]) => id)
+      this.alone.set(key, alone = new AloneWindows(this.remote.answers.get(key), now, windows, pending))
     } else if (alone.knowsNothing && this.knows(key, now)) {
       alone.know(this.remote.answers.get(key)!)
     }
@@ -268,10 +301,6 @@ export class FailoverStore implements AsyncLimiterStore {
       this.reading.set(key, reading)
     }
     return reading.then(answer)
-  }
-
-  private aloneHit (key: string, windows: WindowSpec[], now: number, timedOut?: number): Promise<HitResult> {
-    return this.readIfUnknown(key, windows, now, () => this.hitAlone(key, windows, now, timedOut))
   }
 
   /**
@@ -296,7 +325,12 @@ export class FailoverStore implements AsyncLimiterStore {
       return result
     }
     if (windows.some((w) => w.limit !== null && alone.unknown(w as Limited, now, this.share))) {
-      this.answeredUnavailable()
+      this.unavailableAnswers++
+      if (this.unavailableNow++ === 0) {
+        this.log.warn({ error: this.error },
+          'requests answered 503 (unavailable): the shared state (Redis) cannot be read or written and this ' +
+          'instance knows nothing of a limited window of their partner')
+      }
       return refuse({ allowed: false, unavailable: true, retryAfterMs: UNAVAILABLE_RETRY_MS, windows: states() })
     }
     let refusedBy: WindowSpec['name'] | undefined
@@ -319,15 +353,6 @@ export class FailoverStore implements AsyncLimiterStore {
     return { allowed: true, seq: -id, time, windows: states() }
   }
 
-  private answeredUnavailable () {
-    this.unavailableAnswers++
-    if (this.unavailableNow++ === 0) {
-      this.log.warn({ error: this.error },
-        'requests answered 503 (unavailable): the shared state (Redis) cannot be read or written and this ' +
-        'instance knows nothing of a limited window of their partner')
-    }
-  }
-
   private stateAlone (key: string, given: WindowSpec[], now: number): WindowState[] {
     const windows = this.withReserve(given)
     const alone = this.windowsAlone(key, windows, now)
@@ -347,42 +372,6 @@ export class FailoverStore implements AsyncLimiterStore {
     const made = windows.map((w) => ({ ...w, limit: less(w.limit) }))
     this.reserved.set(windows, { reserve, share, windows: made })
     return made
-  }
-
-  // a promise even while alone: the partner routes take this store's answers as promises, always
-  hit (key: string, windows: WindowSpec[], now: number): Promise<HitResult> {
-    if (this.degradedSince !== null) return this.aloneHit(key, windows, now)
-    const id = this.remote.newId()
-    let pending = this.pending.get(key)
-    if (!pending) this.pending.set(key, pending = new Set())
-    pending.add(id)
-    const windowsNow = this.withReserve(windows)
-    return this.remote.hit(key, windowsNow, now, id).then((result) => {
-      pending.delete(id)
-      if (result.allowed) this.ownOf(key).push(id, result.time!, true)
-      return result
-    }, (err: unknown) => {
-      pending.delete(id)
-      this.degrade(err)
-      return this.aloneHit(key, windows, now, id)
-    })
-  }
-
-  setRows (key: string, seq: number, rows: number): Promise<void> {
-    // negative: a request accepted alone, whose rows go to Redis with it
-    this.own.get(key)?.setRows(Math.abs(seq), rows)
-    if (seq < 0) return Promise.resolve()
-    return this.remote.setRows(key, seq, rows).catch((err: unknown) => this.degrade(err))
-  }
-
-  state (key: string, windows: WindowSpec[], now: number): Promise<WindowState[]> {
-    if (this.degradedSince !== null) {
-      return this.readIfUnknown(key, windows, now, () => this.stateAlone(key, windows, now))
-    }
-    return this.remote.state(key, windows, now).catch((err: unknown) => {
-      this.degrade(err)
-      return this.stateAlone(key, windows, now)
-    })
   }
 
   /** Notes why Redis failed; a reply (an error Redis answered with) leaves its windows readable. */
@@ -410,10 +399,6 @@ export class FailoverStore implements AsyncLimiterStore {
       if (this.recovering) return
       this.recovering = true
       try {
-        // a write: a Redis that answers but refuses writes (maxmemory reached) is still away
-        await this.redis.set(`${this.prefix}probe`, this.instanceId, 'PX', 60_000)
-        // writes work: until this instance is back, what it reads may lack requests not yet put back
-        this.readable = false
         await this.recover()
       } catch (err) {
         this.failed(err)
@@ -463,35 +448,33 @@ export class FailoverStore implements AsyncLimiterStore {
     let missing = 0
     for (const id of this.awaiting) if (!peers.includes(id)) missing++
     this.share = peers.length + 1 + missing
-    this.forgetOld()
-  }
-
-  /** Drops the requests of more than a day ago, and the partners left with none. */
-  private forgetOld () {
     const dayAgo = this.clock() - DAY_MS
     for (const [key, own] of this.own) {
       own.dropUntil(dayAgo)
       if (own.size === 0) this.own.delete(key)
     }
-    for (const [key, pending] of this.pending) if (pending.size === 0) this.pending.delete(key)
   }
 
   /**
-   * Redis answers again. If it lost its data (the epoch key gone or another), this instance puts
-   * back every request of the last day, says so in Redis, and stays alone until every instance it
-   * counted has done the same (or been silent INSTANCE_STALE_MS). Then it adds the requests accepted
-   * alone and uses Redis again, room kept for the instances not back yet. Throws when Redis fails.
+   * The probe, a write (a Redis that answers but refuses writes, maxmemory reached, is still away), and
+   * the way back. If Redis lost its data (the epoch key gone or another), this instance puts back every
+   * request of the last day, says so in Redis, and stays alone until every instance it counted has done
+   * the same (or been silent INSTANCE_STALE_MS). Then it adds the requests accepted alone and uses Redis
+   * again, room kept for the instances not back yet. Throws when Redis fails.
    */
   private async recover () {
     const backAt = Date.now()
     const epochKey = `${this.prefix}epoch`
     const replies = await this.redis.multi()
+      .set(`${this.prefix}probe`, this.instanceId, 'PX', 60_000)
       .set(epochKey, randomUUID(), 'NX')
       .get(epochKey)
       .exec() as [Error | null, unknown][]
-    const epoch = replies[1][1] as string
+    // writes work: until this instance is back, what it reads may lack requests not yet put back
+    this.readable = false
+    const epoch = replies[2][1] as string
     if (this.epoch !== null && epoch !== this.epoch) {
-      this.lost = { epoch, since: Date.now(), putBack: false }
+      this.lost = { since: Date.now(), putBack: false }
       this.log.warn({}, 'the shared state (Redis) lost its data: this instance puts back the requests it accepted ' +
         'in the last day, and limits alone until the other instances have done the same')
     }
@@ -503,15 +486,15 @@ export class FailoverStore implements AsyncLimiterStore {
       await this.redis.multi().hset(restored, this.instanceId, epoch).pexpire(restored, DAY_MS).exec()
       this.lost.putBack = true
     }
-    if (this.lost !== null && !(await this.othersRestored())) return
+    if (this.lost !== null && !(await this.othersRestored(this.lost.since))) return
     // passes until one finds nothing new: requests keep arriving (and are limited alone) while
     // they await Redis; after the last pass the switch happens with no await in between
     let merged = 0
-    for (;;) {
-      const added = await this.add(false)
-      if (added === 0) break
+    let added: number
+    do {
+      added = await this.add(false)
       merged += added
-    }
+    } while (added > 0)
     this.alone.clear()
     const lost = this.lost !== null
     this.lost = null
@@ -533,21 +516,21 @@ export class FailoverStore implements AsyncLimiterStore {
    */
   private async add (all: boolean): Promise<number> {
     const now = this.clock()
-    const remember = !all
     let sent = 0
     const work: (() => Promise<void>)[] = []
     for (const key of new Set([...this.own.keys(), ...this.takeOut.keys()])) {
       const own = this.own.get(key)
-      const { requests, upTo } = own ? own.toAdd(all) : { requests: [], upTo: 0 }
+      const { requests, upTo } = own?.toAdd(all) ?? { requests: [], upTo: 0 }
       const out = this.takeOut.get(key) ?? []
       if (requests.length === 0 && out.length === 0) continue
       const taken = out.slice()
       sent += requests.length + taken.length
-      work.push(() => this.remote.putBack(key, SECONDS, requests, taken, now, remember).then(() => {
+      work.push(async () => {
+        await this.remote.putBack(key, SECONDS, requests, taken, now, !all)
         own?.added(upTo)
         out.splice(0, taken.length)
         if (out.length === 0) this.takeOut.delete(key)
-      }))
+      })
     }
     // a batch at a time: every script must reach Redis within the command timeout
     for (let i = 0; i < work.length; i += REJOIN_BATCH) {
@@ -557,15 +540,14 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   /** After a loss: whether every instance counted has put back its requests, or INSTANCE_STALE_MS has passed. */
-  private async othersRestored (): Promise<boolean> {
-    const lost = this.lost!
+  private async othersRestored (lostSince: number): Promise<boolean> {
     let waiting: string[] = []
     if (this.peers.length > 0) {
       const marks = await this.redis.hmget(`${this.prefix}restored`, ...this.peers)
-      waiting = this.peers.filter((_, i) => marks[i] !== lost.epoch)
+      waiting = this.peers.filter((_, i) => marks[i] !== this.epoch)
     }
     if (waiting.length === 0) return true
-    if (Date.now() - lost.since < INSTANCE_STALE_MS) {
+    if (Date.now() - lostSince < INSTANCE_STALE_MS) {
       this.error = `the shared state lost its data: waiting for ${waiting.length} other instance(s) ` +
         'to put back the requests they accepted'
       return false
@@ -576,7 +558,7 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   async close () {
-    for (const timer of this.timers) clearInterval(timer)
+    clearInterval(this.timer)
     this.redis.off('ready', this.reconnected)
     try {
       await this.redis.zrem(`${this.prefix}instances`, this.instanceId)
