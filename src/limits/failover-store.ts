@@ -1,10 +1,7 @@
-// The shared limiter store with a way down: Redis while it answers, limiting alone while it does not
-// (a command failed or timed out), said once in the log and in /readyz, Redis probed with a write. Alone,
-// no window over-admits: the instance counts what Redis last answered for the partner and its own requests
-// since, and admits at most its share of what is left (AloneWindows); knowing nothing of a limited window,
-// it answers `unavailable` (a 503, counted nowhere). Its accepted requests keep their names in Redis's log
-// (OwnRequests): when Redis is back, it adds those accepted alone, or, if Redis lost its data, puts back
-// all of them and waits for the other instances to do the same. Its heartbeat counts the instances.
+// The shared limiter store with a way down: Redis while it answers, limiting alone (AloneWindows) while
+// a command fails or times out, said once in the log and in /readyz. Its accepted requests keep their
+// names in Redis's log (OwnRequests): when Redis is back, it adds those accepted alone, or, if Redis lost
+// its data, puts back all of them and waits for the other instances to do the same (docs/scaling.md).
 import { randomUUID } from 'node:crypto'
 import { ReplyError, type Redis } from 'ioredis'
 import { INSTANCE_STALE_MS } from '../instances/instances.ts'
@@ -29,13 +26,11 @@ const UNAVAILABLE_RETRY_MS = 5_000
 type Limited = WindowSpec & { limit: number }
 
 /**
- * One partner's windows on this instance while Redis is away. Redis's last answer gives a count per
- * window at a time; each of those requests is taken to be as recent as it can be (one in the hour's
- * count but not the minute's is a minute old), so it stays in every window as long as it did. The
- * instance's own requests count too: those accepted alone, and those whose scripts were unanswered
- * when this started (Redis may have admitted them). It admits a request while its own stay within
- * its share of what is left, rounded down (every instance may do the same). With no answer in the
- * last day, a limited window is unknown for its length: another instance may have used it all.
+ * One partner's windows on this instance while Redis is away. Each request of Redis's last answer is
+ * taken to be as recent as it can be (one in the hour's count but not the minute's is a minute old), so
+ * it stays in every window as long as it did. The instance admits while its own requests stay within its
+ * share of what is left, rounded down (every instance may do the same). With no answer in the last day, a
+ * limited window is unknown for its length: another instance may have used it all.
  */
 class AloneWindows {
   /** this instance's requests counted since the answer */

@@ -1,9 +1,8 @@
-// The limiter's store on Redis (STATE_URL), for instances sharing a partner's windows: the same
-// exact sliding log as LocalStore, a sorted set per partner (score: time in ms, member: the request's
-// name, the instance's tag and a number), checked and written by Lua scripts, which Redis runs
-// atomically: N instances admit exactly what one process would. A request keeps its name when it
-// is put back into a Redis that lost its data, so putting it back twice adds it once. Rows are a
-// second sorted set of `name:rows` at the request's time. Everything expires a day after the
+// The limiter's store on Redis (STATE_URL), for instances sharing a partner's windows: the same exact
+// sliding log as LocalStore, a sorted set per partner (score: time in ms, member: the request's name, the
+// instance's tag and a number), checked and written by Lua scripts, which Redis runs atomically: N
+// instances admit exactly what one process would. Named requests are put back once however often sent.
+// Rows are a second sorted set of `name:rows` at the request's time. Everything expires a day after the
 // partner's last accepted request. Each partner's last answer is kept for failover-store.ts.
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
