@@ -1,6 +1,5 @@
-// The in-process windows' counters in control.db: saved per partner and second (small upserts,
-// however busy the partner; see LocalStore.restore), restored at boot, so a restart does not give
-// a partner a fresh day.
+// The in-process windows' counters in control.db: saved per partner and second (small upserts, however busy the
+// partner; see LocalStore.restore), restored at boot, so a restart does not give a partner a fresh day.
 import type Database from 'better-sqlite3'
 import { DAY_MS } from './accept-log.ts'
 import type { LocalStore, SecondBucket } from './limiter.ts'

@@ -100,9 +100,8 @@ class AloneWindows {
   }
 
   /**
-   * The ms until a window (not unknown) admits a request, 0: now. Between two departures of known
-   * requests the share stays the same: in each such stretch, the first moment the own requests in
-   * the window are fewer than it.
+   * The ms until a window (not unknown) admits a request, 0: now. Between two departures of known requests the share
+   * stays the same: in each such stretch, the first moment the own requests in the window are fewer than it.
    */
   waitMs (w: Limited, now: number, instances: number): number {
     const windowMs = w.seconds * 1000

@@ -1,7 +1,6 @@
-// The requests one instance accepted for one partner in the last day, through Redis or alone, each
-// with the number that names it in Redis's log (with the instance's tag): what the instance puts
-// back when Redis restarts empty, and what it adds when it accepted them alone. In the order their
-// answers came, which is nearly the order of their times.
+// The requests one instance accepted for one partner in the last day, through Redis or alone, each with the number that
+// names it in Redis's log (with the instance's tag): what the instance puts back when Redis restarts empty, and what it
+// adds when it accepted them alone. In the order their answers came, which is nearly the order of their times.
 import { AcceptLog, MAX_LOG_ENTRIES } from './accept-log.ts'
 import type { OwnRequest } from './redis-store.ts'
 

@@ -100,10 +100,9 @@ end
 return out
 `
 
-// KEYS: log, rows. ARGV: now, the number of windows n, their lengths in ms, this instance's tag,
-// the count of requests to take out, their numbers, then the number, time and rows of each request
-// to put in (by name: one sent twice, or late, is added once). Returns: the newest entry's time
-// (now if later), then used of each window.
+// KEYS: log, rows. ARGV: now, the number of windows n, their lengths in ms, this instance's tag, the count of requests
+// to take out, their numbers, then the number, time and rows of each request to put in (by name: one sent twice, or
+// late, is added once). Returns: the newest entry's time (now if later), then used of each window.
 const PUT_BACK = `${FUNCTIONS}
 local log, rowsKey = KEYS[1], KEYS[2]
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[2])
