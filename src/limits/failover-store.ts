@@ -439,9 +439,7 @@ export class FailoverStore implements AsyncLimiterStore {
     // an instance silent this long is not counted any more (and did not come back)
     if (now - this.backAt >= INSTANCE_STALE_MS) this.awaiting.clear()
     // those not back yet count, though a Redis restarted empty has no heartbeat of theirs
-    let missing = 0
-    for (const id of this.awaiting) if (!peers.includes(id)) missing++
-    this.share = peers.length + 1 + missing
+    this.share = new Set([...peers, ...this.awaiting]).size + 1
     const dayAgo = this.clock() - DAY_MS
     for (const [key, own] of this.own) {
       own.dropUntil(dayAgo)
