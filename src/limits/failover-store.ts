@@ -416,6 +416,7 @@ export class FailoverStore implements AsyncLimiterStore {
         .exec() as [Error | null, unknown][]
       const [seconds, micros] = replies[5][1] as [string, string]
       const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+      // the midpoint: the lowest offset (measured()'s) would bring deadlines forward by any lag of this event loop
       this.remote.deadlines.clockOffsetMs = redisNow - Math.round((now + Date.now()) / 2)
       members = replies[2][1] as string[]
       const epoch = replies[4][1] as string
