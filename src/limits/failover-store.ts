@@ -41,18 +41,19 @@ class AloneWindows {
   private readonly times: number[] = []
   private readonly counts: number[] = []
   /** since when nothing is known of the partner (-Infinity: an answer is) */
-  private unknownSince = -Infinity
+  private unknownSince: number
 
   constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: number[]) {
     this.log = new AcceptLog(logCapacity(windows))
     this.placeholders = new Set(pending)
     for (let i = 0; i < pending.length; i++) this.log.push(now)
-    if (known && known.at > now - DAY_MS) this.know(known)
-    else this.unknownSince = now
+    this.unknownSince = now
+    this.know(known)
   }
 
-  /** Takes Redis's answer as what is known (read while nothing was). */
-  know (known: Answer) {
+  /** Takes Redis's answer, if there is one, as what is known (read while nothing was). */
+  know (known: Answer | undefined) {
+    if (!known) return
     let counted = 0
     let time = known.at
     for (const w of known.windows) {
@@ -269,25 +270,25 @@ export class FailoverStore implements AsyncLimiterStore {
     return own
   }
 
-  private knows (key: string, now: number): boolean {
+  /** Redis's last answer about a partner, if it is of the last day (an older one tells nothing of any window). */
+  private lastAnswer (key: string, now: number): Answer | undefined {
     const answer = this.remote.answers.get(key)
-    return answer !== undefined && answer.at > now - DAY_MS
+    return answer && answer.at > now - DAY_MS ? answer : undefined
   }
 
   private windowsAlone (key: string, windows: WindowSpec[], now: number): AloneWindows {
-    let alone = this.alone.get(key)
-    if (!alone) {
-      const pending = [...this.pending].filter(([, k]) => k === key).map(([id]) => id)
-      this.alone.set(key, alone = new AloneWindows(this.remote.answers.get(key), now, windows, pending))
-    } else if (alone.knowsNothing && this.knows(key, now)) {
-      alone.know(this.remote.answers.get(key)!)
-    }
-    return alone
+    const alone = this.alone.get(key)
+    if (alone?.knowsNothing) alone.know(this.lastAnswer(key, now))
+    if (alone) return alone
+    const pending = [...this.pending].filter(([, k]) => k === key).map(([id]) => id)
+    const made = new AloneWindows(this.lastAnswer(key, now), now, windows, pending)
+    this.alone.set(key, made)
+    return made
   }
 
   /** Alone, `answer`; while Redis answers reads but refuses writes, first the partner's windows if nothing is known. */
   private readIfUnknown<T> (key: string, windows: WindowSpec[], now: number, answer: () => T): Promise<T> {
-    if (!this.readable || this.knows(key, now)) return Promise.resolve(answer())
+    if (!this.readable || this.lastAnswer(key, now)) return Promise.resolve(answer())
     let reading = this.reading.get(key)
     if (!reading) {
       reading = this.remote.state(key, windows, now).then(() => {}, () => {})
