@@ -20,15 +20,16 @@ export class FragmentMemory {
   /** a chunk's offsets take the low 23 bits of a span's position, its number the bits above */
   static readonly CHUNK_BITS = 23
   static readonly CHUNK_BYTES = 1 << FragmentMemory.CHUNK_BITS
-  /** bytes of the chunks held and of the spare one */
-  private allocated = 0
+  /** Bytes of all chunks, held or spare: what the limit bounds. */
+  bytes = 0
+  /** Chunks forgotten since the start. */
+  forgotten = 0
   /** oldest first (a second chance goes last); weak, so that a dataset dropped by a reload is not kept */
   private held: Held[] = []
   private spare: Buffer | undefined
-  private forgottenChunks = 0
   // A dropped dataset's chunks are freed with it; its bytes and entries leave the count then.
   private readonly finalizer = new FinalizationRegistry<ChunkAccount>((account) => {
-    this.allocated -= account.bytes
+    this.bytes -= account.bytes
     account.bytes = 0
     this.held = this.held.filter((held) => held.account !== account)
   })
@@ -39,19 +40,10 @@ export class FragmentMemory {
     this.finalizer.register(holder, account)
   }
 
-  /** Bytes of all chunks, held or spare: what the limit bounds. */
-  get bytes (): number {
-    return this.allocated
-  }
-
-  /** Chunks forgotten since the start. */
-  get forgotten (): number {
-    return this.forgottenChunks
-  }
-
-  /** Whether a chunk must be forgotten before the next answer (read at every answer's start). */
+  /** Whether a chunk must be forgotten before the next answer (read at its start): past the limit, or no room left. */
   get pressing (): boolean {
-    return this.held.length > 0 && (this.overLimit() || this.noRoom())
+    return this.held.length > 0 && (this.bytes > this.limitBytes ||
+      (this.spare === undefined && this.bytes + FragmentMemory.CHUNK_BYTES > this.limitBytes))
   }
 
   /** A chunk of at least `bytes` for `holder`'s chunk `number`: the spare one, or a new one. */
@@ -62,7 +54,7 @@ export class FragmentMemory {
     } else {
       // past the limit for now when an answer needs more than the spare: forgotten at the next answer
       chunk = Buffer.allocUnsafeSlow(Math.max(FragmentMemory.CHUNK_BYTES, bytes))
-      this.allocated += chunk.length
+      this.bytes += chunk.length
     }
     account.bytes += chunk.length
     this.held.push({ holder: new WeakRef(holder), account, number })
@@ -76,16 +68,16 @@ export class FragmentMemory {
       const holder = held.holder.deref()
       if (holder === undefined) {
         // collected, its finalizer not run yet: its bytes leave the count now
-        this.allocated -= held.account.bytes
+        this.bytes -= held.account.bytes
         held.account.bytes = 0
         continue
       }
       const chunk = holder.forget(held.number)
       held.account.bytes -= chunk.length
-      this.forgottenChunks++
+      this.forgotten++
       // kept for the next chunk (counted, so the loop goes on while past the limit), else freed
       if (this.spare === undefined && chunk.length === FragmentMemory.CHUNK_BYTES) this.spare = chunk
-      else this.allocated -= chunk.length
+      else this.bytes -= chunk.length
     }
   }
 
@@ -109,13 +101,5 @@ export class FragmentMemory {
     behind.add(victim)
     this.held = [...this.held.filter((held) => !behind.has(held)), ...passed.filter((held) => held !== victim)]
     return victim
-  }
-
-  private overLimit (): boolean {
-    return this.allocated > this.limitBytes
-  }
-
-  private noRoom (): boolean {
-    return this.spare === undefined && this.allocated + FragmentMemory.CHUNK_BYTES > this.limitBytes
   }
 }

@@ -1,12 +1,14 @@
 // Site records of the three forms and their JSON. A site's JSON (JSON.stringify's bytes) is made once and kept, so
 // that an answer copies its sites' fragments instead of serialising objects on every request.
-import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../schemas/records.ts'
 import type { Dataset, Nearby } from '../sites/dataset.ts'
 import { kmFromHaverSin } from '../sites/spatial.ts'
 import type { AnswerPool } from './pool.ts'
 import { FragmentMemory, type ChunkAccount, type ChunkHolder } from './fragment-memory.ts'
 
 const EMPTY = new Uint8Array(0)
+const { CHUNK_BITS, CHUNK_BYTES } = FragmentMemory
+/** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
+const MAX_CHUNKS = 1 << (32 - CHUNK_BITS)
 
 export const KM_PER_NM = 1.852
 export const JSON_TYPE = 'application/json; charset=utf-8'
@@ -17,30 +19,6 @@ export const NULL_JSON = Buffer.from('null')
 
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
 export const nmFromKm = (km: number) => Math.round((km / KM_PER_NM) * 1000) / 1000
-
-export function siteRecord (ds: Dataset, position: number, links: string): SiteRecord {
-  const id = ds.ids.at(position)
-  return {
-    id,
-    category: String(ds.categories[position]),
-    name: ds.names.at(position),
-    region: ds.regions.at(position),
-    country: ds.countries.at(position),
-    latitude: ds.lats[position],
-    longitude: ds.lngs[position],
-    helipaddy_link: links + id
-  }
-}
-
-export function nearestRecord (ds: Dataset, position: number, h: number, links: string): NearestRecord {
-  const { region, country, helipaddy_link: link, ...rest } = siteRecord(ds, position, links)
-  return { ...rest, distance_nm: nmFromKm(kmFromHaverSin(h)), helipaddy_link: link }
-}
-
-export function mapMinimalRecord (ds: Dataset, position: number, links: string): MapMinimalRecord {
-  const { name, region, country, ...rest } = siteRecord(ds, position, links)
-  return rest
-}
 
 /** An answer's sites as places in an order (a tree's, a tag's): their spans are read where they lie together. */
 export interface Placed {
@@ -73,22 +51,18 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
  * so that fragments made one after another are copied as one run: a copy costs the same whatever its length.
  */
 export class FragmentStore implements ChunkHolder {
-  static readonly CHUNK_BITS = FragmentMemory.CHUNK_BITS
-  static readonly CHUNK_BYTES = FragmentMemory.CHUNK_BYTES
-  /** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
-  static readonly MAX_CHUNKS = 1 << (32 - FragmentStore.CHUNK_BITS)
   /** the chunks by number, as plain Uint8Arrays (the cheapest source for `set`) */
   private readonly views: Uint8Array[] = []
   private readonly freeNumbers: number[] = []
   /** per chunk, 1 once read by an answer that did not write it, since wasRead: set per run, not per site */
-  private readonly read = new Uint8Array(FragmentStore.MAX_CHUNKS)
+  private readonly read = new Uint8Array(MAX_CHUNKS)
   /** per chunk number, the answer (by `answers`) that last wrote to it */
-  private readonly writtenIn = new Uint32Array(FragmentStore.MAX_CHUNKS)
+  private readonly writtenIn = new Uint32Array(MAX_CHUNKS)
   private answers = 0
   /** the chunk written to, as a Buffer (for its UTF-8 `write`), and its number */
   private filling: Buffer = Buffer.alloc(0)
-  private filled = -1
-  private used = FragmentStore.CHUNK_BYTES
+  fillingNumber = -1
+  private used = CHUNK_BYTES
   /** per site, side by side: where its fragment is (chunk number, offset in the low 23 bits), its length (0: none) */
   private readonly span: Uint32Array
   /** the same spans by place in an order (see Placed), filled on a site's first use there */
@@ -115,10 +89,6 @@ export class FragmentStore implements ChunkHolder {
     memory.register(this, this.account)
   }
 
-  get fillingNumber (): number {
-    return this.filled
-  }
-
   /** Bytes of the chunks held. */
   get chunkBytes (): number {
     return this.account.bytes
@@ -131,37 +101,35 @@ export class FragmentStore implements ChunkHolder {
     const json = this.make(p)
     const bytes = Buffer.byteLength(json)
     const where = this.reserve(bytes)
-    const at = where & (FragmentStore.CHUNK_BYTES - 1)
+    const at = where & (CHUNK_BYTES - 1)
     this.filling.write(json, at, 'utf8')
     this.filling[at + bytes] = 0x2c // , (read only as part of a run)
     this.span[2 * p] = where
     this.span[2 * p + 1] = bytes
     this.madeBytes += bytes
-    this.madeIn[this.filled] += bytes
+    this.madeIn[this.fillingNumber] += bytes
     return bytes
   }
 
   /** Where `bytes` and a comma go: at the end of the chunk written to, or in a new one. */
   private reserve (bytes: number): number {
-    if (this.used + bytes + 1 > FragmentStore.CHUNK_BYTES) {
+    if (this.used + bytes + 1 > CHUNK_BYTES) {
       let number = this.freeNumbers.pop()
       if (number === undefined) {
-        if (this.views.length === FragmentStore.MAX_CHUNKS) {
-          throw new Error('record fragments exceed 4 GB for one record form')
-        }
+        if (this.views.length === MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
         number = this.views.length
       }
       // a fragment starts within CHUNK_BYTES of its chunk's start; one larger than a chunk gets a chunk of its own
       this.filling = this.memory.take(this, this.account, number, bytes + 1)
-      this.filled = number
+      this.fillingNumber = number
       this.views[number] = new Uint8Array(this.filling.buffer, this.filling.byteOffset, this.filling.length)
       this.madeIn[number] = 0
       this.copiedIn[number] = 0
       this.used = 0
     }
-    const where = ((this.filled << FragmentStore.CHUNK_BITS) | this.used) >>> 0
+    const where = ((this.fillingNumber << CHUNK_BITS) | this.used) >>> 0
     this.used += bytes + 1
-    this.writtenIn[this.filled] = this.answers
+    this.writtenIn[this.fillingNumber] = this.answers
     return where
   }
 
@@ -177,7 +145,7 @@ export class FragmentStore implements ChunkHolder {
     if (view === undefined || view === EMPTY) throw new Error(`chunk ${number} is not held`)
     const clear = (spans: Uint32Array) => {
       for (let i = 0; i < spans.length; i += 2) {
-        if (spans[i + 1] !== 0 && spans[i] >>> FragmentStore.CHUNK_BITS === number) {
+        if (spans[i + 1] !== 0 && spans[i] >>> CHUNK_BITS === number) {
           spans[i] = 0
           spans[i + 1] = 0
         }
@@ -190,10 +158,10 @@ export class FragmentStore implements ChunkHolder {
     this.views[number] = EMPTY
     this.read[number] = 0
     this.freeNumbers.push(number)
-    if (number === this.filled) {
+    if (number === this.fillingNumber) {
       this.filling = Buffer.alloc(0)
-      this.filled = -1
-      this.used = FragmentStore.CHUNK_BYTES
+      this.fillingNumber = -1
+      this.used = CHUNK_BYTES
     }
     return Buffer.from(view.buffer, view.byteOffset, view.length)
   }
@@ -205,7 +173,7 @@ export class FragmentStore implements ChunkHolder {
   }
 
   private use (where: number): void {
-    const number = where >>> FragmentStore.CHUNK_BITS
+    const number = where >>> CHUNK_BITS
     if (this.writtenIn[number] !== this.answers) this.read[number] = 1
   }
 
@@ -215,8 +183,8 @@ export class FragmentStore implements ChunkHolder {
   }
 
   private copyBytes (where: number, bytes: number, target: Uint8Array, at: number): number {
-    const start = where & (FragmentStore.CHUNK_BYTES - 1)
-    target.set(this.views[where >>> FragmentStore.CHUNK_BITS].subarray(start, start + bytes), at)
+    const start = where & (CHUNK_BYTES - 1)
+    target.set(this.views[where >>> CHUNK_BITS].subarray(start, start + bytes), at)
     return bytes
   }
 
@@ -250,10 +218,7 @@ export class FragmentStore implements ChunkHolder {
       const where = span[2 * keys[i]]
       const bytes = span[2 * keys[i] + 1]
       // the next fragment in the run's chunk (a run at its chunk's end is not followed by the next chunk's first)
-      if (
-        runBytes >= 0 && where === runWhere + runBytes + 1 &&
-        (where >>> FragmentStore.CHUNK_BITS) === (runWhere >>> FragmentStore.CHUNK_BITS)
-      ) {
+      if (runBytes >= 0 && where === runWhere + runBytes + 1 && where >>> CHUNK_BITS === runWhere >>> CHUNK_BITS) {
         runBytes += 1 + bytes
         continue
       }
@@ -283,11 +248,11 @@ export class FragmentStore implements ChunkHolder {
     if (made && sites.laidOut && this.copiedBytes + bytes <= this.madeBytes) {
       const from = where
       where = this.reserve(bytes)
-      const at = where & (FragmentStore.CHUNK_BYTES - 1)
+      const at = where & (CHUNK_BYTES - 1)
       this.copyBytes(from, bytes, this.filling, at)
       this.filling[at + bytes] = 0x2c
       this.copiedBytes += bytes
-      this.copiedIn[this.filled] += bytes
+      this.copiedIn[this.fillingNumber] += bytes
     }
     span[2 * s] = where
     span[2 * s + 1] = bytes

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { tmpDataDir } from '../helper.ts'
 import { admin, adminAsync, metricsUrlOf, parseMetrics, startServer } from '../run.ts'
-import { FragmentStore } from '../../src/answers/records.ts'
+import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
 
 t.test('counters, histograms and gauges move with the traffic', async (t) => {
   const dir = tmpDataDir(t)
@@ -33,7 +33,7 @@ t.test('counters, histograms and gauges move with the traffic', async (t) => {
   const url = `${server.url}/v1/sites?lat=51.507&lng=-0.128&api_key=${created.token}`
   for (let i = 0; i < 5; i++) t.equal((await fetch(url)).status, 200) // 1 miss, 4 hits
   const answered = await scrape()
-  t.equal(answered.get('lsp_record_fragment_bytes{dataset="sandbox"}'), FragmentStore.CHUNK_BYTES,
+  t.equal(answered.get('lsp_record_fragment_bytes{dataset="sandbox"}'), FragmentMemory.CHUNK_BYTES,
     'the full form\'s first chunk')
   t.equal(answered.get('lsp_record_fragment_bytes{dataset="production"}'), 0)
   t.equal((await fetch(`${server.url}/v1/sites?lat=91&lng=0&api_key=${created.token}`)).status, 400)

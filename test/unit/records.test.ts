@@ -2,14 +2,39 @@
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset, tagPage, tagSitesIn, type Dataset } from '../../src/sites/dataset.ts'
-import {
-  FragmentStore, RecordJson, mapMinimalRecord, nearestRecord, siteRecord, type AnswerSites, type ListPage
-} from '../../src/answers/records.ts'
-import { maxHaverSinFor, NearbySearch } from '../../src/sites/spatial.ts'
+import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
+import { FragmentStore, RecordJson, nmFromKm, type AnswerSites, type ListPage } from '../../src/answers/records.ts'
+import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../../src/schemas/records.ts'
+import { kmFromHaverSin, maxHaverSinFor, NearbySearch } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
 import { buildTestApp, randomSites, site, tmpDataDir, UNLIMITED } from '../helper.ts'
 
 const search = new NearbySearch()
+
+// the records of the three forms as objects: what the fragments must equal, JSON.stringify'd
+function siteRecord (ds: Dataset, position: number, links: string): SiteRecord {
+  const id = ds.ids.at(position)
+  return {
+    id,
+    category: String(ds.categories[position]),
+    name: ds.names.at(position),
+    region: ds.regions.at(position),
+    country: ds.countries.at(position),
+    latitude: ds.lats[position],
+    longitude: ds.lngs[position],
+    helipaddy_link: links + id
+  }
+}
+
+function nearestRecord (ds: Dataset, position: number, h: number, links: string): NearestRecord {
+  const { region, country, helipaddy_link: link, ...rest } = siteRecord(ds, position, links)
+  return { ...rest, distance_nm: nmFromKm(kmFromHaverSin(h)), helipaddy_link: link }
+}
+
+function mapMinimalRecord (ds: Dataset, position: number, links: string): MapMinimalRecord {
+  const { name, region, country, ...rest } = siteRecord(ds, position, links)
+  return rest
+}
 
 // one RecordJson per link prefix (`${pilotAppUrl}/pad/`), kept, as the service keeps its one
 const recordJson = new Map<string, RecordJson>()
@@ -203,7 +228,7 @@ t.test('fragments across many chunks, and one larger than a chunk, come back byt
 t.test('fragments made one after another are copied as one run, but never across chunks', async (t) => {
   // fragment 0 and its comma fill the first chunk exactly, so fragment 1 starts the next chunk
   // at the address just past that comma: adjacent by number, not by memory
-  const text = (p: number) => p === 0 ? `"${'a'.repeat(FragmentStore.CHUNK_BYTES - 3)}"` : JSON.stringify({ p })
+  const text = (p: number) => p === 0 ? `"${'a'.repeat(FragmentMemory.CHUNK_BYTES - 3)}"` : JSON.stringify({ p })
   const store = new FragmentStore(6, text)
   const expected = (order: number[]) => `[${order.map(text).join(',')}]`
   const orders = [
