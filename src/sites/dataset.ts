@@ -10,7 +10,7 @@ import {
 } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import {
-  buildSubIndex, identity, scanNearby, type Hit, type NearbySearch, type SearchArea, type SubIndex
+  buildSubIndex, identity, type Hit, type NearbySearch, type SearchArea, type SubIndex
 } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
@@ -329,7 +329,7 @@ class SlotFilters {
 /** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
 export function findNearby (ds: Dataset, query: NearbyQuery, search: NearbySearch): Nearby {
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
-  if (scan !== undefined) return { hits: scanNearby(ds, scan, query, accept), index: undefined }
+  if (scan !== undefined) return { hits: search.scan(ds, scan, query, accept), index: undefined }
   return { hits: search.search(indexes, query, accept), index: indexes.length === 1 ? indexes[0] : undefined }
 }
 

@@ -48,7 +48,6 @@ export function identity (count: number): Uint32Array {
 }
 
 export function buildSubIndex (positions: Uint32Array, lngs: Float64Array, lats: Float64Array): SubIndex {
-  if (positions.length === 0) throw new Error('a sub-index needs at least one site')
   const kd = new KDBush(positions.length)
   for (const p of positions) kd.add(lngs[p], lats[p])
   kd.finish()
@@ -65,16 +64,13 @@ export const kmFromHaverSin = (h: number) => 2 * EARTH_RADIUS_KM * Math.asin(Mat
 export const maxHaverSinFor = (radiusKm: number) =>
   radiusKm >= Math.PI * EARTH_RADIUS_KM ? Infinity : haverSin(radiusKm / EARTH_RADIUS_KM)
 
-/** haverSinDist with cosOfLat(lat2) given (made once per tree slot): the same operations in the same order. */
+/**
+ * geokdbush's haverSinDist, same operations in the same order, so orderings agree bit for bit (but at the poles), with
+ * cosOfLat(lat2) given (made once per tree slot).
+ */
 const haverSinDistCos = (
   lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number
 ) => cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
-
-/** geokdbush's haverSinDist, same operations in the same order, so orderings agree bit for bit (but at the poles). */
-const haverSinDist = (lng: number, lat: number, cosLat: number, lng2: number, lat2: number): number =>
-  haverSinDistCos(lng, lat, cosLat, lng2, lat2, cosOfLat(lat2))
-
-const byDistanceThenId = (a: Hit, b: Hit) => (a.h - b.h) || (a.position - b.position)
 
 export interface SearchArea { lng: number, lat: number, radiusKm: number, limit: number }
 
@@ -97,7 +93,7 @@ export class NearbySearch {
   private bestCap = 0
   private bestH = new Float64Array(0)
   private bestPosition = new Uint32Array(0)
-  private bestSlot = new Uint32Array(0)
+  private bestSlot = new Int32Array(0)
   private slots = 0
   private queued = 0
   private held = 0
@@ -105,36 +101,48 @@ export class NearbySearch {
   /** The farthest h that can still get in: the radius until `heldMax` sites are held, then the worst held's. */
   private bound = 0
 
-  /**
-   * The `limit` sites nearest to the point within the radius, of `sources` (disjoint) and `accept`, in (distance, id)
-   * order: the first `limit` of the merge of each source's first `limit`.
-   */
+  /** The `limit` sites nearest to the point within the radius, of `sources` (disjoint) and `accept`, by (h, id). */
   search (sources: SubIndex[], area: SearchArea, accept?: (position: number, slot: number) => boolean): Hit[] {
-    const { limit } = area
-    if (limit <= 0 || sources.length === 0) return []
-    const cosLat = cosOfLat(area.lat)
-    const maxH = maxHaverSinFor(area.radiusKm)
-    if (sources.length === 1) return this.around(sources[0], area.lng, area.lat, cosLat, limit, maxH, accept)
-    const lists: Hit[][] = []
-    for (const source of sources) {
-      lists.push(this.around(source, area.lng, area.lat, cosLat, limit, maxH, accept))
-    }
-    return merge(lists, limit)
+    if (area.limit <= 0 || sources.length === 0) return []
+    let sites = 0
+    for (const source of sources) sites += source.positions.length
+    const cosLat = this.start(area, sites)
+    for (const source of sources) this.around(source, area.lng, area.lat, cosLat, accept)
+    return this.hits()
   }
 
-  /** search over one sub-index, within `maxH` */
-  private around (source: SubIndex, lng: number, lat: number, cosLat: number, limit: number, maxH: number,
-    accept: ((position: number, slot: number) => boolean) | undefined): Hit[] {
+  /** As search, over a few candidates (a rare tag's sites), each one measured; their slots are -1. */
+  scan (coords: { lngs: Float64Array, lats: Float64Array }, candidates: Uint32Array, area: SearchArea,
+    accept?: (position: number, slot: number) => boolean): Hit[] {
+    if (area.limit <= 0 || candidates.length === 0) return []
+    const cosLat = this.start(area, candidates.length)
+    for (const position of candidates) {
+      if (accept && !accept(position, -1)) continue
+      const lat2 = coords.lats[position]
+      const h = haverSinDistCos(area.lng, area.lat, cosLat, coords.lngs[position], lat2, cosOfLat(lat2))
+      if (h <= this.bound) this.offer(h, position, -1)
+    }
+    return this.hits()
+  }
+
+  /** Empties the held sites for a search of `sites` at most; returns cos(latitude) of its point. */
+  private start (area: SearchArea, sites: number): number {
+    this.heldMax = Math.min(area.limit, sites) // no more can be held than there are sites
+    this.makeRoomForBest(this.heldMax)
+    this.held = 0
+    this.bound = maxHaverSinFor(area.radiusKm)
+    return cosOfLat(area.lat)
+  }
+
+  /** Offers one sub-index's sites within the bound. */
+  private around (source: SubIndex, lng: number, lat: number, cosLat: number,
+    accept: ((position: number, slot: number) => boolean) | undefined): void {
     const { kd, slotCosLats: cosLats, slotPositions: positions } = source
     const count = positions.length
     const xy = kd.coords
     const nodeSize = kd.nodeSize
-    this.heldMax = Math.min(limit, count) // no more can be held than the index has sites
-    this.makeRoomForBest(this.heldMax)
     this.slots = 0
     this.queued = 0
-    this.held = 0
-    this.bound = maxH
     this.pushNode(0, count - 1, 0, -180, -90, 180, 90, lng, lat, cosLat, Infinity)
     while (this.queued > 0) {
       if (this.queueKey[0] > this.bound) break // no node left can hold a site that gets in
@@ -170,7 +178,10 @@ export class NearbySearch {
       this.pushNode(m + 1, right, nextAxis,
         axis === 0 ? midLng : minLng, axis === 1 ? midLat : minLat, maxLng, maxLat, lng, lat, cosLat, this.bound)
     }
-    // the held sites, nearest first: take the worst off the top, last place first
+  }
+
+  /** The held sites, nearest first: the worst taken off the top, last place first. */
+  private hits (): Hit[] {
     const H = this.bestH
     const P = this.bestPosition
     const S = this.bestSlot
@@ -204,7 +215,7 @@ export class NearbySearch {
     this.bestCap = Math.max(128, limit)
     this.bestH = new Float64Array(this.bestCap)
     this.bestPosition = new Uint32Array(this.bestCap)
-    this.bestSlot = new Uint32Array(this.bestCap)
+    this.bestSlot = new Int32Array(this.bestCap)
   }
 
   private queuePush (key: number, slot: number) {
@@ -329,46 +340,4 @@ function vertexLat (lat: number, haverSinDLng: number): number {
   const cosDLng = 1 - 2 * haverSinDLng
   if (cosDLng <= 0) return lat > 0 ? 90 : -90
   return Math.atan(Math.tan(lat * RAD) / cosDLng) / RAD
-}
-
-/** The first `max` hits of lists each in (h, position) order, in that order. */
-function merge (lists: Hit[][], max: number): Hit[] {
-  if (lists.length === 1) return lists[0]
-  const heads = new Array<number>(lists.length).fill(0)
-  const out: Hit[] = []
-  while (out.length < max) {
-    let best = -1
-    let bestHit: Hit | undefined
-    for (let s = 0; s < lists.length; s++) {
-      const hit = lists[s][heads[s]]
-      if (hit !== undefined && (bestHit === undefined || byDistanceThenId(hit, bestHit) < 0)) {
-        best = s
-        bestHit = hit
-      }
-    }
-    if (best < 0) break
-    out.push(bestHit!)
-    heads[best]++
-  }
-  return out
-}
-
-/** Exhaustive version of NearbySearch.search for small candidate lists (rare tags): same order, same filter. */
-export function scanNearby (
-  coords: { lngs: Float64Array, lats: Float64Array },
-  candidates: Uint32Array,
-  area: SearchArea,
-  accept?: (position: number, slot: number) => boolean
-): Hit[] {
-  const { lng, lat, radiusKm, limit } = area
-  const cosLat = cosOfLat(lat)
-  const maxH = maxHaverSinFor(radiusKm)
-  const hits: Hit[] = []
-  for (const position of candidates) {
-    if (accept && !accept(position, -1)) continue
-    const h = haverSinDist(lng, lat, cosLat, coords.lngs[position], coords.lats[position])
-    if (h <= maxH) hits.push({ position, h, slot: -1 })
-  }
-  hits.sort(byDistanceThenId)
-  return hits.length > limit ? hits.slice(0, limit) : hits
 }
