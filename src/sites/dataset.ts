@@ -10,7 +10,7 @@ import {
 } from './dataset-file.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import {
-  buildSubIndex, identity, type Hit, type NearbySearch, type SearchArea, type SubIndex
+  buildSubIndex, identity, type Accept, type Hit, type NearbySearch, type SearchArea, type SubIndex
 } from './spatial.ts'
 
 /** Tags with at least this many sites get their own spatial index; smaller ones are scanned. */
@@ -45,19 +45,11 @@ export interface Dataset {
   /** Sites of each tag, ascending positions (= id order). */
   tagSites: Map<string, Uint32Array>
   tagIndexes: Map<string, SubIndex>
-  filters: SlotFilters
+  /** A filter of the categories for a walk of the tree (the tree of all sites or a tag's), read by slot. */
+  slotFilter: (tree: SubIndex, categories: readonly number[]) => Accept
   /** tagSitesIn's lists, made on first use: at most 4 times the dataset's sites in all */
   tagViews: LRUCache<string, Uint32Array>
 }
-
-interface NearbyQuery extends SearchArea {
-  /** already intersected with the partner's allow-list */
-  categories: readonly number[]
-  tag?: string
-}
-
-/** The name too: a sandbox and a production file with the same content never share cached answers or ETags. */
-const datasetVersion = (name: DatasetName, digest: string) => `${name}|${digest}`
 
 type ServedContent = Pick<Dataset, 'meta' | 'ids' | 'names' | 'regions' | 'countries' | 'categories' | 'lats' | 'lngs' |
   'tagSites'>
@@ -161,6 +153,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   const categories = new Int32Array(count)
   const lats = new Float64Array(count)
   const lngs = new Float64Array(count)
+  const categoryLists = new Map<number, number[]>()
 
   const rows = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id')
     .raw().iterate() as IterableIterator<unknown[]>
@@ -186,7 +179,9 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     categories[i] = category
     lats[i] = latitude
     lngs[i] = longitude
-    i++
+    let list = categoryLists.get(category)
+    if (!list) categoryLists.set(category, list = [])
+    list.push(i++)
   }
   if (i !== count) throw bad('sites changed while being read')
 
@@ -208,12 +203,6 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     list.push(position)
   }
 
-  const categoryLists = new Map<number, number[]>()
-  for (let p = 0; p < count; p++) {
-    let list = categoryLists.get(categories[p])
-    if (!list) categoryLists.set(categories[p], list = [])
-    list.push(p)
-  }
   const byCategory = new Map<number, SubIndex>()
   for (const [category, list] of categoryLists) {
     byCategory.set(category, buildSubIndex(Uint32Array.from(list), lngs, lats))
@@ -238,17 +227,19 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
 /** A dataset of these columns and indexes (read from its file or its snapshot), with what is made from them. */
 export function datasetOf (
   name: DatasetName, path: string, digest: string,
-  parts: Omit<Dataset, 'name' | 'path' | 'builtAt' | 'digest' | 'version' | 'filters' | 'tagViews'>
+  parts: Omit<Dataset, 'name' | 'path' | 'builtAt' | 'digest' | 'version' | 'slotFilter' | 'tagViews'>
 ): Dataset {
   const { meta, count, categories, byCategory, all, tagIndexes } = parts
+  const trees = all === undefined ? [...tagIndexes.values()] : [all, ...tagIndexes.values()]
   return {
     ...parts,
     name,
     path,
     builtAt: meta.built_at,
     digest,
-    version: datasetVersion(name, digest),
-    filters: new SlotFilters(categories, byCategory.keys(), all, tagIndexes),
+    // the name too: a sandbox and a production file with the same content never share cached answers or ETags
+    version: `${name}|${digest}`,
+    slotFilter: slotFilters(categories, [...byCategory.keys()], trees),
     tagViews: new LRUCache({ maxSize: 4 * count + 1, sizeCalculation: (view) => view.length + 1 })
   }
 }
@@ -264,8 +255,7 @@ export interface Nearby { hits: Hit[], index: SubIndex | undefined }
 export interface SearchPlan {
   indexes: SubIndex[]
   scan?: Uint32Array
-  /** by its position and, in a walk, its slot */
-  accept?: (position: number, slot: number) => boolean
+  accept?: Accept
 }
 
 export function searchPlan (ds: Dataset, categories: readonly number[], tag?: string): SearchPlan {
@@ -273,7 +263,7 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
     const covered = sitesIn(ds, categories)
     if (categories.length > 1 && ds.all && covered * 2 >= ds.count) {
       if (covered === ds.count) return { indexes: [ds.all] }
-      return { indexes: [ds.all], accept: ds.filters.filter(ds.all, categories) }
+      return { indexes: [ds.all], accept: ds.slotFilter(ds.all, categories) }
     }
     const indexes: SubIndex[] = []
     for (const category of categories) {
@@ -287,47 +277,42 @@ export function searchPlan (ds: Dataset, categories: readonly number[], tag?: st
   const index = ds.tagIndexes.get(tag)
   if (index !== undefined) {
     const every = sitesIn(ds, categories) === ds.count
-    return { indexes: [index], accept: every ? undefined : ds.filters.filter(index, categories) }
+    return { indexes: [index], accept: every ? undefined : ds.slotFilter(index, categories) }
   }
   return { indexes: [], scan: candidates, accept: (position) => categories.includes(ds.categories[position]) }
 }
 
 /**
  * Category filters read by tree slot, where the walk is (reading a category by position is a cache miss): each site's
- * category number in each filtered tree's order, a byte a site up to 256 categories. Made at load.
+ * category number in each tree's order, a byte a site up to 256 categories. Made at load.
  */
-class SlotFilters {
-  private readonly codeOf: Map<number, number>
-  private readonly byTree = new Map<SubIndex, Uint8Array | Uint32Array>()
-
-  constructor (
-    categories: Int32Array, categoryList: Iterable<number>, all: SubIndex | undefined, tagIndexes: Map<string, SubIndex>
-  ) {
-    this.codeOf = new Map([...categoryList].map((category, code) => [category, code]))
-    const codes = (length: number) => this.codeOf.size <= 256 ? new Uint8Array(length) : new Uint32Array(length)
-    const byPosition = codes(categories.length)
-    for (let p = 0; p < categories.length; p++) byPosition[p] = this.codeOf.get(categories[p])!
-    for (const tree of all === undefined ? tagIndexes.values() : [all, ...tagIndexes.values()]) {
-      const { slotPositions } = tree
-      const bySlot = codes(slotPositions.length)
-      for (let i = 0; i < slotPositions.length; i++) bySlot[i] = byPosition[slotPositions[i]]
-      this.byTree.set(tree, bySlot)
-    }
+function slotFilters (categories: Int32Array, categoryList: number[], trees: SubIndex[]): Dataset['slotFilter'] {
+  const codeOf = new Map(categoryList.map((category, code) => [category, code]))
+  const codes = (length: number) => codeOf.size <= 256 ? new Uint8Array(length) : new Uint32Array(length)
+  const byPosition = codes(categories.length)
+  for (let p = 0; p < categories.length; p++) byPosition[p] = codeOf.get(categories[p])!
+  const byTree = new Map<SubIndex, Uint8Array | Uint32Array>()
+  for (const tree of trees) {
+    const { slotPositions } = tree
+    const bySlot = codes(slotPositions.length)
+    for (let i = 0; i < slotPositions.length; i++) bySlot[i] = byPosition[slotPositions[i]]
+    byTree.set(tree, bySlot)
   }
-
-  filter (tree: SubIndex, categories: readonly number[]): (position: number, slot: number) => boolean {
-    const allowed = new Uint8Array(this.codeOf.size)
+  return (tree, categories) => {
+    const allowed = new Uint8Array(codeOf.size)
     for (const category of categories) {
-      const code = this.codeOf.get(category)
+      const code = codeOf.get(category)
       if (code !== undefined) allowed[code] = 1
     }
-    const bySlot = this.byTree.get(tree)!
+    const bySlot = byTree.get(tree)!
     return (_, slot) => allowed[bySlot[slot]] === 1
   }
 }
 
 /** Nearest-first sites within the radius, of the allowed categories (and tag), at most `limit`. */
-export function findNearby (ds: Dataset, query: NearbyQuery, search: NearbySearch): Nearby {
+export function findNearby (
+  ds: Dataset, query: SearchArea & { categories: readonly number[], tag?: string }, search: NearbySearch
+): Nearby {
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return { hits: search.scan(ds, scan, query, accept), index: undefined }
   return { hits: search.search(indexes, query, accept), index: indexes.length === 1 ? indexes[0] : undefined }
@@ -341,9 +326,6 @@ function sitesIn (ds: Dataset, categories: readonly number[]): number {
 
 /** Position of a site id, or -1. */
 export const positionOf = (ds: Dataset, id: string): number => ds.ids.indexOfSorted(id)
-
-/** A page's places in tagSitesIn's order. */
-interface TagPage { total: number, order: Uint32Array, places: Uint32Array }
 
 const NO_SITES = new Uint32Array(0)
 
@@ -369,10 +351,8 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
   return view
 }
 
-/** One page of a tag's sites in the allowed categories, in id order, with the true total. */
-export function tagPage (
-  ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number
-): TagPage {
+/** One page of a tag's sites in the allowed categories, in id order (places in tagSitesIn's), with the true total. */
+export function tagPage (ds: Dataset, tag: string, categories: readonly number[], page: number, perPage: number) {
   const order = tagSitesIn(ds, tag, categories)
   const from = Math.min((page - 1) * perPage, order.length)
   const places = new Uint32Array(Math.min(from + perPage, order.length) - from)

@@ -72,6 +72,9 @@ const haverSinDistCos = (
   lng: number, lat: number, cosLat: number, lng2: number, lat2: number, cosLat2: number
 ) => cosLat * cosLat2 * haverSin((lng - lng2) * RAD) + haverSin((lat - lat2) * RAD)
 
+/** Whether a search takes a site, by its position and, in a tree's walk, its slot. */
+export type Accept = (position: number, slot: number) => boolean
+
 export interface SearchArea { lng: number, lat: number, radiusKm: number, limit: number }
 
 /**
@@ -102,7 +105,7 @@ export class NearbySearch {
   private bound = 0
 
   /** The `limit` sites nearest to the point within the radius, of `sources` (disjoint) and `accept`, by (h, id). */
-  search (sources: SubIndex[], area: SearchArea, accept?: (position: number, slot: number) => boolean): Hit[] {
+  search (sources: SubIndex[], area: SearchArea, accept?: Accept): Hit[] {
     if (area.limit <= 0 || sources.length === 0) return []
     let sites = 0
     for (const source of sources) sites += source.positions.length
@@ -112,14 +115,13 @@ export class NearbySearch {
   }
 
   /** As search, over a few candidates (a rare tag's sites), each one measured; their slots are -1. */
-  scan (coords: { lngs: Float64Array, lats: Float64Array }, candidates: Uint32Array, area: SearchArea,
-    accept?: (position: number, slot: number) => boolean): Hit[] {
+  scan (ds: { lngs: Float64Array, lats: Float64Array }, candidates: Uint32Array, area: SearchArea, accept?: Accept) {
     if (area.limit <= 0 || candidates.length === 0) return []
     const cosLat = this.start(area, candidates.length)
     for (const position of candidates) {
       if (accept && !accept(position, -1)) continue
-      const lat2 = coords.lats[position]
-      const h = haverSinDistCos(area.lng, area.lat, cosLat, coords.lngs[position], lat2, cosOfLat(lat2))
+      const lat2 = ds.lats[position]
+      const h = haverSinDistCos(area.lng, area.lat, cosLat, ds.lngs[position], lat2, cosOfLat(lat2))
       if (h <= this.bound) this.offer(h, position, -1)
     }
     return this.hits()
@@ -135,8 +137,7 @@ export class NearbySearch {
   }
 
   /** Offers one sub-index's sites within the bound. */
-  private around (source: SubIndex, lng: number, lat: number, cosLat: number,
-    accept: ((position: number, slot: number) => boolean) | undefined): void {
+  private around (source: SubIndex, lng: number, lat: number, cosLat: number, accept: Accept | undefined): void {
     const { kd, slotCosLats: cosLats, slotPositions: positions } = source
     const count = positions.length
     const xy = kd.coords
