@@ -51,22 +51,20 @@ function eachSite (ds: Dataset, query: AreaQuery, visit: (position: number) => v
   }
 }
 
-/** How many sites the box holds, and the page's in id order: slots of a tree's `order`, or positions. */
-interface BoxPage { total: number, sites: Uint32Array, order: Uint32Array | undefined }
-
 /**
  * The sites in the box (edges included) of the categories (and tag): their count, and those of ranks `from` to
- * `from + size - 1` in id order. A walk that finds over a sixteenth of the dataset gives way to one pass over it.
+ * `from + size - 1` in id order, as slots of a tree's `order` or, without one, positions. A walk that finds over a
+ * sixteenth of the dataset gives way to one pass over it.
  */
 export function findInBox (
   ds: Dataset, bbox: BoundingBox, query: AreaQuery, from: number, size: number, scratch: AreaScratch
-): BoxPage {
+): { total: number, sites: Uint32Array, order: Uint32Array | undefined } {
   const { west, south, north } = bbox
   // as given: 180 and -180 are two longitudes here (a box from 180 to -180 holds both)
   const boxes = west <= bbox.east
     ? [bbox]
     : [{ west, south, east: 180, north }, { west: -180, south, east: bbox.east, north }]
-  const inOrder = (): BoxPage => {
+  const inOrder = () => {
     const all = new Growing()
     eachSite(ds, query, (p) => {
       const lat = ds.lats[p]
@@ -149,25 +147,19 @@ export function pageOf (
   return page
 }
 
-interface RouteQuery extends AreaQuery {
-  /** the corridor's half-width */
-  radiusKm: number
-  limit: number
-}
-
-/** Sites along a route, ordered by along, then offset, then position; distances in radians. */
-interface AlongRoute { positions: Uint32Array, along: Float64Array, offset: Float64Array }
-
 /** Pieces a route is cut into at most, whatever its corridor's width. */
 const MAX_PIECES = 512
 /** A corridor at least this wide (radians) is searched in one pass: its pieces' boxes would overlap over and over. */
 const WIDE = 500 / EARTH_RADIUS_KM
 
 /**
- * The first `limit` sites along the route within `radiusKm` of it, walked in pieces of half the corridor's width. A
- * site is taken in the piece of its nearest route point: once `limit` lie before a piece's end, the search is done.
+ * The first `limit` sites along the route within `radiusKm` (the corridor's half-width) of it, by along, offset and
+ * position (distances in radians), walked in pieces of half the corridor's width. A site is taken in the piece of its
+ * nearest route point: once `limit` lie before a piece's end, the search is done.
  */
-export function findAlongRoute (ds: Dataset, route: Route, query: RouteQuery, scratch: AreaScratch): AlongRoute {
+export function findAlongRoute (
+  ds: Dataset, route: Route, query: AreaQuery & { radiusKm: number, limit: number }, scratch: AreaScratch
+) {
   const radius = query.radiusKm / EARTH_RADIUS_KM
   const plan = searchPlan(ds, query.categories, query.tag)
   const { lats, lngs } = ds
@@ -219,7 +211,7 @@ function sitesBehindStart (
     })
     if (within >= limit) return 'all'
     if (reach === radius) return found.count === 0 ? 'none' : 'held'
-    found.clear()
+    found.count = 0
     // the next cap should hold `limit`, if the sites are spread as evenly as in this one
     reach = Math.min(radius, within === 0 ? 4 * reach : 1.2 * reach * Math.sqrt(limit / within))
   }
@@ -311,10 +303,6 @@ class Found {
     return this.positions[i] > position
   }
 
-  clear (): void {
-    this.count = 0
-  }
-
   /** The along of the last site held once `limit` are held, else Infinity. */
   get lastAlong (): number {
     return this.count < this.limit ? Infinity : this.along[0]
@@ -332,7 +320,7 @@ class Found {
     while (i > 0) {
       const parent = (i - 1) >> 1
       if (this.after(parent, along, offset, position)) break
-      this.set(i, parent)
+      this.put(i, this.along[parent], this.offset[parent], this.positions[parent])
       i = parent
     }
     this.put(i, along, offset, position)
@@ -346,16 +334,10 @@ class Found {
       const right = child + 1
       if (right < this.count && this.after(right, this.along[child], this.offset[child], this.positions[child])) child++
       if (!this.after(child, along, offset, position)) break
-      this.set(i, child)
+      this.put(i, this.along[child], this.offset[child], this.positions[child])
       i = child
     }
     this.put(i, along, offset, position)
-  }
-
-  private set (to: number, from: number): void {
-    this.positions[to] = this.positions[from]
-    this.along[to] = this.along[from]
-    this.offset[to] = this.offset[from]
   }
 
   private put (i: number, along: number, offset: number, position: number): void {
@@ -365,7 +347,7 @@ class Found {
   }
 
   /** The sites held, first to last (the heap emptied). */
-  sorted (): AlongRoute {
+  sorted () {
     const n = this.count
     const out = { positions: new Uint32Array(n), along: new Float64Array(n), offset: new Float64Array(n) }
     for (let k = n - 1; k >= 0; k--) {
