@@ -15,4 +15,4 @@ async function cache (app: FastifyInstance, options: ResponseCacheOptions) {
   app.decorate('responseCache', responseCache)
 }
 
-export default fp(cache, { name: 'cache', dependencies: ['datasets', 'answers'] })
+export default fp(cache, { name: 'cache', dependencies: ['datasets', 'records'] })

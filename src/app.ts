@@ -22,7 +22,6 @@ import health from '../plugins/health.ts'
 import sharedState from '../plugins/shared-state.ts'
 import metrics from '../plugins/metrics.ts'
 import openapi from '../plugins/openapi.ts'
-import answers from '../plugins/answers.ts'
 import records from '../plugins/records.ts'
 import datasets from '../plugins/datasets.ts'
 import partners from '../plugins/partners.ts'
@@ -140,7 +139,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })
   await app.register(datasets, { dataDir: config.dataDir, workerMinMb: config.indexWorkerMinMb })
-  await app.register(answers)
   await app.register(records, { pilotAppUrl: config.pilotAppUrl, maxMb: config.fragmentsMaxMb })
   await app.register(partners, { dataDir: config.dataDir, refreshMs: config.partnerRefreshMs })
   await app.register(cache, {

@@ -258,7 +258,7 @@ async function partnerApi (app: FastifyInstance) {
 export default fp(partnerApi, {
   name: 'partner-api',
   encapsulate: true,
-  dependencies: ['partners', 'usage', 'datasets', 'cache', 'metrics', 'records', 'answers']
+  dependencies: ['partners', 'usage', 'datasets', 'cache', 'metrics', 'records']
 })
 
 type HookName = 'onRequest' | 'preHandler' | 'onSend'
