@@ -20,14 +20,11 @@ export const NULL_JSON = Buffer.from('null')
 /** Nautical miles, rounded to 3 decimals (1.852 m): finer would pretend a precision the data lacks. */
 export const nmFromKm = (km: number) => Math.round((km / KM_PER_NM) * 1000) / 1000
 
-/** An answer's sites as places in an order (a tree's, a tag's): their spans are read where they lie together. */
-export interface Placed {
-  /** the position at each place */
-  order: Uint32Array
-  places: ArrayLike<number>
-  /** whether a fragment is copied beside those first used with it, so that a tag's page then is one run */
-  laidOut: boolean
-}
+/**
+ * An answer's sites as places in an order (a tree's, a tag's list, a tree's slots for a box): their spans are read
+ * where they lie together. `order` holds the position at each place.
+ */
+export interface Placed { order: Uint32Array, places: ArrayLike<number> }
 
 /** An answer's sites: positions in the dataset, or a search's result. */
 export type AnswerSites = ArrayLike<number> | Nearby
@@ -43,7 +40,7 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
   }
   for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
   // a search's answers are not fixed slices of the tree order: copies there would not make runs
-  return { order: index.slotPositions, places: keys, laidOut: false }
+  return { order: index.slotPositions, places: keys }
 }
 
 /**
@@ -188,8 +185,11 @@ export class FragmentStore implements ChunkHolder {
     return bytes
   }
 
-  /** `[` the sites' fragments (by position, or by place in an order) joined by `,` `]`, `head` before, `tail` after. */
-  array (sites: ArrayLike<number> | Placed, head = '', tail = ''): Buffer {
+  /**
+   * `[` the sites' fragments (by position, or by place in an order) joined by `,` `]`, `head` before, `tail` after.
+   * `layOut`: a fragment is copied beside those first used with it in the order, so that a tag's page then is one run.
+   */
+  array (sites: ArrayLike<number> | Placed, head = '', tail = '', layOut = false): Buffer {
     this.settle()
     let span = this.span
     let keys: ArrayLike<number>
@@ -200,7 +200,7 @@ export class FragmentStore implements ChunkHolder {
       for (let i = 0; i < keys.length; i++) {
         const s = keys[i]
         let bytes = span[2 * s + 1]
-        if (bytes === 0) bytes = this.place(sites, s, span)
+        if (bytes === 0) bytes = this.place(sites.order[s], s, span, layOut)
         total += bytes
       }
     } else {
@@ -239,13 +239,12 @@ export class FragmentStore implements ChunkHolder {
     return out
   }
 
-  /** A site's first use at place `s`: its own span, or in a laid-out order a copy's (while the budget lasts). */
-  private place (sites: Placed, s: number, span: Uint32Array): number {
-    const p = sites.order[s]
+  /** Site `p`'s first use at place `s`: its own span, or in a laid-out order a copy's (while the budget lasts). */
+  private place (p: number, s: number, span: Uint32Array, layOut: boolean): number {
     const made = this.span[2 * p + 1] !== 0
     const bytes = this.length(p)
     let where = this.span[2 * p]
-    if (made && sites.laidOut && this.copiedBytes + bytes <= this.madeBytes) {
+    if (made && layOut && this.copiedBytes + bytes <= this.madeBytes) {
       const from = where
       where = this.reserve(bytes)
       const at = where & (CHUNK_BYTES - 1)
@@ -330,13 +329,6 @@ const once = <T>(make: () => T) => {
   return () => (value ??= make())
 }
 
-/** A page of sites as places in an order (a tag's list, or a tree's slots for a box): its fragments laid out there. */
-export type ListPage = Pick<Placed, 'order' | 'places'>
-
-/** A page's sites for FragmentStore.array: a list page laid out in its order, positions as they are. */
-const minimalKeys = (page: ListPage | ArrayLike<number>): Placed | ArrayLike<number> =>
-  'places' in page ? { order: page.order, places: page.places, laidOut: true } : page
-
 /** The records' JSON for one pilot-app URL, every dataset's, from fragments kept within `memory` (one a process). */
 export class RecordJson {
   private readonly byDataset = new WeakMap<Dataset, Fragments>()
@@ -369,13 +361,13 @@ export class RecordJson {
   }
 
   /** JSON array of map-minimal records (a page laid out in its order, or positions), ASCII `head` and `tail` around. */
-  minimalPage (ds: Dataset, page: ListPage | ArrayLike<number>, head = '', tail = ''): Buffer {
-    return this.fragmentsOf(ds).minimal.array(minimalKeys(page), head, tail)
+  minimalPage (ds: Dataset, page: Placed | ArrayLike<number>, head = '', tail = ''): Buffer {
+    return this.fragmentsOf(ds).minimal.array(page, head, tail, true)
   }
 
   /** GeoJSON features of map-minimal records (as minimalPage's), with ASCII `head` before and `tail` after. */
-  minimalPageGeo (ds: Dataset, page: ListPage | ArrayLike<number>, head: string, tail: string): Buffer {
-    return this.fragmentsOf(ds).minimalFeature().array(minimalKeys(page), head, tail)
+  minimalPageGeo (ds: Dataset, page: Placed | ArrayLike<number>, head: string, tail: string): Buffer {
+    return this.fragmentsOf(ds).minimalFeature().array(page, head, tail, true)
   }
 
   /** JSON array of full records, each with ASCII `fields` (`,"name":value…`) added at its end. */

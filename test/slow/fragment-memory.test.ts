@@ -50,7 +50,7 @@ t.test('answers stay byte for byte while chunks are forgotten and their fragment
       }
       case 1: { // places of a sub-index
         const places = Array.from({ length: n }, () => Math.floor(random() * count))
-        const placed: Placed = { order: tree, places, laidOut: false }
+        const placed: Placed = { order: tree, places }
         answer = store.array(placed, '{"x":', '}').toString()
         expected = `{"x":${join(form, places.map((slot) => tree[slot]))}}`
         break
@@ -59,7 +59,7 @@ t.test('answers stay byte for byte while chunks are forgotten and their fragment
         const perPage = [10, 100, 500][Math.floor(random() * 3)]
         const first = Math.floor(random() * Math.ceil(count / perPage)) * perPage
         const places = Array.from({ length: Math.min(perPage, count - first) }, (_, k) => first + k)
-        answer = store.array({ order: list, places, laidOut: true }).toString()
+        answer = store.array({ order: list, places }, '', '', true).toString()
         expected = join(form, places.map((slot) => list[slot]))
         break
       }
@@ -136,7 +136,7 @@ t.test('a chunk answers keep reading is passed over: the oldest unread one goes,
       // sites 0 and 1 are hot: asked for before every cold site; the cold ones are each asked for once
       const order = Uint32Array.from({ length: 200 }, (_, i) => i)
       const hot = (first: number, second: number) => a.array(
-        by === 'positions' ? [first, second] : { order, places: [first, second], laidOut: false }
+        by === 'positions' ? [first, second] : { order, places: [first, second] }
       ).toString()
       t.equal(hot(0, 1), `[${quarter(0)},${quarter(1)}]`)
       let compared = 0
@@ -212,7 +212,7 @@ t.test('no mark for the answer that wrote to a chunk, nor for a page\'s copy lai
   const b = new FragmentStore(8, (p) => { madeA.push(100 + p); return quarter(p) }, new FragmentMemory(3 * CHUNK))
   const order = Uint32Array.from({ length: 8 }, (_, i) => i)
   b.array([0, 1, 2, 3]) // chunk 0
-  t.equal(b.array({ order, places: [0, 1], laidOut: true }).toString(), `[${quarter(0)},${quarter(1)}]`,
+  t.equal(b.array({ order, places: [0, 1] }, '', '', true).toString(), `[${quarter(0)},${quarter(1)}]`,
     'sites 0 and 1 copied into chunk 1')
   for (const p of [4, 5, 6]) b.one(p) // chunk 1 full (copies of 0 and 1, then 4, 5); 6 opens chunk 2: at the limit
   b.one(7) // chunk 0, only copied from: forgotten

@@ -3,7 +3,7 @@ import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
 import { findNearby, loadDataset, tagPage, tagSitesIn, type Dataset } from '../../src/sites/dataset.ts'
 import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
-import { FragmentStore, RecordJson, nmFromKm, type AnswerSites, type ListPage } from '../../src/answers/records.ts'
+import { FragmentStore, RecordJson, nmFromKm, type AnswerSites, type Placed } from '../../src/answers/records.ts'
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../../src/schemas/records.ts'
 import { kmFromHaverSin, maxHaverSinFor, NearbySearch } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
@@ -47,9 +47,9 @@ const siteJson = (ds: Dataset, p: number, links: string) => records(links).site(
 const nearestJson = (ds: Dataset, p: number, h: number, links: string) => records(links).nearest(ds, p, h)
 const sitesJson = (ds: Dataset, sites: AnswerSites, links: string) => records(links).sites(ds, sites)
 const sitesGeoJson = (ds: Dataset, sites: AnswerSites, links: string) => records(links).sitesGeo(ds, sites)
-const minimalSitesJson = (ds: Dataset, page: ListPage, links: string, head = '', tail = '') =>
+const minimalSitesJson = (ds: Dataset, page: Placed, links: string, head = '', tail = '') =>
   records(links).minimalPage(ds, page, head, tail)
-const minimalSitesGeoJson = (ds: Dataset, page: ListPage, links: string, head: string, tail: string) =>
+const minimalSitesGeoJson = (ds: Dataset, page: Placed, links: string, head: string, tail: string) =>
   records(links).minimalPageGeo(ds, page, head, tail)
 
 // names as odd as a dataset file may hold (control characters are refused at load)
@@ -321,7 +321,7 @@ t.test('a laid-out order\'s sites are copied again after one another, ' +
   }
   const reversed = Uint32Array.from([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
   const page = (order: Uint32Array, laidOut: boolean) =>
-    store.array({ order, places: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], laidOut })
+    store.array({ order, places: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] }, '', '', laidOut)
   t.same(count(() => page(reversed, false)), { answer: expected([...reversed]), made: 10 },
     'not laid out: the fragments where they were made, one copy each')
   const reversedAgain = Uint32Array.from(reversed) // another order, with spans of its own
@@ -336,9 +336,9 @@ t.test('a laid-out order\'s sites are copied again after one another, ' +
     'the laid-out order still one run')
   const fresh = new FragmentStore(10, text)
   const ascending = Uint32Array.from(all)
-  t.same(count(() => fresh.array({ order: ascending, places: [3, 4, 5], laidOut: true })),
+  t.same(count(() => fresh.array({ order: ascending, places: [3, 4, 5] }, '', '', true)),
     { answer: expected([3, 4, 5]), made: 1 }, 'fragments made by the order itself are not copied again')
-  t.same(count(() => fresh.array({ order: ascending, places: [0, 1, 2, 3, 4, 5], laidOut: true })),
+  t.same(count(() => fresh.array({ order: ascending, places: [0, 1, 2, 3, 4, 5] }, '', '', true)),
     { answer: expected([0, 1, 2, 3, 4, 5]), made: 2 },
     'a page partly made before: its new sites made after the old ones, two runs')
 })
@@ -352,7 +352,7 @@ t.test('copies laid out across chunks come back byte for byte', async (t) => {
   const reversed = Uint32Array.from([5, 4, 3, 2, 1, 0])
   for (const places of [[0, 1, 2, 3, 4, 5], [2, 3], [5]]) {
     const order = [...places].map((s) => reversed[s])
-    t.equal(store.array({ order: reversed, places, laidOut: true }).toString(), `[${order.map(text).join(',')}]`,
+    t.equal(store.array({ order: reversed, places }, '', '', true).toString(), `[${order.map(text).join(',')}]`,
       `places ${places.join(', ')}`)
   }
 })
