@@ -191,23 +191,15 @@ export class FragmentStore implements ChunkHolder {
    */
   array (sites: ArrayLike<number> | Placed, head = '', tail = '', layOut = false): Buffer {
     this.settle()
-    let span = this.span
-    let keys: ArrayLike<number>
-    let total = 0
-    if ('places' in sites) {
-      span = this.placeSpansOf(sites.order)
-      keys = sites.places
-      for (let i = 0; i < keys.length; i++) {
-        const s = keys[i]
-        let bytes = span[2 * s + 1]
-        if (bytes === 0) bytes = this.place(sites.order[s], s, span, layOut)
-        total += bytes
-      }
-    } else {
-      keys = sites
-      for (let i = 0; i < keys.length; i++) total += this.length(keys[i])
+    const order = 'places' in sites ? sites.order : undefined
+    const keys = 'places' in sites ? sites.places : sites
+    const span = order === undefined ? this.span : this.placeSpansOf(order)
+    let total = head.length + tail.length + 2 + Math.max(0, keys.length - 1)
+    for (let i = 0; i < keys.length; i++) {
+      const s = keys[i]
+      // a fragment not made yet (by position), or not placed yet in the order
+      total += span[2 * s + 1] || (order === undefined ? this.length(s) : this.place(order[s], s, span, layOut))
     }
-    total += head.length + tail.length + 2 + Math.max(0, keys.length - 1)
     const out = this.allocate(total)
     let at = out.write(head, 0, 'latin1')
     out[at++] = 0x5b // [

@@ -1,11 +1,15 @@
 // Sites along a route's corridor and sites in a box: the trees searchPlan picks, walked box by box.
 import { searchPlan, type Dataset, type SearchPlan } from './dataset.ts'
 import { capBoxes, Route, TIE_RADIANS, type Box } from './route.ts'
-import { EARTH_RADIUS_KM, type SubIndex } from './spatial.ts'
+import { EARTH_RADIUS_KM, type Accept, type SubIndex } from './spatial.ts'
 
-/** Appends the tree slots of the index's sites in the box (edges included); stops once `slots` holds over `most`. */
-function slotsInBox (index: SubIndex, box: Box, slots: Growing, most = Infinity): void {
-  const { kd } = index
+/**
+ * Appends the tree slots of the index's sites in the box (edges included) that `accept` keeps. The walk stops once
+ * `slots` holds over `most`: then false.
+ */
+function slotsInBox (index: SubIndex, box: Box, accept: Accept | undefined, slots: Growing, most = Infinity): boolean {
+  const { kd, slotPositions: positions } = index
+  const kept = slots.count
   const coords = kd.coords
   const nodeSize = kd.nodeSize
   const { west, south, east, north } = box
@@ -29,6 +33,13 @@ function slotsInBox (index: SubIndex, box: Box, slots: Growing, most = Infinity)
     if (axis === 0 ? west <= x : south <= y) stack.push(left, m - 1, 1 - axis)
     if (axis === 0 ? east >= x : north >= y) stack.push(m + 1, right, 1 - axis)
   }
+  if (slots.count > most) return false
+  if (accept) {
+    const { items, count } = slots
+    slots.count = kept
+    for (let i = kept; i < count; i++) if (accept(positions[items[i]], items[i])) items[slots.count++] = items[i]
+  }
+  return true
 }
 
 interface AreaQuery {
@@ -76,30 +87,19 @@ export function findInBox (
   const { indexes, scan, accept } = searchPlan(ds, query.categories, query.tag)
   if (scan !== undefined) return inOrder()
   const most = ds.count / 16
-  // the positions found; with one index, their slots beside them (the page's records are read by slot)
+  // the slots found, and their positions beside them (with one index, the page's records are read by slot)
   const { walked, slots } = scratch
-  walked.count = 0
-  const order = indexes.length === 1 ? indexes[0].slotPositions : undefined
+  slots.count = 0
   for (const index of indexes) {
-    const positions = index.slotPositions
     for (const box of boxes) {
-      let kept = walked.count
-      slotsInBox(index, box, walked, most)
-      const { items, count } = walked
-      if (count > most) return inOrder() // the walk stopped there
-      // the slots found, replaced by their positions in place (those of other categories left out)
-      const slotItems = slots.reserve(count)
-      for (let i = kept; i < count; i++) {
-        const slot = items[i]
-        const p = positions[slot]
-        if (accept && !accept(p, slot)) continue
-        slotItems[kept] = slot
-        items[kept++] = p
-      }
-      walked.count = kept
+      const kept = slots.count
+      if (!slotsInBox(index, box, accept, slots, most)) return inOrder()
+      const positions = walked.reserve(slots.count)
+      for (let i = kept; i < slots.count; i++) positions[i] = index.slotPositions[slots.items[i]]
     }
   }
-  const found = walked.done()
+  const found = walked.items.subarray(0, slots.count)
+  const order = indexes.length === 1 ? indexes[0].slotPositions : undefined
   const page = pageOf(found, from, size, ds.count, scratch.buckets, order === undefined ? found : slots.items)
   return { total: found.length, sites: page, order }
 }
@@ -230,13 +230,11 @@ function eachLocated (
       // the coordinates by tree slot: read where the walk is, not at random places of lats and lngs
       const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
       walked.count = 0
-      slotsInBox(index, box, walked)
+      slotsInBox(index, box, accept, walked)
       for (let i = 0; i < walked.count; i++) {
         const slot = walked.items[i]
-        const p = positions[slot]
-        if (accept && !accept(p, slot)) continue
         const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], hint, radius, cosLats[slot])
-        if (offset <= radius) visit(p, offset)
+        if (offset <= radius) visit(positions[slot], offset)
       }
     }
   }
@@ -272,8 +270,8 @@ class Growing {
 }
 
 /**
- * What area searches use again: the slots a walk finds (then their positions), the slots beside them, and a page's
- * counts by bucket. One search at a time: each route group that searches keeps its own.
+ * What area searches use again: the slots a walk finds (a box's: their positions in `walked`), and a page's counts by
+ * bucket. One search at a time: each route group that searches keeps its own.
  */
 export class AreaScratch {
   readonly walked = new Growing()

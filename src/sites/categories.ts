@@ -8,13 +8,6 @@ const CATEGORY_NAMES: Readonly<Record<number, string>> = Object.freeze({
   2: 'B&B', 3: 'Landing Site', 4: 'Hotel', 5: 'Pub', 6: 'Restaurant', 7: 'Aerodrome'
 })
 
-/** A category's name: the fixed ones, else the dataset's own, else `Category N`. */
-function categoryName (ds: Pick<Dataset, 'meta'>, id: number): string {
-  const fixed = CATEGORY_NAMES[id]
-  if (fixed !== undefined) return fixed
-  return operatorNames(ds)[String(id)] ?? `Category ${id}`
-}
-
 const parsed = new WeakMap<object, Record<string, string>>()
 
 function operatorNames (ds: Pick<Dataset, 'meta'>): Record<string, string> {
@@ -42,9 +35,9 @@ export function unnamedCategories (db: Database.Database): number[] {
   return (ids as number[]).filter((id) => names[String(id)] === undefined)
 }
 
-/** The categories a partner may use, with their names, ascending. */
+/** The categories a partner may use, ascending, named: the fixed names, else the dataset's own, else `Category N`. */
 export const categoryList = (ds: Pick<Dataset, 'meta'>, allowed: readonly number[]) =>
-  allowed.map((id) => ({ id, name: categoryName(ds, id) }))
+  allowed.map((id) => ({ id, name: CATEGORY_NAMES[id] ?? operatorNames(ds)[String(id)] ?? `Category ${id}` }))
 
 /**
  * The dataset's tags with the number of their sites in the allowed categories (tags with none

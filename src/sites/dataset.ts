@@ -29,7 +29,7 @@ export interface Dataset {
   meta: DatasetMeta
   builtAt: string
   digest: string
-  /** datasetVersion: part of cache keys and ETags */
+  /** part of cache keys and ETags */
   version: string
   count: number
   /** ascending (ids are ASCII: byte order is string order) */

@@ -251,19 +251,6 @@ export class NearbySearch {
     K[i] = key; S[i] = slot
   }
 
-  private bestSiftUp (i: number, h: number, position: number, slot: number) {
-    const H = this.bestH
-    const P = this.bestPosition
-    const S = this.bestSlot
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (!after(h, position, H[parent], P[parent])) break
-      H[i] = H[parent]; P[i] = P[parent]; S[i] = S[parent]
-      i = parent
-    }
-    H[i] = h; P[i] = position; S[i] = slot
-  }
-
   private bestSiftDown (size: number, h: number, position: number, slot: number) {
     const H = this.bestH
     const P = this.bestPosition
@@ -283,10 +270,20 @@ export class NearbySearch {
   /** A site within the bound: held if there is room or if it comes before the worst held. */
   private offer (h: number, position: number, slot: number) {
     const H = this.bestH
+    const P = this.bestPosition
+    const S = this.bestSlot
     if (this.held < this.heldMax) {
-      this.bestSiftUp(this.held++, h, position, slot)
+      // sift up from the new leaf
+      let i = this.held++
+      while (i > 0) {
+        const parent = (i - 1) >> 1
+        if (!after(h, position, H[parent], P[parent])) break
+        H[i] = H[parent]; P[i] = P[parent]; S[i] = S[parent]
+        i = parent
+      }
+      H[i] = h; P[i] = position; S[i] = slot
       if (this.held === this.heldMax) this.bound = H[0]
-    } else if (after(H[0], this.bestPosition[0], h, position)) {
+    } else if (after(H[0], P[0], h, position)) {
       this.bestSiftDown(this.held, h, position, slot)
       this.bound = H[0]
     }
