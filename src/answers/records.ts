@@ -174,11 +174,6 @@ export class FragmentStore implements ChunkHolder {
     if (this.writtenIn[number] !== this.answers) this.read[number] = 1
   }
 
-  private copy (p: number, target: Buffer, at: number): number {
-    this.use(this.span[2 * p])
-    return this.copyBytes(this.span[2 * p], this.span[2 * p + 1], target, at)
-  }
-
   private copyBytes (where: number, bytes: number, target: Uint8Array, at: number): number {
     const start = where & (CHUNK_BYTES - 1)
     target.set(this.views[where >>> CHUNK_BITS].subarray(start, start + bytes), at)
@@ -294,12 +289,13 @@ export class FragmentStore implements ChunkHolder {
     return out
   }
 
-  /** A site's fragment with ASCII `text` put in `tailBytes` before its end. */
-  spliced (p: number, tailBytes: number, text: string): Buffer {
+  /** A site's fragment with ASCII `text` put in `tailBytes` before its end (nothing: the fragment alone). */
+  spliced (p: number, tailBytes = 0, text = ''): Buffer {
     this.settle()
     const bytes = this.length(p)
     const out = Buffer.allocUnsafe(bytes + text.length)
-    this.copy(p, out, 0)
+    this.use(this.span[2 * p])
+    this.copyBytes(this.span[2 * p], bytes, out, 0)
     const cut = bytes - tailBytes
     out.copyWithin(cut + text.length, cut, bytes) // the tail moves up to make room
     out.write(text, cut, 'latin1')
@@ -307,10 +303,7 @@ export class FragmentStore implements ChunkHolder {
   }
 
   one (p: number): Buffer {
-    this.settle()
-    const out = Buffer.allocUnsafe(this.length(p))
-    this.copy(p, out, 0)
-    return out
+    return this.spliced(p)
   }
 }
 
@@ -335,7 +328,7 @@ export class RecordJson {
     return this.fragmentsOf(ds).full.one(position)
   }
 
-  /** JSON of a nearest record (the same text as JSON.stringify of nearestRecord). */
+  /** JSON of a nearest record: the nearest form's fragment with `distance_nm` put in before the link. */
   nearest (ds: Dataset, position: number, h: number): Buffer {
     const f = this.fragmentsOf(ds)
     const distance = `,"distance_nm":${nmFromKm(kmFromHaverSin(h))}`

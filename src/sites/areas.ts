@@ -162,10 +162,9 @@ export function findAlongRoute (
 ) {
   const radius = query.radiusKm / EARTH_RADIUS_KM
   const plan = searchPlan(ds, query.categories, query.tag)
-  const { lats, lngs } = ds
   const found = new Found(query.limit)
   if (plan.scan !== undefined || radius >= WIDE) {
-    eachSite(ds, query, (p) => { if (route.locate(lats[p], lngs[p], 0, radius) <= radius) found.add(p, route) })
+    eachSite(ds, query, (p) => { if (route.locate(ds.lats[p], ds.lngs[p], 0, radius) <= radius) found.add(p, route) })
     return found.sorted()
   }
   const { walked } = scratch

@@ -196,18 +196,16 @@ export class NearbySearch {
 
   private growNodes (size: number) {
     const cap = Math.max(1024, size * 2)
-    const old = this.nodeCap
-    const grown = <T extends Int32Array | Uint8Array | Float64Array>(from: T, make: (n: number) => T, per = 1) => {
-      const next = make(cap * per)
-      next.set(from.subarray(0, old * per))
+    const grown = <T extends Int32Array | Uint8Array | Float64Array>(from: T, next: T) => {
+      next.set(from)
       return next
     }
-    this.nodeLeft = grown(this.nodeLeft, (n) => new Int32Array(n))
-    this.nodeRight = grown(this.nodeRight, (n) => new Int32Array(n))
-    this.nodeAxis = grown(this.nodeAxis, (n) => new Uint8Array(n))
-    this.nodeBox = grown(this.nodeBox, (n) => new Float64Array(n), 4)
-    this.queueKey = grown(this.queueKey, (n) => new Float64Array(n))
-    this.queueSlot = grown(this.queueSlot, (n) => new Int32Array(n))
+    this.nodeLeft = grown(this.nodeLeft, new Int32Array(cap))
+    this.nodeRight = grown(this.nodeRight, new Int32Array(cap))
+    this.nodeAxis = grown(this.nodeAxis, new Uint8Array(cap))
+    this.nodeBox = grown(this.nodeBox, new Float64Array(4 * cap))
+    this.queueKey = grown(this.queueKey, new Float64Array(cap))
+    this.queueSlot = grown(this.queueSlot, new Int32Array(cap))
     this.nodeCap = cap
   }
 
