@@ -42,11 +42,8 @@ function slotsInBox (index: SubIndex, box: Box, accept: Accept | undefined, slot
   return true
 }
 
-interface AreaQuery {
-  /** already intersected with the partner's allow-list */
-  categories: readonly number[]
-  tag?: string
-}
+/** The categories are already intersected with the partner's allow-list. */
+interface AreaQuery { categories: readonly number[], tag?: string }
 
 /** A map's box: west > east crosses the antimeridian. */
 export interface BoundingBox { west: number, south: number, east: number, north: number }
@@ -245,12 +242,7 @@ class Growing {
   count = 0
 
   push (p: number): void {
-    if (this.count === this.items.length) {
-      const more = new Uint32Array(2 * this.count)
-      more.set(this.items)
-      this.items = more
-    }
-    this.items[this.count++] = p
+    this.reserve(this.count + 1)[this.count++] = p
   }
 
   done (): Uint32Array {

@@ -65,18 +65,15 @@ export function contentDigest (ds: ServedContent): string {
     hash.update(`${name} ${bytes.byteLength}\n`)
     hash.update(bytes)
   }
-  part('meta', JSON.stringify(Object.entries(ds.meta).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))))
-  part('ids', ds.ids.bytes)
-  part('idEnds', ds.ids.ends)
-  part('names', ds.names.bytes)
-  part('nameEnds', ds.names.ends)
-  part('regions', JSON.stringify(ds.regions.table))
-  part('regionCodes', ds.regions.codes)
-  part('countries', JSON.stringify(ds.countries.table))
-  part('countryCodes', ds.countries.codes)
-  part('categories', ds.categories)
-  part('lats', ds.lats)
-  part('lngs', ds.lngs)
+  const { ids, names, regions, countries } = ds
+  const parts: [string, string | ArrayBufferView][] = [
+    ['meta', JSON.stringify(Object.entries(ds.meta).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))],
+    ['ids', ids.bytes], ['idEnds', ids.ends], ['names', names.bytes], ['nameEnds', names.ends],
+    ['regions', JSON.stringify(regions.table)], ['regionCodes', regions.codes],
+    ['countries', JSON.stringify(countries.table)], ['countryCodes', countries.codes],
+    ['categories', ds.categories], ['lats', ds.lats], ['lngs', ds.lngs]
+  ]
+  for (const [name, data] of parts) part(name, data)
   for (const tag of [...ds.tagSites.keys()].sort()) part(`tag ${tag}`, ds.tagSites.get(tag)!)
   return hash.digest('base64url').slice(0, 22)
 }
@@ -145,7 +142,6 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   if (check) quickCheck(db, path)
   const { meta, count } = checkDatasetHead(db, path)
   const bad = (reason: string) => new DatasetError(path, reason)
-
   const ids = new Array<string>(count)
   const names = new Array<string>(count)
   const regions = CodeColumn.builder(count)
@@ -156,11 +152,9 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
   const categoryLists = new Map<number, number[]>()
 
   const rows = db.prepare('SELECT id, category, name, region, country, latitude, longitude FROM sites ORDER BY id')
-    .raw().iterate() as IterableIterator<unknown[]>
+    .raw().iterate() as IterableIterator<[string, number, string, string, string, number, number]>
   let i = 0
-  for (const row of rows) {
-    const [id, category, siteName, region, country, latitude, longitude] =
-      row as [string, number, string, string, string, number, number]
+  for (const [id, category, siteName, region, country, latitude, longitude] of rows) {
     if (typeof id !== 'string' || !siteIdPattern.test(id)) throw bad(`site ${JSON.stringify(id)}: bad id`)
     if (!Number.isInteger(category) || category < 1 || category > CATEGORY_MAX) {
       throw bad(`site ${id}: bad category ${String(category)}`)
@@ -339,15 +333,7 @@ export function tagSitesIn (ds: Dataset, tag: string, categories: readonly numbe
   if (sitesIn(ds, categories) === ds.count) return list
   const key = `${tag} ${categories.join(',')}`
   let view = ds.tagViews.get(key)
-  if (view === undefined) {
-    const kept = new Uint32Array(list.length)
-    let n = 0
-    for (let i = 0; i < list.length; i++) {
-      if (categories.includes(ds.categories[list[i]])) kept[n++] = list[i]
-    }
-    view = kept.slice(0, n)
-    ds.tagViews.set(key, view)
-  }
+  if (view === undefined) ds.tagViews.set(key, view = list.filter((p) => categories.includes(ds.categories[p])))
   return view
 }
 
