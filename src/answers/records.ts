@@ -34,13 +34,9 @@ function keysOf (sites: AnswerSites): ArrayLike<number> | Placed {
   if (!('hits' in sites)) return sites
   const { hits, index } = sites
   const keys = new Uint32Array(hits.length)
-  if (index === undefined) {
-    for (let i = 0; i < hits.length; i++) keys[i] = hits[i].position
-    return keys
-  }
-  for (let i = 0; i < hits.length; i++) keys[i] = hits[i].slot
-  // a search's answers are not fixed slices of the tree order: copies there would not make runs
-  return { order: index.slotPositions, places: keys }
+  for (let i = 0; i < hits.length; i++) keys[i] = index === undefined ? hits[i].position : hits[i].slot
+  // not laid out: a search's answers are not fixed slices of the tree order, so copies there would not make runs
+  return index === undefined ? keys : { order: index.slotPositions, places: keys }
 }
 
 /**
@@ -309,11 +305,6 @@ export class FragmentStore implements ChunkHolder {
 
 type Fragments = ReturnType<typeof makeFragments>
 
-const once = <T>(make: () => T) => {
-  let value: T | undefined
-  return () => (value ??= make())
-}
-
 /** The records' JSON for one pilot-app URL, every dataset's, from fragments kept within `memory` (one a process). */
 export class RecordJson {
   private readonly byDataset = new WeakMap<Dataset, Fragments>()
@@ -368,9 +359,7 @@ export class RecordJson {
 
   /** Bytes of a dataset's record fragments in memory, every form. */
   fragmentBytes (ds: Dataset): number {
-    let bytes = 0
-    for (const store of this.byDataset.get(ds)?.stores ?? []) bytes += store.chunkBytes
-    return bytes
+    return (this.byDataset.get(ds)?.stores ?? []).reduce((bytes, store) => bytes + store.chunkBytes, 0)
   }
 
   private fragmentsOf (ds: Dataset): Fragments {
@@ -400,6 +389,8 @@ function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool
     `{"type":"Feature","id":"${ids.at(p)}",` +
     `"geometry":{"type":"Point","coordinates":[${lngs[p]},${lats[p]}]},"properties":${record(p)}}`
   const stores: FragmentStore[] = []
+  let fullFeature: FragmentStore | undefined
+  let minimalFeature: FragmentStore | undefined
   const store = (make: (position: number) => string) => {
     const made = new FragmentStore(ds.count, make, memory, pool === undefined ? undefined : (size) => pool.take(size))
     stores.push(made)
@@ -412,8 +403,8 @@ function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool
     // bytes after the distance's place in a nearest fragment, but for the id's
     nearestTail: Buffer.byteLength(`,"helipaddy_link":"${escapedLinks}"}`),
     // GeoJSON features around the records, made on first use only
-    fullFeature: once(() => store(feature(full))),
-    minimalFeature: once(() => store(feature(minimal))),
+    fullFeature: () => (fullFeature ??= store(feature(full))),
+    minimalFeature: () => (minimalFeature ??= store(feature(minimal))),
     stores
   }
 }

@@ -85,7 +85,6 @@ export interface SearchArea { lng: number, lat: number, radiusKm: number, limit:
  */
 export class NearbySearch {
   // nodes to visit: slots hold each node's range, axis and box; a min-heap orders slots by bound
-  private nodeCap = 0
   private nodeLeft = new Int32Array(0)
   private nodeRight = new Int32Array(0)
   private nodeAxis = new Uint8Array(0)
@@ -93,7 +92,6 @@ export class NearbySearch {
   private queueKey = new Float64Array(0) // a lower bound of h over the node's box
   private queueSlot = new Int32Array(0)
   // sites held: a max-heap by (h, position), the worst on top
-  private bestCap = 0
   private bestH = new Float64Array(0)
   private bestPosition = new Uint32Array(0)
   private bestSlot = new Int32Array(0)
@@ -206,15 +204,14 @@ export class NearbySearch {
     this.nodeBox = grown(this.nodeBox, new Float64Array(4 * cap))
     this.queueKey = grown(this.queueKey, new Float64Array(cap))
     this.queueSlot = grown(this.queueSlot, new Int32Array(cap))
-    this.nodeCap = cap
   }
 
   private makeRoomForBest (limit: number) {
-    if (this.bestCap >= limit) return
-    this.bestCap = Math.max(128, limit)
-    this.bestH = new Float64Array(this.bestCap)
-    this.bestPosition = new Uint32Array(this.bestCap)
-    this.bestSlot = new Int32Array(this.bestCap)
+    if (this.bestH.length >= limit) return
+    const cap = Math.max(128, limit)
+    this.bestH = new Float64Array(cap)
+    this.bestPosition = new Uint32Array(cap)
+    this.bestSlot = new Int32Array(cap)
   }
 
   private queuePush (key: number, slot: number) {
@@ -295,7 +292,7 @@ export class NearbySearch {
     if (left > right) return
     const bound = boxDist(lng, lat, cosLat, minLng, minLat, maxLng, maxLat)
     if (bound > maxH) return
-    if (this.slots === this.nodeCap) this.growNodes(this.slots + 1)
+    if (this.slots === this.nodeLeft.length) this.growNodes(this.slots + 1)
     const slot = this.slots++
     this.nodeLeft[slot] = left
     this.nodeRight[slot] = right
