@@ -370,7 +370,7 @@ export class RecordJson {
 }
 
 function makeFragments (ds: Dataset, links: string, memory: FragmentMemory, pool?: AnswerPool) {
-  // JSON.stringify's text of siteRecord's forms, by hand: by their formats only names and links need escaping
+  // JSON.stringify's text of the three record forms, by hand: by their formats only names and links need escaping
   const escapedLinks = JSON.stringify(links).slice(1, -1)
   const { ids, names, regions, countries, categories, lats, lngs } = ds
   // the forms share `{"id":…,"category":…,` and `"latitude":…,"longitude":…,"helipaddy_link":…}`
