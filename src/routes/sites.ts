@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
 import type { PartnerProfile } from '../partners/permissions.ts'
-import { GEOJSON_TYPE, NULL_JSON, nmFromKm, type ListPage } from '../answers/records.ts'
+import { GEOJSON_TYPE, NULL_JSON, nmFromKm, type Placed } from '../answers/records.ts'
 import { AREA_ERRORS, BY_TAG_ERRORS, SEARCH_ERRORS, SITE_ERRORS } from '../schemas/errors.ts'
 import { responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
@@ -39,7 +39,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
    * JSON.stringify makes of {…, page, per_page, total, total_pages, sites} after what the page is of (a tag, a box).
    */
   const sendPage = (
-    reply: FastifyReply, ds: Dataset, sites: ListPage | Uint32Array, of: string,
+    reply: FastifyReply, ds: Dataset, sites: Placed | Uint32Array, of: string,
     query: { page: number, format: string }, perPage: number, total: number
   ) => {
     const paging = `${of},"page":${query.page},"per_page":${perPage},"total":${total},` +
