@@ -4,7 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import type { Config } from '../config.ts'
 import { DATASETS, datasetPath, openDatasetWriter, writeDataset, type DatasetName } from '../sites/dataset-file.ts'
 import { replaceDataset, type ReplacePolicy, type Replaced } from '../sites/versions.ts'
-import { generateSites, type GenerateOptions } from '../sites/generator.ts'
+import { GENERATED_PRECISION, generateSites, type GenerateOptions } from '../sites/generator.ts'
 import { PartnerStore, controlPath } from '../partners/store.ts'
 
 /** A DATA_DIR the service cannot start on; the message says what to do. */
@@ -16,7 +16,7 @@ type GenerateFileOptions = GenerateOptions & { categoryNames?: Record<number, st
 
 const generatedMeta = (options: GenerateFileOptions) => ({
   source: `generated count=${options.count} seed=${options.seed}`,
-  precision: options.precision ?? 3,
+  precision: GENERATED_PRECISION,
   categoryNames: options.categoryNames
 })
 

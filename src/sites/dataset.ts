@@ -106,8 +106,14 @@ export function withDatasetFile<T> (path: string, fn: (db: Database.Database) =>
 
 /** Reads a dataset file (read-only) and builds its indexes. Throws DatasetError on any defect. */
 export function loadDataset (path: string, name: DatasetName, options: { quickCheck?: boolean } = {}): Dataset {
+  const { digest, parts } = readDatasetParts(path, options.quickCheck ?? true)
+  return datasetOf(name, path, digest, parts)
+}
+
+/** A dataset file's columns and indexes, without what datasetOf makes from them (the index worker's snapshot). */
+export function readDatasetParts (path: string, check: boolean) {
   try {
-    return withDatasetFile(path, (db) => readDataset(db, path, name, options.quickCheck ?? true))
+    return withDatasetFile(path, (db) => readDataset(db, path, check))
   } catch (err) {
     if (err instanceof DatasetError) throw err
     throw new DatasetError(path, (err as Error).message)
@@ -138,7 +144,7 @@ export function checkDatasetHead (db: Database.Database, path: string): { meta: 
   return { meta, count }
 }
 
-function readDataset (db: Database.Database, path: string, name: DatasetName, check: boolean): Dataset {
+function readDataset (db: Database.Database, path: string, check: boolean) {
   if (check) quickCheck(db, path)
   const { meta, count } = checkDatasetHead(db, path)
   const bad = (reason: string) => new DatasetError(path, reason)
@@ -215,7 +221,7 @@ function readDataset (db: Database.Database, path: string, name: DatasetName, ch
     meta, ids: StringColumn.from(ids), names: StringColumn.from(names), regions: regions.done(),
     countries: countries.done(), categories, lats, lngs, tagSites
   }
-  return datasetOf(name, path, contentDigest(served), { ...served, count, all, byCategory, tagIndexes })
+  return { digest: contentDigest(served), parts: { ...served, count, all, byCategory, tagIndexes } }
 }
 
 /** A dataset of these columns and indexes (read from its file or its snapshot), with what is made from them. */

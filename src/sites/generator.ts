@@ -105,19 +105,19 @@ export interface GenerateOptions {
   seed: string
   /** id prefix, e.g. "sbx" → sbx-0000001 */
   prefix: string
-  precision?: number
-  /** sites lie within this many km of their town */
-  spreadKm?: number
   /** share of sites placed near European towns (0..1); the rest near all towns alike */
   europeShare?: number
   /** override of the category weights, as [category, weight] pairs */
   categoryWeights?: [number, number][]
 }
 
+/** Decimals of the generated coordinates, as a generated file's meta records. */
+export const GENERATED_PRECISION = 3
+/** Sites lie within this many km of their town. */
+const SPREAD_KM = 40
+
 export function * generateSites (options: GenerateOptions): Generator<SiteRow> {
-  const random = seededRandom(`${options.seed}`)
-  const precision = options.precision ?? 3
-  const spreadKm = options.spreadKm ?? 40
+  const random = seededRandom(options.seed)
   const weights = options.categoryWeights ?? CATEGORY_WEIGHTS
   const totalWeight = weights.reduce((sum, [, w]) => sum + w, 0)
   const europe = TOWNS.filter((t) => t.region === 'EUR')
@@ -131,7 +131,7 @@ export function * generateSites (options: GenerateOptions): Generator<SiteRow> {
     for (const [c, w] of weights) {
       if ((r -= w) < 0) { category = c; break }
     }
-    const distanceKm = spreadKm * Math.sqrt(random())
+    const distanceKm = SPREAD_KM * Math.sqrt(random())
     const bearing = random() * 2 * Math.PI
     const latitude = Math.max(-90, Math.min(90, town.lat + (distanceKm * Math.cos(bearing)) / 111.32))
     const cosLat = Math.max(Math.cos(latitude * Math.PI / 180), 0.01)
@@ -147,8 +147,8 @@ export function * generateSites (options: GenerateOptions): Generator<SiteRow> {
       name: `${town.town} ${pick(NAME_WORDS)} ${label}`,
       region: town.region,
       country: town.country,
-      latitude: obscure(latitude, precision),
-      longitude: obscure(longitude, precision),
+      latitude: obscure(latitude, GENERATED_PRECISION),
+      longitude: obscure(longitude, GENERATED_PRECISION),
       tags: [...tags].sort()
     }
   }

@@ -58,7 +58,7 @@ export const readOptions = { chunkBytes: 1 << 16 }
 
 /** Bytes that are not UTF-8: the import is refused at the first (a decoder would make them U+FFFD). */
 class NotUtf8Error extends Error {
-  constructor (readonly offset: number, readonly line: number) {
+  constructor (readonly offset: number) {
     super(`not UTF-8 at byte ${offset + 1}`)
   }
 }
@@ -92,7 +92,6 @@ async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<B
   let bytes = 0
   let held: Buffer | undefined // the start of a sequence the last read cut, checked with the next read
   let heldAt = 0 // its file offset
-  let breaks = 0 // line breaks before it
   try {
     for await (const buffer of stream as AsyncIterable<Buffer>) {
       bytes += buffer.length
@@ -105,20 +104,26 @@ async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<B
         break
       }
       const whole = data.subarray(0, cut)
-      if (!isUtf8(whole)) {
-        const at = firstNotUtf8(whole)
-        throw new NotUtf8Error(heldAt + at, breaks + lineBreaks(whole.subarray(0, at)) + 1)
-      }
-      breaks += lineBreaks(whole)
+      if (!isUtf8(whole)) throw new NotUtf8Error(heldAt + firstNotUtf8(whole))
       heldAt += cut
       held = cut < data.length ? Buffer.from(data.subarray(cut)) : undefined
       onBytes?.(bytes)
       if (whole.length > 0) yield whole
     }
-    if (held) throw new NotUtf8Error(heldAt, breaks + 1) // the file ends inside a sequence
+    if (held) throw new NotUtf8Error(heldAt) // the file ends inside a sequence
   } finally {
     stream.destroy()
   }
+}
+
+/** The line (from 1) of a file's byte at `offset`: counted only for a file refused there. */
+async function lineAt (path: string, offset: number): Promise<number> {
+  let line = 1
+  if (offset === 0) return line
+  for await (const bytes of createReadStream(path, { end: offset - 1 }) as AsyncIterable<Buffer>) {
+    line += lineBreaks(bytes)
+  }
+  return line
 }
 
 /** Text chunks of a file (UTF-8, checked). */
@@ -535,9 +540,10 @@ export async function * readRecordBatches (
     yield * readers[format](path, onBytes)
   } catch (err) {
     if (!(err instanceof NotUtf8Error)) throw err
+    const line = await lineAt(path, err.offset)
     // GeoJSON's labels count features: a file-level problem is feature 0 there
-    const label = format === 'geojson' ? 'feature 0' : `line ${err.line}`
-    const error = `not UTF-8 text at byte ${err.offset + 1} (line ${err.line}): the file must be saved as UTF-8`
+    const label = format === 'geojson' ? 'feature 0' : `line ${line}`
+    const error = `not UTF-8 text at byte ${err.offset + 1} (line ${line}): the file must be saved as UTF-8`
     yield [{ label, error }]
   }
 }

@@ -147,7 +147,7 @@ async function loadAll (
       ds = loadDataset(path, name) // small: read and checked right here, no snapshot needed
     } else if (!ds) {
       const started = performance.now()
-      const result = await indexInWorker({ path, name, verify }, signal)
+      const result = await indexInWorker({ path, verify }, signal)
       if (!result.ok) throw new Error(result.error) // the worker's reason names the file
       if (result.snapshotError) {
         log.warn({ dataset: name, error: result.snapshotError },

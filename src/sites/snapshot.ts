@@ -36,7 +36,10 @@ function fileIdentity (path: string) {
   return { size: s.size, mtimeMs: s.mtimeMs }
 }
 
-export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
+/** What a snapshot holds: a dataset's columns and indexes, as the index worker reads them from the file. */
+type SnapshotParts = Omit<Dataset, 'name' | 'builtAt' | 'version' | 'filters' | 'tagViews'>
+
+export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)) {
   const parts: Buffer[] = []
   const sections: SectionTable = {}
   let offset = 0
@@ -104,26 +107,24 @@ export function writeSnapshot (ds: Dataset, target = snapshotPath(ds.path)) {
   renameSync(tmp, target)
 }
 
-/** The snapshot's header if it names the dataset file as it is now (size, mtime, meta), or why it cannot be used. */
-function currentHeader (
-  fd: number, path: string
-): { header: Header, headerLength: number, meta: DatasetMeta } | string {
+/** The snapshot's header if it names the dataset file as it is now (size, mtime, meta); else throws why not. */
+function currentHeader (fd: number, path: string): { header: Header, headerLength: number, meta: DatasetMeta } {
   const lead = Buffer.alloc(16)
   if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) {
-    return `not an index snapshot of this format (${MAGIC}): ` +
-      'another version of the service wrote it, or it is damaged'
+    throw new Error(`not an index snapshot of this format (${MAGIC}): ` +
+      'another version of the service wrote it, or it is damaged')
   }
   const headerLength = lead.readUInt32LE(8)
   const headerBytes = Buffer.alloc(headerLength)
-  if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) return 'snapshot is cut short'
+  if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) throw new Error('snapshot is cut short')
   const header = JSON.parse(headerBytes.toString('utf8')) as Header
   const current = fileIdentity(path)
   if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) {
-    return 'made from another version of the dataset file (its size or modification time differ)'
+    throw new Error('made from another version of the dataset file (its size or modification time differ)')
   }
   const meta = withDatasetFile(path, readDatasetMeta)
   if (JSON.stringify(meta) !== JSON.stringify(header.meta)) {
-    return 'made from another version of the dataset file (its meta differs)'
+    throw new Error('made from another version of the dataset file (its meta differs)')
   }
   return { header, headerLength, meta }
 }
@@ -138,9 +139,7 @@ export function readSnapshot (
   return withSnapshotFile(path, undefined, unusable, (fd) => {
     // each section read into a buffer of its own: no copy of the whole file, kdbush read into its own ArrayBuffers
     const size = fstatSync(fd).size
-    const found = currentHeader(fd, path)
-    if (typeof found === 'string') throw new Error(found)
-    const { header, headerLength, meta } = found
+    const { header, headerLength, meta } = currentHeader(fd, path)
     const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
     const read = (key: string): ArrayBuffer => {
       const entry = header.sections[key]
@@ -205,10 +204,7 @@ export function readSnapshot (
  * still read at boot but not current: the index worker writes it again.
  */
 export function snapshotCurrent (path: string): boolean {
-  return withSnapshotFile(path, false, undefined, (fd) => {
-    const found = currentHeader(fd, path)
-    return typeof found !== 'string' && found.header.math === SNAPSHOT_MATH
-  })
+  return withSnapshotFile(path, false, undefined, (fd) => currentHeader(fd, path).header.math === SNAPSHOT_MATH)
 }
 
 /** `read` on the open snapshot; `otherwise` when it is missing or unusable (`unusable` told why, unless missing). */
