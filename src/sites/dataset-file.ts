@@ -71,22 +71,7 @@ export function obscure (value: number, precision: number): number {
   return rounded === 0 ? 0 : rounded
 }
 
-export interface DatasetWriter<Ref = unknown> {
-  /**
-   * Adds a site. Sites are written in batches, so a duplicate id is found when its batch is
-   * written: then `onDuplicate` is called with the site's `ref` (without it, the write throws).
-   */
-  add (site: SiteRow, ref?: Ref): void
-  /** Writes the sites added so far. */
-  flush (): void
-  /** What the sites added so far change against the dataset file at `path` (undefined: none there). */
-  compare (path: string | undefined): SiteChanges
-  /** Writes meta, closes and fsyncs the file, and gives its temporary path for the caller to rename. */
-  finish (meta: CommitMeta): { siteCount: number, builtAt: string, file: string }
-  /** finish(), then renames the file into place. */
-  commit (meta: CommitMeta): { siteCount: number, builtAt: string }
-  abort (): void
-}
+export type DatasetWriter = ReturnType<typeof openDatasetWriter>
 
 /** Sites and tag rows written by one statement each: a call into SQLite per row costs more than the row. */
 export const WRITE_BATCH = { sites: 64, tags: 128 }
@@ -96,12 +81,14 @@ const isDuplicate = (err: unknown) => (err as { code?: string }).code === 'SQLIT
 /**
  * Opens a writer on a temporary file beside `path`, committed every SITES_PER_COMMIT sites so memory
  * stays flat. A `scratch` writer (a dry run) writes to SQLite's own temporary file: nothing beside `path`.
+ * Sites are written in batches, so a duplicate id is found when its batch is written: then `onDuplicate`
+ * is called with the `ref` the site was added with (without it, the write throws).
  */
 export function openDatasetWriter<Ref = unknown> (
   path: string,
   onDuplicate?: (ref: Ref | undefined, site: SiteRow) => void,
   { scratch = false } = {}
-): DatasetWriter<Ref> {
+) {
   if (!scratch) removeStaleTempFiles(path)
   const tmpPath = scratch ? '' : tempPathFor(path)
   const db = new Database(tmpPath)
@@ -174,6 +161,7 @@ export function openDatasetWriter<Ref = unknown> (
     tagValues.length = 0
   }
 
+  /** Writes meta, closes and fsyncs the file, and gives its temporary path for the caller to rename. */
   const finish = ({ source, precision, categoryNames }: CommitMeta) => {
     if (scratch) throw new Error('a scratch writer (a dry run) writes no dataset file')
     flush()
@@ -194,13 +182,14 @@ export function openDatasetWriter<Ref = unknown> (
   }
 
   return {
-    add (site, ref) {
+    add (site: SiteRow, ref?: Ref) {
       sites.push(site)
       refs.push(ref)
       if (sites.length === WRITE_BATCH.sites) writeSites()
     },
     flush,
-    compare (other) {
+    /** What the sites added so far change against the dataset file at `other` (undefined: none there). */
+    compare (other: string | undefined): SiteChanges {
       flush()
       db.exec('COMMIT') // SQLite attaches a file outside a transaction only
       try {
@@ -210,7 +199,8 @@ export function openDatasetWriter<Ref = unknown> (
       }
     },
     finish,
-    commit (meta) {
+    /** finish(), then renames the file into place. */
+    commit (meta: CommitMeta) {
       const { siteCount, builtAt } = finish(meta)
       renameSync(tmpPath, path)
       fsyncPath(dirname(path))

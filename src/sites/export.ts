@@ -1,9 +1,20 @@
-// Sites written in the import formats: `datasets export`, and the files of tests and benchmarks.
+// The import formats, and sites written in them: `datasets export`, and the files of tests and benchmarks.
 import { once } from 'node:events'
 import { DatasetError, openDatasetFile } from './dataset.ts'
-import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
 import type { SiteRow } from './dataset-file.ts'
 import { replaceFile } from '../setup/replace-file.ts'
+
+export type ImportFormat = 'csv' | 'geojson' | 'ndjson'
+export const IMPORT_FORMATS: readonly ImportFormat[] = ['csv', 'geojson', 'ndjson']
+export const CSV_HEADER = ['id', 'category', 'name', 'region', 'country', 'latitude', 'longitude', 'tags'] as const
+
+export function formatFromPath (path: string): ImportFormat | undefined {
+  const lower = path.toLowerCase()
+  if (lower.endsWith('.csv')) return 'csv'
+  if (lower.endsWith('.geojson') || lower.endsWith('.json')) return 'geojson'
+  if (lower.endsWith('.ndjson') || lower.endsWith('.jsonl')) return 'ndjson'
+  return undefined
+}
 
 const csvField = (value: string) => /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value
 

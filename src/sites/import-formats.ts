@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs'
 import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
 import { jsonParser, type Token } from 'stream-json/core/parser.js'
 import { getManyValues, isMany, none } from 'stream-chain/defs.js'
-import { CSV_HEADER, type ImportFormat } from './file-formats.ts'
+import { CSV_HEADER, type ImportFormat } from './export.ts'
 
 /** Told the bytes read so far, after each read. */
 type OnBytes = (bytes: number) => void

@@ -6,7 +6,7 @@ import { basename } from 'node:path'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, NAME_RULE, isName } from '../schemas/common.ts'
 import { COUNTRY_CODE, REGION_CODE, obscure, openDatasetWriter, type SiteRow } from './dataset-file.ts'
 import { readRecordBatches } from './import-formats.ts'
-import type { ImportFormat } from './file-formats.ts'
+import type { ImportFormat } from './export.ts'
 import { replaceDataset, type ReplacePolicy, type Replaced } from './versions.ts'
 
 const MAX_REPORTED_ERRORS = 20

@@ -9,7 +9,7 @@ import { loadDataset } from '../../src/sites/dataset.ts'
 import { writeSitesFile } from '../../src/sites/export.ts'
 import { generateSites } from '../../src/sites/generator.ts'
 import { readOptions, readRecordBatches, type RawRecord } from '../../src/sites/import-formats.ts'
-import type { ImportFormat } from '../../src/sites/file-formats.ts'
+import type { ImportFormat } from '../../src/sites/export.ts'
 import { importSites } from '../../src/sites/import.ts'
 import { site, tmpDataDir } from '../helper.ts'
 
