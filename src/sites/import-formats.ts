@@ -1,7 +1,6 @@
-// Streaming readers of the three import formats (docs/data-files.md): CSV through csv-parse, NDJSON a
-// line at a time, GeoJSON a feature at a time. Each yields records labelled as an operator finds them
-// (`line N`, or `feature N` for GeoJSON), a read's worth at a time; one record is bounded in size and
-// nesting, so a file of any content reads in bounded memory.
+// Streaming readers of the import formats (docs/data-files.md): CSV through csv-parse, NDJSON a line and GeoJSON
+// a feature at a time. Records are labelled as an operator finds them (`line N`, `feature N`) and bounded in size
+// and nesting, so a file of any content reads in bounded memory.
 import { isUtf8 } from 'node:buffer'
 import { createReadStream } from 'node:fs'
 import { Parser as CsvParser, type CsvError, type Options as CsvOptions } from 'csv-parse'
@@ -9,7 +8,7 @@ import { jsonParser, type Token } from 'stream-json/core/parser.js'
 import { getManyValues, isMany, none } from 'stream-chain/defs.js'
 import { CSV_HEADER, type ImportFormat } from './export.ts'
 
-/** Told the bytes read so far, after each read. */
+/** Told the bytes read so far. */
 type OnBytes = (bytes: number) => void
 
 /** The most bytes one record may take: a hostile file's one record would otherwise be held whole, and built. */
@@ -50,10 +49,7 @@ export interface RawRecord {
   error?: string
 }
 
-/**
- * Size of reads: small, because records are handed on a read's worth at a time, and larger reads
- * raise the import's peak memory at no gain in speed. Tests make it tiny so that every token is split.
- */
+/** Size of reads: larger ones raise the peak memory at no gain in speed. Tests make it tiny to split every token. */
 export const readOptions = { chunkBytes: 1 << 16 }
 
 /** Bytes that are not UTF-8: the import is refused at the first (a decoder would make them U+FFFD). */
@@ -83,10 +79,7 @@ function firstNotUtf8 (bytes: Uint8Array): number {
   return bytes.length
 }
 
-/**
- * The file's bytes, read by readOptions.chunkBytes, checked to be UTF-8 (NotUtf8Error at the first
- * that are not). By hand, with isUtf8: a fatal TextDecoder does not say where, and decodes CSV for nothing.
- */
+/** The file's bytes, checked to be UTF-8: a fatal TextDecoder does not say where, and decodes CSV for nothing. */
 async function * utf8Buffers (path: string, onBytes?: OnBytes): AsyncGenerator<Buffer> {
   const stream = createReadStream(path, { highWaterMark: readOptions.chunkBytes })
   let bytes = 0
@@ -132,17 +125,11 @@ async function * chunks (path: string, onBytes?: OnBytes): AsyncGenerator<string
   for await (const buffer of utf8Buffers(path, onBytes)) yield decoder.decode(buffer, { stream: true })
 }
 
-/**
- * A CSV record that no line break ends. A file cut inside its last field still reads as a valid
- * record (`~heli` for `~helipad`), and an import replaces the whole dataset: so it is refused.
- */
+/** A file cut inside its last field still reads as a valid record (`~heli` for `~helipad`): refused. */
 const CSV_CUT_SHORT = 'the file ends inside this record (no line break after the last record): cut short? ' +
   'Every record, the last one too, must end with a line break'
 
-/**
- * Line numbers of byte offsets of a file read in order (offsets asked for never go back). The
- * records' own line counts are not used: csv-parse counts a CRLF inside a quoted field as two lines.
- */
+/** Line numbers of offsets asked in file order: csv-parse's own count takes a quoted CRLF as two lines. */
 class LineCounter {
   private readonly chunks: Buffer[] = []
   private chunkStart = 0 // file offset of chunks[0]
@@ -169,10 +156,7 @@ class LineCounter {
   }
 }
 
-/**
- * csv-parse's stream handing each record on as it is parsed, with the file offset where it ends
- * (its info.bytes at the push; its per-record info objects cost more than the parse).
- */
+/** csv-parse handing each record on with the offset where it ends (its per-record info objects cost more). */
 class CsvRecords extends CsvParser {
   constructor (options: CsvOptions, private readonly onRecord: (fields: string[], end: number) => void) {
     super(options)
@@ -186,10 +170,8 @@ class CsvRecords extends CsvParser {
 }
 
 /**
- * CSV (RFC 4180) read by csv-parse. A record is labelled with the line it starts on; a record it
- * cannot read (malformed quoting) is reported and reading goes on with the next one. A record
- * longer than MAX_RECORD_BYTES ends the reading, found at the latest one read after the bound
- * (csv-parse would hold it whole, in as many fields as it has commas, and cannot resume inside it).
+ * CSV (RFC 4180), each record labelled with the line it starts on; one with malformed quoting is reported and
+ * reading goes on. One over MAX_RECORD_BYTES ends the reading: csv-parse would hold it whole, and cannot resume.
  */
 async function * readCsvBatches (path: string, onBytes?: OnBytes): AsyncGenerator<RawRecord[]> {
   let column: number[] | undefined // where each of CSV_HEADER's names is in a record

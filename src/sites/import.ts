@@ -1,6 +1,5 @@
-// datasets import: every row validated, coordinates obscured by rounding, all or nothing.
-// The new file is written beside the old one and takes its place only when every row is valid;
-// with a `replace` policy (the CLI's), versions.ts compares it first and keeps the old one.
+// datasets import: every row validated, coordinates obscured by rounding, all or nothing: the new file is written
+// beside the old one and takes its place only when every row is valid.
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { CATEGORY_MAX, SITE_ID_PATTERN, TAG_PATTERN, NAME_RULE, isName } from '../schemas/common.ts'
@@ -104,10 +103,7 @@ interface ImportOptions {
   categoryNames?: Record<number, string>
   /** called with (bytes read, file size, rows read) as the file is read */
   onProgress?: (bytes: number, total: number, rows: number) => void
-  /**
-   * How the new file replaces the old one: compared, checked and the old one kept (versions.ts),
-   * or only checked (a dry run). Without it, the new file is renamed into place.
-   */
+  /** how the new file replaces the old one (versions.ts: the CLI's); without it, it is renamed into place */
   replace?: ReplacePolicy
 }
 

@@ -1,6 +1,5 @@
-// Dataset versions (docs/data-files.md): every import and generate keeps the file it replaces in
-// DATA_DIR/versions/, the newest DATASET_KEEP of them, and a rollback puts one back, keeping the
-// file it replaces in its turn. Files only ever move by link and rename, under a lock per
+// Dataset versions (docs/data-files.md): every import, generate and rollback keeps the file it replaces in
+// DATA_DIR/versions/, the newest DATASET_KEEP of them. Files only move by link and rename, under a lock per
 // dataset, so no command overwrites or loses one; only pruning removes the oldest kept versions.
 import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
@@ -30,19 +29,11 @@ const keptVersion = (datasetFile: string, id: string): KeptVersion => ({
   replacedAt: id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
 })
 
-const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT'
-
 /** The kept versions of a dataset file, newest first. */
 export function keptVersions (datasetFile: string): KeptVersion[] {
-  let names: string[]
-  try {
-    names = readdirSync(versionsDir(datasetFile))
-  } catch (err) {
-    if (isMissing(err)) return []
-    throw err
-  }
+  const dir = versionsDir(datasetFile)
   const prefix = `${datasetName(datasetFile)}.`
-  return names
+  return (existsSync(dir) ? readdirSync(dir) : [])
     .filter((name) => name.startsWith(prefix) && name.endsWith('.db'))
     .map((name) => name.slice(prefix.length, -'.db'.length))
     .filter((id) => VERSION_ID.test(id))
@@ -69,7 +60,8 @@ export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes
   try {
     sizeBytes = statSync(path).size
   } catch (err) {
-    return { error: isMissing(err) ? 'missing' : `unreadable: ${(err as Error).message}` }
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT'
+    return { error: missing ? 'missing' : `unreadable: ${(err as Error).message}` }
   }
   try {
     return { sizeBytes, meta: withDatasetFile(path, readDatasetMeta) }
