@@ -80,10 +80,8 @@ export function prepareDataDir (config: Config): { created: string[] } {
 }
 
 /**
- * The demo partner, created when there is no partner at all, and its token (undefined when none
- * was created). Called once the service listens, on its control.db connection, so the token is
- * printed right after the listening line: a start that fails before that (a port taken) creates
- * none, and the next start does. With STATE_URL the partners live in Redis, made with the CLI.
+ * The demo partner's token, when there was no partner at all. Called once the service listens: a start that fails
+ * before (a port taken) creates none, and the next start does. With STATE_URL the partners are made with the CLI.
  */
 export function createDemoPartner (store: PartnerStore, config: Config): string | undefined {
   if (config.nodeEnv === 'production' || config.stateUrl) return undefined

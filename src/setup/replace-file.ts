@@ -30,10 +30,9 @@ export const tempPathFor = (path: string) =>
 const TEMP_FILE_STALE_MS = 3_600_000
 
 /**
- * Removes the temporary files (and their SQLite -journal, -wal, -shm) that dead writers of `path` left:
- * each can be as large as the dataset. Stale: its pid is not alive, or is ours but the file is older
- * than this process (a reused pid), or it was not written for TEMP_FILE_STALE_MS; a concurrent
- * writer's are left alone. With `mine`, this process's own are stale too (a terminated index worker).
+ * Removes the temporary files (and their SQLite -journal, -wal, -shm) that dead writers of `path` left: each can be
+ * as large as the dataset. Stale: its pid is not alive, or is ours but older than this process (a reused pid), or it
+ * was not written for TEMP_FILE_STALE_MS. With `mine`, this process's own are stale too (a terminated index worker).
  */
 export function removeStaleTempFiles (path: string, options: { mine?: boolean } = {}) {
   const dir = dirname(path)

@@ -37,10 +37,7 @@ function idList (db: Database.Database, sql: string): IdList {
   return list
 }
 
-/**
- * The changes from the dataset file at `oldPath` (none: an empty dataset) to the sites of `db`'s
- * main schema. `db` must be outside a transaction (SQLite attaches a file only then).
- */
+/** The changes from the file at `oldPath` (none: empty) to `db`'s sites; outside a transaction (for ATTACH). */
 export function compareSites (db: Database.Database, oldPath: string | undefined): SiteChanges {
   const after = db.prepare('SELECT count(*) FROM main.sites').pluck().get() as number
   if (oldPath === undefined) {

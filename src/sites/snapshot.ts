@@ -127,10 +127,7 @@ function currentHeader (fd: number, path: string): { header: Header, headerLengt
   return { header, headerLength, meta }
 }
 
-/**
- * The dataset from its snapshot, or undefined when there is none or it does not match the file as it is now (then
- * the file is read the slow way). `unusable` is told why a snapshot that exists is not used.
- */
+/** The dataset from its snapshot; undefined when there is none, or `unusable` is told why it does not fit the file. */
 export function readSnapshot (
   path: string, name: DatasetName, unusable?: (reason: string) => void
 ): Dataset | undefined {
@@ -195,10 +192,7 @@ export function readSnapshot (
   })
 }
 
-/**
- * Whether a snapshot names the dataset file as it is now and was made by this V8 (the header only). Another V8's is
- * still read at boot but not current: the index worker writes it again.
- */
+/** Whether a snapshot names the file as it is now and was made by this V8 (another's is read, and written again). */
 export function snapshotCurrent (path: string): boolean {
   return withSnapshotFile(path, false, undefined, (fd) => currentHeader(fd, path).header.math === SNAPSHOT_MATH)
 }

@@ -162,8 +162,8 @@ export type Replaced = {
 }
 
 /**
- * Puts the writer's file in place of `target`, the current file kept, unless the policy refuses or
- * another command replaced the current one since it was compared. The writer is done with on return.
+ * Puts the writer's file in place of `target`, the current one kept, unless the policy refuses or another command
+ * replaced it since it was compared. The writer is done with on return.
  */
 export function replaceDataset (writer: DatasetWriter, target: string, meta: CommitMeta, policy: ReplacePolicy):
 Replaced {
