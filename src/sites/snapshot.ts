@@ -1,6 +1,8 @@
 // The index snapshot: a dataset as held in memory, written beside its checked file (`production.db.index`) and read
 // back much faster than the SQLite rows. It names the file's size, mtime and meta; one that does not match is ignored.
-import { closeSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync
+} from 'node:fs'
 import KDBush from 'kdbush'
 import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
@@ -35,7 +37,7 @@ function fileIdentity (path: string) {
 }
 
 /** What a snapshot holds: a dataset's columns and indexes, as the index worker reads them from the file. */
-type SnapshotParts = Omit<Dataset, 'name' | 'builtAt' | 'version' | 'filters' | 'tagViews'>
+type SnapshotParts = Omit<Dataset, 'name' | 'builtAt' | 'version' | 'slotFilter' | 'tagViews'>
 
 export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)) {
   const parts: Buffer[] = []
@@ -133,12 +135,15 @@ export function readSnapshot (
 ): Dataset | undefined {
   return withSnapshotFile(path, undefined, unusable, (fd) => {
     const { header, headerLength, meta } = currentHeader(fd, path)
+    // a damaged header naming sections past the end would have them allocated before the read finds the end
+    const size = fstatSync(fd).size
     const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
     // each section read into a buffer of its own: no copy of the whole file, kdbush read into its own ArrayBuffers
     const read = (key: string): ArrayBuffer => {
       const entry = header.sections[key]
       if (!entry) throw new Error(`snapshot has no section ${key}`)
       const [offset, length] = entry
+      if (base + offset + length > size) throw new Error('snapshot is cut short')
       const out = new ArrayBuffer(length)
       const view = new Uint8Array(out)
       let done = 0

@@ -141,6 +141,16 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
   t.equal(readSnapshot(path, 'sandbox', why), undefined, 'cut short')
   writeFileSync(snapshotPath(path), Buffer.concat([Buffer.from('garbage!'), bytes.subarray(8)]))
   t.equal(readSnapshot(path, 'sandbox', why), undefined, 'not a snapshot')
+  // a damaged header naming a section of a terabyte: refused before anything that size is allocated
+  const headerLength = bytes.readUInt32LE(8)
+  const header = JSON.parse(bytes.toString('utf8', 16, 16 + headerLength))
+  const first = Object.keys(header.sections)[0]
+  header.sections[first][1] = 2 ** 40
+  const damaged = Buffer.from(JSON.stringify(header))
+  const lead = Buffer.from(bytes.subarray(0, 16))
+  lead.writeUInt32LE(damaged.length, 8)
+  writeFileSync(snapshotPath(path), Buffer.concat([lead, damaged, bytes.subarray(16 + headerLength)]))
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'a section past the end')
   writeFileSync(snapshotPath(path), good)
   t.equal(readSnapshot(path, 'sandbox', why), undefined, 'an old snapshot put back')
   t.same(reasons, [
@@ -148,6 +158,7 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
     'made from another version of the dataset file (its size or modification time differ)',
     'snapshot is cut short',
     'not an index snapshot of this format (LSPIDX06): another version of the service wrote it, or it is damaged',
+    'snapshot is cut short',
     'made from another version of the dataset file (its size or modification time differ)'
   ], 'each refusal says why')
 })
