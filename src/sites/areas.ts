@@ -85,17 +85,18 @@ export function findInBox (
   if (scan !== undefined) return inOrder()
   const most = ds.count / 16
   // the slots found, and their positions beside them (with one index, the page's records are read by slot)
-  const { walked, slots } = scratch
-  slots.count = 0
+  const { slots, positions } = scratch
+  slots.count = positions.count = 0
   for (const index of indexes) {
     for (const box of boxes) {
       const kept = slots.count
       if (!slotsInBox(index, box, accept, slots, most)) return inOrder()
-      const positions = walked.reserve(slots.count)
-      for (let i = kept; i < slots.count; i++) positions[i] = index.slotPositions[slots.items[i]]
+      const items = positions.reserve(slots.count)
+      for (let i = kept; i < slots.count; i++) items[i] = index.slotPositions[slots.items[i]]
+      positions.count = slots.count
     }
   }
-  const found = walked.items.subarray(0, slots.count)
+  const found = positions.done()
   const order = indexes.length === 1 ? indexes[0].slotPositions : undefined
   const page = pageOf(found, from, size, ds.count, scratch.buckets, order === undefined ? found : slots.items)
   return { total: found.length, sites: page, order }
@@ -164,8 +165,8 @@ export function findAlongRoute (
     eachSite(ds, query, (p) => { if (route.locate(ds.lats[p], ds.lngs[p], 0, radius) <= radius) found.add(p, route) })
     return found.sorted()
   }
-  const { walked } = scratch
-  const behind = sitesBehindStart(plan, route, query.limit, radius, found, walked)
+  const { slots } = scratch
+  const behind = sitesBehindStart(plan, route, query.limit, radius, found, slots)
   if (behind === 'all') return found.sorted()
   const pieceLength = Math.max(radius / 2, route.length / MAX_PIECES)
   for (let leg = 0; leg < route.legs.length; leg++) {
@@ -174,7 +175,7 @@ export function findAlongRoute (
     const pieceOf = (t: number) => pieces === 1 ? 0 : Math.min(pieces - 1, Math.floor(t / step))
     for (let k = 0; k < pieces; k++) {
       const cap = capBoxes(route.pointAt(leg, (k + 0.5) * step), step / 2 + radius)
-      eachLocated(plan, cap, route, leg, radius, walked, (p) => {
+      eachLocated(plan, cap, route, leg, radius, slots, (p) => {
         if (route.leg !== leg || pieceOf(route.t) !== k) return
         if (behind === 'held' && route.along <= TIE_RADIANS) return
         found.add(p, route)
@@ -193,14 +194,14 @@ export function findAlongRoute (
  * answer; 'held': every site within TIE_RADIANS of along 0 and no other; 'none': nothing.
  */
 function sitesBehindStart (
-  plan: SearchPlan, route: Route, limit: number, radius: number, found: Found, walked: Growing
+  plan: SearchPlan, route: Route, limit: number, radius: number, found: Found, slots: Growing
 ): 'all' | 'held' | 'none' {
   let reach = radius / 8
   for (;;) {
     let within = 0
     // sites past `reach` (but for ties) cannot be among the first `limit` when it holds that many
     const bound = Math.min(radius, reach + 2 * TIE_RADIANS)
-    eachLocated(plan, route.behindBoxes(reach + 2 * TIE_RADIANS), route, 0, bound, walked, (p, offset) => {
+    eachLocated(plan, route.behindBoxes(reach + 2 * TIE_RADIANS), route, 0, bound, slots, (p, offset) => {
       if (route.along > TIE_RADIANS) return
       found.add(p, route)
       if (offset <= reach) within++
@@ -218,17 +219,17 @@ function sitesBehindStart (
  * the radius (the route holds the rest of where it lies).
  */
 function eachLocated (
-  { indexes, accept }: SearchPlan, boxes: Box[], route: Route, hint: number, radius: number, walked: Growing,
+  { indexes, accept }: SearchPlan, boxes: Box[], route: Route, hint: number, radius: number, slots: Growing,
   visit: (position: number, offset: number) => void
 ): void {
   for (const box of boxes) {
     for (const index of indexes) {
       // the coordinates by tree slot: read where the walk is, not at random places of lats and lngs
       const { slotPositions: positions, slotCosLats: cosLats, kd: { coords } } = index
-      walked.count = 0
-      slotsInBox(index, box, accept, walked)
-      for (let i = 0; i < walked.count; i++) {
-        const slot = walked.items[i]
+      slots.count = 0
+      slotsInBox(index, box, accept, slots)
+      for (let i = 0; i < slots.count; i++) {
+        const slot = slots.items[i]
         const offset = route.locate(coords[2 * slot + 1], coords[2 * slot], hint, radius, cosLats[slot])
         if (offset <= radius) visit(positions[slot], offset)
       }
@@ -261,12 +262,12 @@ class Growing {
 }
 
 /**
- * What area searches use again: the slots a walk finds (a box's: their positions in `walked`), and a page's counts by
+ * What area searches use again: the tree slots a walk finds, a box's positions beside them, and a page's counts by
  * bucket. One search at a time: each route group that searches keeps its own.
  */
 export class AreaScratch {
-  readonly walked = new Growing()
   readonly slots = new Growing()
+  readonly positions = new Growing()
   readonly buckets = new Uint32Array(1024)
 }
 

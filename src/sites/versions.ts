@@ -29,11 +29,20 @@ const keptVersion = (datasetFile: string, id: string): KeptVersion => ({
   replacedAt: id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
 })
 
+/** A folder's names, none when it does not exist; any other failure (a folder it may not read) is thrown. */
+function readdirIfThere (dir: string): string[] {
+  try {
+    return readdirSync(dir)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw err
+  }
+}
+
 /** The kept versions of a dataset file, newest first. */
 export function keptVersions (datasetFile: string): KeptVersion[] {
-  const dir = versionsDir(datasetFile)
   const prefix = `${datasetName(datasetFile)}.`
-  return (existsSync(dir) ? readdirSync(dir) : [])
+  return readdirIfThere(versionsDir(datasetFile))
     .filter((name) => name.startsWith(prefix) && name.endsWith('.db'))
     .map((name) => name.slice(prefix.length, -'.db'.length))
     .filter((id) => VERSION_ID.test(id))
