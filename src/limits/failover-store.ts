@@ -151,8 +151,8 @@ export class FailoverStore implements AsyncLimiterStore {
   private readonly alone = new Map<string, AloneWindows>()
   /** per partner, the requests this instance accepted in the last day */
   private readonly own = new Map<string, OwnRequests>()
-  /** the requests whose scripts are sent and not answered yet, with their partners */
-  private readonly pending = new Map<number, string>()
+  /** per partner, the requests whose scripts are sent and not answered yet (read when Redis fails) */
+  private readonly pending = new Map<string, Set<number>>()
   /** per partner, requests refused alone after their scripts failed here: Redis may have run them */
   private readonly takeOut = new Map<string, number[]>()
   /** partners whose windows are being read while nothing is known of them */
@@ -235,13 +235,15 @@ export class FailoverStore implements AsyncLimiterStore {
       return this.readIfUnknown(key, windows, now, () => this.hitAlone(key, windows, now))
     }
     const id = this.remote.newId()
-    this.pending.set(id, key)
+    let pending = this.pending.get(key)
+    if (!pending) this.pending.set(key, pending = new Set())
+    pending.add(id)
     return this.remote.hit(key, this.withReserve(windows), now, id).then((result) => {
-      this.pending.delete(id)
+      pending.delete(id)
       if (result.allowed) this.ownOf(key).push(id, result.time!, true)
       return result
     }, (err: unknown) => {
-      this.pending.delete(id)
+      pending.delete(id)
       this.degrade(err)
       return this.readIfUnknown(key, windows, now, () => this.hitAlone(key, windows, now, id))
     })
@@ -280,8 +282,7 @@ export class FailoverStore implements AsyncLimiterStore {
     const alone = this.alone.get(key)
     if (alone?.knowsNothing) alone.know(this.lastAnswer(key, now))
     if (alone) return alone
-    const pending = [...this.pending].filter(([, k]) => k === key).map(([id]) => id)
-    const made = new AloneWindows(this.lastAnswer(key, now), now, windows, pending)
+    const made = new AloneWindows(this.lastAnswer(key, now), now, windows, [...this.pending.get(key) ?? []])
     this.alone.set(key, made)
     return made
   }
