@@ -30,7 +30,7 @@ async function metrics (app: FastifyInstance, options: { log?: MetricSources['lo
     fragmentBytes: () => DATASETS.map((name) => ({ dataset: name, bytes: records.fragmentBytes(datasets.get(name)) })),
     fragmentMemory: records.memory,
     // the usage plugin, registered after this one, decorates it
-    sharedState: () => app.sharedState
+    sharedState: app.redis === undefined ? undefined : () => app.sharedState
   })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
@@ -60,4 +60,6 @@ async function metrics (app: FastifyInstance, options: { log?: MetricSources['lo
   })
 }
 
-export default fp(metrics, { name: 'metrics', dependencies: ['health', 'records', 'datasets', 'partners', 'cache'] })
+export default fp(metrics, {
+  name: 'metrics', dependencies: ['health', 'shared-state', 'records', 'datasets', 'partners', 'cache']
+})

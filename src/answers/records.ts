@@ -7,7 +7,7 @@ import { FragmentMemory, type ChunkAccount, type ChunkHolder } from './fragment-
 
 const EMPTY = new Uint8Array(0)
 const { CHUNK_BITS, CHUNK_BYTES } = FragmentMemory
-/** chunk numbers fit in the 9 bits above a chunk offset: 4 GB of fragments per record form */
+/** chunk numbers fit in the bits of a 32-bit span above a chunk offset */
 const MAX_CHUNKS = 1 << (32 - CHUNK_BITS)
 
 export const KM_PER_NM = 1.852
@@ -109,7 +109,9 @@ export class FragmentStore implements ChunkHolder {
     if (this.used + bytes + 1 > CHUNK_BYTES) {
       let number = this.freeNumbers.pop()
       if (number === undefined) {
-        if (this.views.length === MAX_CHUNKS) throw new Error('record fragments exceed 4 GB for one record form')
+        if (this.views.length === MAX_CHUNKS) {
+          throw new Error(`record fragments exceed ${(MAX_CHUNKS * CHUNK_BYTES) / 2 ** 30} GiB for one record form`)
+        }
         number = this.views.length
       }
       // a fragment starts within CHUNK_BYTES of its chunk's start; one larger than a chunk gets a chunk of its own
@@ -298,6 +300,7 @@ export class FragmentStore implements ChunkHolder {
     return out
   }
 
+  /** A site's fragment alone. */
   one (p: number): Buffer {
     return this.spliced(p)
   }

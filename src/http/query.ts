@@ -35,9 +35,10 @@ export function numberText (text: string, n: number): string {
 function ruleOf (name: string, schema: TSchema, required: boolean) {
   const kind = schema.type as 'number' | 'integer' | 'boolean' | 'string'
   const parser = schema['x-parse'] as string | undefined
-  if (!['number', 'integer', 'boolean', 'string'].includes(kind) || (parser !== undefined && !PARSERS[parser])) {
-    throw new Error(`query parameter ${name}: unsupported type ${String(kind)} or x-parse ${String(parser)}`)
+  if (!['number', 'integer', 'boolean', 'string'].includes(kind)) {
+    throw new Error(`query parameter ${name}: unsupported type ${String(kind)}`)
   }
+  if (parser !== undefined && !PARSERS[parser]) throw new Error(`query parameter ${name}: unknown x-parse ${parser}`)
   return {
     name,
     kind,

@@ -1,6 +1,7 @@
 // `datasets reload --all` over Redis (STATE_URL), for instances on several machines: every instance
 // subscribed to the reload channel reloads from its own files and writes its outcome under the
-// request's key. Its pid, host and address are published beside its heartbeat for the CLI to print.
+// request's key. Its pid and address are published beside its heartbeat for the CLI to print, with its host and
+// start for an operator who looks in Redis (docs/scaling.md).
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'

@@ -43,10 +43,10 @@ class AloneWindows {
   /** since when nothing is known of the partner (-Infinity: an answer is) */
   private unknownSince: number
 
-  constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: number[]) {
+  constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: Iterable<number>) {
     this.log = new AcceptLog(logCapacity(windows))
     this.placeholders = new Set(pending)
-    for (let i = 0; i < pending.length; i++) this.log.push(now)
+    for (let i = 0; i < this.placeholders.size; i++) this.log.push(now)
     this.unknownSince = now
     this.know(known)
   }
@@ -282,7 +282,7 @@ export class FailoverStore implements AsyncLimiterStore {
     const alone = this.alone.get(key)
     if (alone?.knowsNothing) alone.know(this.lastAnswer(key, now))
     if (alone) return alone
-    const made = new AloneWindows(this.lastAnswer(key, now), now, windows, [...this.pending.get(key) ?? []])
+    const made = new AloneWindows(this.lastAnswer(key, now), now, windows, this.pending.get(key) ?? [])
     this.alone.set(key, made)
     return made
   }
@@ -448,6 +448,7 @@ export class FailoverStore implements AsyncLimiterStore {
       own.dropUntil(dayAgo)
       if (own.size === 0) this.own.delete(key)
     }
+    for (const [key, pending] of this.pending) if (pending.size === 0) this.pending.delete(key)
   }
 
   /**

@@ -99,12 +99,12 @@ export function createMetrics (sources: MetricSources) {
     'Requests answered 503 svc_partner_api_unavailable: the shared state (Redis) could not be read or written and ' +
     'nothing was known of a limited window of the partner',
     () => unlabelled(sources.sharedState?.()?.unavailableAnswers ?? 0))
-  gauge('lsp_shared_state_connected',
-    '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
-    'absent without STATE_URL', () => {
-      const shared = sources.sharedState?.()
-      return shared ? unlabelled(shared.degraded ? 0 : 1) : []
-    })
+  const { sharedState } = sources
+  if (sharedState !== undefined) {
+    gauge('lsp_shared_state_connected',
+      '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
+      'absent without STATE_URL', () => unlabelled(sharedState()?.degraded === false ? 1 : 0))
+  }
   counter('lsp_log_lines_dropped_total',
     'Log lines dropped because more than LOG_BUFFER_MB were waiting for their reader',
     () => unlabelled(sources.log?.droppedLines ?? 0))

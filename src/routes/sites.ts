@@ -1,6 +1,7 @@
 // The site searches: near a point (/sites, /sites/nearest), by tag, along a flight route, in a map's box, and one
 // site by id. Each writes its answer's JSON (or GeoJSON with format=geojson) with src/answers/records.ts.
 import { Type } from '@sinclair/typebox'
+import { Nullable } from '../schemas/common.ts'
 import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
@@ -81,7 +82,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'nearestSite', tags: ['sites'], summary: 'The nearest site within the radius, or null',
       querystring: NearbyQuery,
       response: responses(SEARCH_ERRORS, 'The nearest record with its distance, or null',
-        Type.Union([NearestRecord, Type.Null()]), EXAMPLES.nearest)
+        Nullable(NearestRecord), EXAMPLES.nearest)
     }
   }, (request, reply) => {
     const { ds, found: { hits } } = search(request, 1)
@@ -164,7 +165,7 @@ const sitesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'One site by id, or null when it is unknown or outside the allow-list',
       params: SiteParams,
       querystring: DemoQuery,
-      response: responses(SITE_ERRORS, 'The full record, or null', Type.Union([SiteRecord, Type.Null()]), EXAMPLES.site)
+      response: responses(SITE_ERRORS, 'The full record, or null', Nullable(SiteRecord), EXAMPLES.site)
     }
   }, (request, reply) => {
     const ds = request.dataset!

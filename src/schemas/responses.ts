@@ -123,8 +123,9 @@ export function withHeaders (
           'br-compressed (Content-Encoding) when Accept-Encoding asks for it')
       }
     } else {
-      const schema = response.content!['application/json'].schema as { properties: { code: { enum: ErrorCode[] } } }
-      const codes = schema.properties.code.enum
+      // an error body's codes; a status documented with another body (a probe's 503) has none
+      type ErrorSchema = { properties?: { code?: { enum?: ErrorCode[] } } } | undefined
+      const codes = (response.content?.['application/json']?.schema as ErrorSchema)?.properties?.code?.enum ?? []
       const counted = codes.filter((code) => !NOT_COUNTED.includes(code))
       if (limited && counted.length > 0) {
         Object.assign(headers, rateLimit(status === '429', counted.length < codes.length ? counted : undefined))

@@ -224,11 +224,11 @@ function readDataset (db: Database.Database, path: string, check: boolean) {
   return { digest: contentDigest(served), parts: { ...served, count, all, byCategory, tagIndexes } }
 }
 
-/** A dataset of these columns and indexes (read from its file or its snapshot), with what is made from them. */
-export function datasetOf (
-  name: DatasetName, path: string, digest: string,
-  parts: Omit<Dataset, 'name' | 'path' | 'builtAt' | 'digest' | 'version' | 'slotFilter' | 'tagViews'>
-): Dataset {
+/** A dataset's columns and indexes, as read from its file or its snapshot. */
+export type DatasetParts = Omit<Dataset, 'name' | 'path' | 'builtAt' | 'digest' | 'version' | 'slotFilter' | 'tagViews'>
+
+/** A dataset of these columns and indexes, with what is made from them. */
+export function datasetOf (name: DatasetName, path: string, digest: string, parts: DatasetParts): Dataset {
   const { meta, count, categories, byCategory, all, tagIndexes } = parts
   const trees = all === undefined ? [...tagIndexes.values()] : [all, ...tagIndexes.values()]
   return {

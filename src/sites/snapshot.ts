@@ -6,7 +6,7 @@ import {
 import KDBush from 'kdbush'
 import { readDatasetMeta, type DatasetMeta, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles, tempPathFor } from '../setup/replace-file.ts'
-import { datasetOf, withDatasetFile, type Dataset } from './dataset.ts'
+import { datasetOf, withDatasetFile, type Dataset, type DatasetParts } from './dataset.ts'
 import { CodeColumn, StringColumn } from './columns.ts'
 import { identity, subIndexOf, type SubIndex } from './spatial.ts'
 
@@ -37,7 +37,7 @@ function fileIdentity (path: string) {
 }
 
 /** What a snapshot holds: a dataset's columns and indexes, as the index worker reads them from the file. */
-type SnapshotParts = Omit<Dataset, 'name' | 'builtAt' | 'version' | 'slotFilter' | 'tagViews'>
+type SnapshotParts = DatasetParts & Pick<Dataset, 'path' | 'digest'>
 
 export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)) {
   const parts: Buffer[] = []
@@ -81,7 +81,6 @@ export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)
   const indexedTags = [...ds.tagIndexes.keys()]
   for (const tag of indexedTags) addIndex(`tagkd:${tag}`, ds.tagIndexes.get(tag)!)
 
-  // the keys in Header's order: the header is written as JSON
   const header: Header = {
     file: fileIdentity(ds.path), meta: ds.meta, digest: ds.digest, count: ds.count, categories, tags, indexedTags,
     math: SNAPSHOT_MATH, sections

@@ -29,20 +29,19 @@ const keptVersion = (datasetFile: string, id: string): KeptVersion => ({
   replacedAt: id.replace(/T(\d\d)-(\d\d)-(\d\d)/, 'T$1:$2:$3')
 })
 
-/** A folder's names, none when it does not exist; any other failure (a folder it may not read) is thrown. */
-function readdirIfThere (dir: string): string[] {
+const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT'
+
+/** The kept versions of a dataset file, newest first (none without versions/; a folder it cannot read throws). */
+export function keptVersions (datasetFile: string): KeptVersion[] {
+  let names: string[]
   try {
-    return readdirSync(dir)
+    names = readdirSync(versionsDir(datasetFile))
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+    if (isMissing(err)) return []
     throw err
   }
-}
-
-/** The kept versions of a dataset file, newest first. */
-export function keptVersions (datasetFile: string): KeptVersion[] {
   const prefix = `${datasetName(datasetFile)}.`
-  return readdirIfThere(versionsDir(datasetFile))
+  return names
     .filter((name) => name.startsWith(prefix) && name.endsWith('.db'))
     .map((name) => name.slice(prefix.length, -'.db'.length))
     .filter((id) => VERSION_ID.test(id))
@@ -69,8 +68,7 @@ export function describeDatasetFile (path: string): Pick<VersionInfo, 'sizeBytes
   try {
     sizeBytes = statSync(path).size
   } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT'
-    return { error: missing ? 'missing' : `unreadable: ${(err as Error).message}` }
+    return { error: isMissing(err) ? 'missing' : `unreadable: ${(err as Error).message}` }
   }
   try {
     return { sizeBytes, meta: withDatasetFile(path, readDatasetMeta) }

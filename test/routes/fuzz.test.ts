@@ -5,6 +5,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { Type, type TSchema } from '@sinclair/typebox'
+import { Nullable } from '../../src/schemas/common.ts'
 import { Value } from '@sinclair/typebox/value'
 import { ERRORS, type ErrorCode } from '../../src/errors.ts'
 import { BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, USAGE_ERRORS } from '../../src/schemas/errors.ts'
@@ -37,14 +38,14 @@ const ENDPOINTS: Endpoint[] = [
     base: { lat: '51.5', lng: '-0.12', radius: '50' }
   },
   {
-    path: '/v1/sites/nearest', ok: Type.Union([NearestRecord, Type.Null()]), codes: SEARCH_ERRORS,
+    path: '/v1/sites/nearest', ok: Nullable(NearestRecord), codes: SEARCH_ERRORS,
     base: { lat: '48.85', lng: '2.35' }
   },
   {
     path: '/v1/sites/by-tag', ok: TagPage, geo: TagFeatureCollection, codes: BY_TAG_ERRORS,
     base: { tag: '~fuel', per_page: '20' }
   },
-  { path: '/v1/sites/{id}', ok: Type.Union([SiteRecord, Type.Null()]), codes: SITE_ERRORS, base: {} },
+  { path: '/v1/sites/{id}', ok: Nullable(SiteRecord), codes: SITE_ERRORS, base: {} },
   { path: '/v1/usage', ok: UsageReport, codes: USAGE_ERRORS, base: { expand: 'telemetry' } }
 ]
 const INDEX: Endpoint = { path: '/v1', ok: ApiIndex, codes: [], base: {} }

@@ -10,7 +10,7 @@ t.test('metrics before the plugins whose objects it reads', async (t) => {
   const app = Fastify()
   await app.register(health)
   await t.rejects(async () => { await app.register(metrics, { port: 0 }) },
-    /The dependency '(records|datasets|partners|cache)' of plugin 'metrics' is not registered/)
+    /The dependency '(shared-state|records|datasets|partners|cache)' of plugin 'metrics' is not registered/)
   await app.close()
 })
 

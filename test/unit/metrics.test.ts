@@ -49,3 +49,16 @@ t.test('one event-loop monitor and one GC observer for the process, however many
   t.ok(scrapes[0].startsWith('# HELP lsp_process_cpu_user_seconds_total '), 'the process metrics first, as before')
   t.ok(scrapes.every((text) => text.includes('\n# TYPE lsp_http_requests_total counter\n')), 'and the app\'s own')
 })
+
+t.test('the shared state\'s gauge: absent without one, 0 while alone or not yet known, 1 while Redis is used',
+  async (t) => {
+    const scrape = async (sharedState?: MetricSources['sharedState']) =>
+      await createMetrics({ ...sources, sharedState }).registry.getSingleMetricAsString('lsp_shared_state_connected')
+        .catch(() => 'absent')
+    t.equal(await scrape(), 'absent')
+    const value = async (state: ReturnType<NonNullable<MetricSources['sharedState']>>) =>
+      (await scrape(() => state)).split('\n').at(-1)
+    t.equal(await value(undefined), 'lsp_shared_state_connected 0')
+    t.equal(await value({ degraded: true, unavailableAnswers: 0 }), 'lsp_shared_state_connected 0')
+    t.equal(await value({ degraded: false, unavailableAnswers: 0 }), 'lsp_shared_state_connected 1')
+  })
