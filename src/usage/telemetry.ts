@@ -12,9 +12,6 @@ const RECENT_EVENTS = 10
 
 export type TelemetryBlock = ReturnType<typeof telemetryBlock>
 
-/** In process or shared (Redis): `record` is on the request path, `block` serves /usage and the CLI. */
-export type Telemetry = Pick<TelemetryFeed, 'record' | 'block'>
-
 export interface TelemetryEvent {
   timestamp: number, endpoint: string, status: number, rows: number, durationMs: number, dataset: string | null
   cache: 'hit' | 'miss' | 'none'
@@ -29,6 +26,7 @@ interface Feed {
   saved: number
 }
 
+/** The feed in process: `record` is on the request path, `block` serves /usage and the CLI. */
 export class TelemetryFeed {
   private readonly feeds = new Map<string, Feed>()
   private readonly history?: HistoryCounter
@@ -110,8 +108,7 @@ const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
  * Events are also kept in process, which answers while Redis is away. Failed writes are logged
  * once per outage.
  */
-export class SharedTelemetry {
-  readonly local: TelemetryFeed
+export class SharedTelemetry extends TelemetryFeed {
   private readonly prefix: string
   private readonly written: (err?: unknown) => void
 
@@ -119,8 +116,8 @@ export class SharedTelemetry {
     private readonly redis: Redis,
     { prefix = 'lsp:', log, history }: { prefix?: string, log?: Log, history?: HistoryCounter } = {}
   ) {
+    super(TELEMETRY_FEED_SIZE, { history })
     this.prefix = prefix
-    this.local = new TelemetryFeed(TELEMETRY_FEED_SIZE, { history })
     this.written = outageReporter(
       (err) => log?.warn({ err },
         'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
@@ -128,7 +125,7 @@ export class SharedTelemetry {
   }
 
   record (key: string, event: TelemetryEvent) {
-    this.local.record(key, event)
+    super.record(key, event)
     const k = sharedFeedKey(key, this.prefix)
     this.redis.multi().lpush(k, JSON.stringify(event)).ltrim(k, 0, TELEMETRY_FEED_SIZE - 1).pexpire(k, 7 * DAY_MS)
       .exec()
@@ -136,7 +133,7 @@ export class SharedTelemetry {
   }
 
   async block (key: string, now: number): Promise<TelemetryBlock> {
-    const events = await readSharedEvents(this.redis, key, this.prefix).catch(() => this.local.events(key))
+    const events = await readSharedEvents(this.redis, key, this.prefix).catch(() => this.events(key))
     return telemetryBlock(events, TELEMETRY_FEED_SIZE, now)
   }
 }

@@ -31,7 +31,7 @@ if (!skippedWithoutRedis(t)) {
     }
     const telemetry = new SharedTelemetry(redis, { prefix: 'test:', log })
     telemetry.record('p', event(1))
-    await until(() => telemetry.local.events('p').length === 1)
+    await until(() => telemetry.events('p').length === 1)
     await sleep(100)
     t.same(logged, [], 'nothing said while writes work')
 

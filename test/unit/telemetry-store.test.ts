@@ -1,6 +1,6 @@
 // The in-process telemetry feed in control.db (real SQLite): saved and restored as it was (the
 // same block), only new events written, each partner trimmed to the feed's size, a failed save
-// kept for the next; Telemetry.block is a promise; the history sees every event recorded.
+// kept for the next; TelemetryFeed.block is a promise; the history sees every event recorded.
 import t from 'tap'
 import Database from 'better-sqlite3'
 import { join } from 'node:path'
