@@ -1,9 +1,4 @@
-// Prometheus metrics (prom-client), kept in a registry of this service's own: requests and latency
-// by route and status, cache lookups, rate-limit refusals by tier, dataset sizes, the records' JSON
-// in memory, reloads, partner rows read, control.db state, log lines dropped, and Node's process
-// metrics. A request adds to plain numbers; samples are made when Prometheus scrapes
-// (src/metrics/server.ts serves them on METRICS_PORT). Node's process metrics are made once per
-// process and shown by every app's registry (a test process builds many apps).
+// Prometheus metrics (prom-client) in a registry of the app's own, which src/metrics/server.ts serves.
 import { Registry, collectDefaultMetrics, type Metric } from 'prom-client'
 
 /** What the gauges read at scrape time. */
@@ -95,11 +90,11 @@ export function createMetrics (sources: MetricSources) {
     () => [{ labels: { result: 'hit' }, value: lookups.hit }, { labels: { result: 'miss' }, value: lookups.miss }])
   counter('lsp_rate_limit_refusals_total', 'Requests refused with 429, by partner tier',
     () => [...refusals].map(([tier, value]) => ({ labels: { tier }, value })))
+  const { sharedState } = sources
   counter('lsp_shared_state_unavailable_total',
     'Requests answered 503 svc_partner_api_unavailable: the shared state (Redis) could not be read or written and ' +
     'nothing was known of a limited window of the partner',
-    () => unlabelled(sources.sharedState?.()?.unavailableAnswers ?? 0))
-  const { sharedState } = sources
+    () => unlabelled(sharedState?.()?.unavailableAnswers ?? 0))
   if (sharedState !== undefined) {
     gauge('lsp_shared_state_connected',
       '1 while the shared state (Redis, STATE_URL) is used, 0 while this instance limits alone (see /readyz); ' +
