@@ -10,8 +10,6 @@ export interface UsageSources {
   telemetry: { block (key: string, now: number): Promise<TelemetryBlock> }
 }
 
-interface ReportedPartner { id: string, slug: string, name: string, limits: Limits }
-
 function windowReport (w: WindowState, now: number) {
   return {
     limit: w.limit,
@@ -27,7 +25,7 @@ function windowReport (w: WindowState, now: number) {
 /** The report but for `client` (the caller's address, which the route adds); `environment`: the answering dataset. */
 export async function usageReport (
   sources: UsageSources,
-  partner: ReportedPartner,
+  partner: { id: string, slug: string, name: string, limits: Limits },
   options: { environment: DatasetName, telemetry: boolean }
 ) {
   const { now, windows: [minute, hour, day] } = await sources.limiter.state(partner.id, partner.limits)
