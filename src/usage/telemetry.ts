@@ -114,14 +114,14 @@ export class SharedTelemetry extends TelemetryFeed {
 
   constructor (
     private readonly redis: Redis,
-    { prefix = 'lsp:', log, history }: { prefix?: string, log?: Log, history?: HistoryCounter } = {}
+    { prefix = 'lsp:', log, history }: { prefix?: string, log: Log, history?: HistoryCounter }
   ) {
     super(TELEMETRY_FEED_SIZE, { history })
     this.prefix = prefix
     this.written = outageReporter(
-      (err) => log?.warn({ err },
+      (err) => log.warn({ err },
         'telemetry events cannot be written to the shared state (Redis); kept in this process meanwhile'),
-      () => log?.info({}, 'telemetry events are written to the shared state (Redis) again'))
+      () => log.info({}, 'telemetry events are written to the shared state (Redis) again'))
   }
 
   record (key: string, event: TelemetryEvent) {
