@@ -30,9 +30,8 @@ type Sample = { labels: Record<string, string>, value: number, metricName?: stri
 const unlabelled = (value: number): Sample[] => [{ labels: {}, value }]
 
 /**
- * Node's process metrics (prom-client's default metrics), made on first use and kept for the
- * process: they start an event-loop delay monitor and a GC observer that nothing can stop, so one
- * set per app would add one of each per buildApp. They describe the process, not an app.
+ * Node's process metrics (prom-client's defaults), made once per process: they start an event-loop
+ * delay monitor and a GC observer that nothing can stop, which one set per app would add per buildApp.
  */
 let processMetrics: Registry | undefined
 
