@@ -43,12 +43,11 @@ class AloneWindows {
   /** since when nothing is known of the partner (-Infinity: an answer is) */
   private unknownSince: number
 
-  constructor (known: Answer | undefined, now: number, windows: WindowSpec[], pending: Iterable<number>) {
+  constructor (now: number, windows: WindowSpec[], pending: Iterable<number>) {
     this.log = new AcceptLog(logCapacity(windows))
     this.placeholders = new Set(pending)
     for (let i = 0; i < this.placeholders.size; i++) this.log.push(now)
     this.unknownSince = now
-    this.know(known)
   }
 
   /** Takes Redis's answer, if there is one, as what is known (read while nothing was). */
@@ -73,7 +72,7 @@ class AloneWindows {
 
   /** Whether a window cannot be decided alone: nothing known within its length, or a share of its limit under one. */
   unknown (w: Limited, now: number, instances: number): boolean {
-    return this.unknownSince > now - w.seconds * 1000 || Math.floor(w.limit / instances) < 1
+    return this.unknownSince > now - w.seconds * 1000 || w.limit < instances
   }
 
   /** This instance's share of what is left in a window at `now`, its own requests not taken off. */
@@ -137,12 +136,6 @@ class AloneWindows {
     const resetsInMs = next === Infinity ? 0 : next - now
     return { name, seconds, limit: shareOfLimit, used: shareOfLimit - remaining, remaining, rows, resetsInMs }
   }
-}
-
-/** A failure's reason: for a transaction Redis refused, the command's (maxmemory reached, say). */
-function reason (err: unknown): string {
-  const cause = (err as { previousErrors?: unknown[] } | null)?.previousErrors?.[0] ?? err
-  return cause instanceof Error ? cause.message : String(cause)
 }
 
 export class FailoverStore implements AsyncLimiterStore {
@@ -279,12 +272,10 @@ export class FailoverStore implements AsyncLimiterStore {
   }
 
   private windowsAlone (key: string, windows: WindowSpec[], now: number): AloneWindows {
-    const alone = this.alone.get(key)
-    if (alone?.knowsNothing) alone.know(this.lastAnswer(key, now))
-    if (alone) return alone
-    const made = new AloneWindows(this.lastAnswer(key, now), now, windows, this.pending.get(key) ?? [])
-    this.alone.set(key, made)
-    return made
+    let alone = this.alone.get(key)
+    if (!alone) this.alone.set(key, alone = new AloneWindows(now, windows, this.pending.get(key) ?? []))
+    if (alone.knowsNothing) alone.know(this.lastAnswer(key, now))
+    return alone
   }
 
   /** Alone, `answer`; while Redis answers reads but refuses writes, first the partner's windows if nothing is known. */
@@ -372,7 +363,9 @@ export class FailoverStore implements AsyncLimiterStore {
 
   /** Notes why Redis failed; a reply (an error Redis answered with) leaves its windows readable. */
   private failed (err: unknown) {
-    this.error = reason(err)
+    // for a transaction Redis refused, the command's reason (maxmemory reached, say)
+    const cause = (err as { previousErrors?: unknown[] } | null)?.previousErrors?.[0] ?? err
+    this.error = cause instanceof Error ? cause.message : String(cause)
     this.readable = err instanceof ReplyError
   }
 
