@@ -172,7 +172,6 @@ export class FailoverStore implements AsyncLimiterStore {
   private lost: { since: number, putBack: boolean } | null = null
   private timer?: NodeJS.Timeout
   private recovering = false
-  private readonly prefix: string
   private readonly clock: () => number
   private readonly reconnected = () => {
     // maybe a Redis restarted empty with no command failing: alone until the probe has checked
@@ -185,9 +184,8 @@ export class FailoverStore implements AsyncLimiterStore {
     private readonly instanceId: string,
     private readonly log: StoreLog,
     /** `clock`: the limiter's; `probeMs`: the heartbeat's period, 0: only when tick() is called */
-    options: { prefix?: string, clock?: () => number, probeMs?: number } = {}
+    options: { clock?: () => number, probeMs?: number } = {}
   ) {
-    this.prefix = options.prefix ?? 'lsp:'
     this.clock = options.clock ?? Date.now
     redis.on('ready', this.reconnected)
     const probeMs = options.probeMs ?? PROBE_MS
@@ -397,8 +395,8 @@ export class FailoverStore implements AsyncLimiterStore {
       if (this.degradedSince !== null) return
     }
     const now = Date.now()
-    const instances = `${this.prefix}instances`
-    const epochKey = `${this.prefix}epoch`
+    const instances = `${this.remote.prefix}instances`
+    const epochKey = `${this.remote.prefix}epoch`
     let members: string[]
     try {
       const replies = await this.redis.multi()
@@ -453,9 +451,9 @@ export class FailoverStore implements AsyncLimiterStore {
    */
   private async recover () {
     const backAt = Date.now()
-    const epochKey = `${this.prefix}epoch`
+    const epochKey = `${this.remote.prefix}epoch`
     const replies = await this.redis.multi()
-      .set(`${this.prefix}probe`, this.instanceId, 'PX', 60_000)
+      .set(`${this.remote.prefix}probe`, this.instanceId, 'PX', 60_000)
       .set(epochKey, randomUUID(), 'NX')
       .get(epochKey)
       .exec() as [Error | null, unknown][]
@@ -471,7 +469,7 @@ export class FailoverStore implements AsyncLimiterStore {
     let putBack = 0
     if (this.lost !== null && !this.lost.putBack) {
       putBack = await this.add(true)
-      const restored = `${this.prefix}restored`
+      const restored = `${this.remote.prefix}restored`
       await this.redis.multi().hset(restored, this.instanceId, epoch).pexpire(restored, DAY_MS).exec()
       this.lost.putBack = true
     }
@@ -532,7 +530,7 @@ export class FailoverStore implements AsyncLimiterStore {
   private async othersRestored (lostSince: number): Promise<boolean> {
     let waiting: string[] = []
     if (this.peers.length > 0) {
-      const marks = await this.redis.hmget(`${this.prefix}restored`, ...this.peers)
+      const marks = await this.redis.hmget(`${this.remote.prefix}restored`, ...this.peers)
       waiting = this.peers.filter((_, i) => marks[i] !== this.epoch)
     }
     if (waiting.length === 0) return true
@@ -550,7 +548,7 @@ export class FailoverStore implements AsyncLimiterStore {
     clearInterval(this.timer)
     this.redis.off('ready', this.reconnected)
     try {
-      await this.redis.zrem(`${this.prefix}instances`, this.instanceId)
+      await this.redis.zrem(`${this.remote.prefix}instances`, this.instanceId)
     } catch { /* Redis away: the heartbeat goes stale on its own */ }
   }
 }

@@ -159,7 +159,7 @@ export class RedisStore implements AsyncLimiterStore {
   /** the connection's script deadlines, shared with the partners' store on it */
   readonly deadlines: ScriptDeadline
 
-  constructor (redis: Redis, private readonly prefix = 'lsp:') {
+  constructor (redis: Redis, readonly prefix = 'lsp:') {
     this.deadlines = scriptDeadline(redis)
     redis.defineCommand('lspHit', { numberOfKeys: 2, lua: HIT })
     redis.defineCommand('lspSetRows', { numberOfKeys: 2, lua: SET_ROWS })

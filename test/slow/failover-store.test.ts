@@ -29,7 +29,7 @@ if (!skippedWithoutRedis(t)) {
     await once(client, 'ready')
     const log = id === 'a' ? { ...quiet, warn: (_: object, msg: string) => { warned.push(msg) } } : quiet
     const store = new FailoverStore(client, new RedisStore(client, 'fo:'), id, log,
-      { prefix: 'fo:', clock, probeMs: 0 })
+      { clock, probeMs: 0 })
     t.teardown(async () => { await store.close(); client.disconnect() })
     return { client, store, limiter: new RateLimiter(store, clock) }
   }
