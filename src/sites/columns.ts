@@ -47,10 +47,6 @@ export class StringColumn {
     }
     return -1
   }
-
-  toArray (): string[] {
-    return Array.from({ length: this.length }, (_, i) => this.at(i))
-  }
 }
 
 /** A column of few distinct strings (regions, countries): the values once, and a 16-bit code per row. */
@@ -88,9 +84,5 @@ export class CodeColumn {
 
   at (i: number): string {
     return this.table[this.codes[i]]
-  }
-
-  toArray (): string[] {
-    return Array.from(this.codes, (code) => this.table[code])
   }
 }

@@ -415,7 +415,7 @@ async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGene
         out.push({ label, error: 'not valid JSON' })
         return false
       }
-      out.push(featureRecord(value, n))
+      out.push(featureRecord(label, value))
     }
     return true
   }
@@ -493,8 +493,7 @@ async function * readGeojsonBatches (path: string, onBytes?: OnBytes): AsyncGene
   }
 }
 
-function featureRecord (value: unknown, n: number): RawRecord {
-  const label = `feature ${n}`
+function featureRecord (label: string, value: unknown): RawRecord {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { label, error: 'not a JSON object' }
   const feature = value as {
     type?: unknown, geometry?: { type?: unknown, coordinates?: unknown }, properties?: unknown
