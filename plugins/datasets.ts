@@ -11,7 +11,9 @@ declare module 'fastify' {
 }
 
 async function datasets (app: FastifyInstance, options: { dataDir: string, workerMinMb: number }) {
-  const registry = await DatasetRegistry.open(options.dataDir, app.log, options.workerMinMb * 1024 * 1024)
+  const registry = await DatasetRegistry.open({
+    dataDir: options.dataDir, log: app.log, workerMinBytes: options.workerMinMb * 1024 * 1024
+  })
   for (const name of DATASETS) {
     const ds = registry.get(name)
     app.log.info({ dataset: name, sites: ds.count, builtAt: ds.builtAt }, 'dataset loaded')

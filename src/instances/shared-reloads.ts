@@ -56,13 +56,12 @@ export function listenForSharedReloads (
   })
   return {
     /**
-     * Resolves true once subscribed, the info published and a first heartbeat written (the
-     * limiter's store writes the next ones), or false after `timeoutMs` (ioredis subscribes when
-     * Redis is back).
+     * Resolves true once subscribed, the info published and a first heartbeat written (the limiter's store
+     * writes the next ones), or false after SUBSCRIBE_WAIT_MS (ioredis subscribes when Redis is back).
      */
-    async ready (timeoutMs = SUBSCRIBE_WAIT_MS): Promise<boolean> {
+    async ready (): Promise<boolean> {
       const heartbeat = writer.zadd(INSTANCES_KEY, Date.now(), instanceId).catch(() => {})
-      const late = sleep(timeoutMs, false, { ref: false })
+      const late = sleep(SUBSCRIBE_WAIT_MS, false, { ref: false })
       return await Promise.race([Promise.all([subscribed, publishInfo(), heartbeat]).then(([ok]) => ok), late])
     },
     /** the address this instance listens on, published for the CLI */

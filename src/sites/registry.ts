@@ -12,24 +12,20 @@ import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
 
 type Datasets = Record<DatasetName, Dataset>
-type DatasetLog = Pick<Logger, 'info' | 'warn'>
-type Load = (verify: boolean, signal?: AbortSignal) => Promise<Datasets>
+/** workerMinBytes: a file this large or larger is verified and indexed in a worker thread, which writes its snapshot */
+interface LoadOptions { dataDir: string, log: Pick<Logger, 'info' | 'warn'>, workerMinBytes: number }
 
 export class DatasetRegistry {
-  private readonly swapListeners: ((datasets: Datasets) => void)[] = []
+  private readonly swapListeners: (() => void)[] = []
   private pending: Promise<unknown> = Promise.resolve()
   /** aborted by close(): a reload under way stops (its worker terminated), and none starts */
   private readonly closing = new AbortController()
 
-  private constructor (private current: Datasets, private readonly load: Load) {}
+  private constructor (private current: Datasets, private readonly options: LoadOptions) {}
 
-  /**
-   * Loads both datasets: from their index snapshots when current; else a file of workerMinBytes or
-   * more is verified and indexed in a worker thread (which writes the snapshot), a smaller one here.
-   */
-  static async open (dataDir: string, log: DatasetLog, workerMinBytes: number): Promise<DatasetRegistry> {
-    const load: Load = (verify, signal) => loadAll(dataDir, verify, log, workerMinBytes, signal)
-    return new DatasetRegistry(await load(false), load)
+  /** Loads both datasets: from their index snapshots when current, else from their files. */
+  static async open (options: LoadOptions): Promise<DatasetRegistry> {
+    return new DatasetRegistry(await loadAll(options, false), options)
   }
 
   get (name: DatasetName): Dataset {
@@ -51,7 +47,7 @@ export class DatasetRegistry {
   }
 
   /** Called after every swap (the response cache empties itself here). */
-  onSwap (listener: (datasets: Datasets) => void) {
+  onSwap (listener: () => void) {
     this.swapListeners.push(listener)
   }
 
@@ -64,13 +60,13 @@ export class DatasetRegistry {
     const run = this.pending.then(async (): Promise<ReloadOutcome> => {
       let next: Datasets
       try {
-        next = await this.load(true, this.closing.signal)
+        next = await loadAll(this.options, true, this.closing.signal)
       } catch (err) {
         return { ok: false, error: (err as Error).message, datasets: this.served() }
       }
       if (this.closing.signal.aborted) return { ok: false, error: RELOAD_STOPPED, datasets: this.served() }
       this.current = next
-      for (const listener of this.swapListeners) listener(next)
+      for (const listener of this.swapListeners) listener()
       return { ok: true, datasets: this.served() }
     })
     this.pending = run.catch(() => undefined)
@@ -127,11 +123,7 @@ async function indexInWorker (job: IndexJob, signal?: AbortSignal): Promise<Inde
 }
 
 async function loadAll (
-  dataDir: string,
-  verify: boolean,
-  log: DatasetLog,
-  workerMinBytes: number,
-  signal?: AbortSignal
+  { dataDir, log, workerMinBytes }: LoadOptions, verify: boolean, signal?: AbortSignal
 ): Promise<Datasets> {
   const loaded = {} as Datasets
   for (const name of DATASETS) {

@@ -31,6 +31,9 @@ interface Header {
 /** Math.cos is V8's own: the same V8 on the same architecture gives the same bits, another one's are made again. */
 export const SNAPSHOT_MATH = `${process.arch} v8 ${process.versions.v8}`
 
+/** Bytes to the next multiple of 8: every section starts at one (this layout's, though each is read on its own). */
+const padTo8 = (length: number) => (8 - (length % 8)) % 8
+
 function fileIdentity (path: string) {
   const s = statSync(path)
   return { size: s.size, mtimeMs: s.mtimeMs }
@@ -39,7 +42,8 @@ function fileIdentity (path: string) {
 /** What a snapshot holds: a dataset's columns and indexes, as the index worker reads them from the file. */
 type SnapshotParts = DatasetParts & Pick<Dataset, 'path' | 'digest'>
 
-export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)) {
+export function writeSnapshot (ds: SnapshotParts) {
+  const target = snapshotPath(ds.path)
   const parts: Buffer[] = []
   const sections: SectionTable = {}
   let offset = 0
@@ -50,7 +54,7 @@ export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)
     sections[name] = [offset, buf.length]
     parts.push(buf)
     offset += buf.length
-    const pad = (8 - (offset % 8)) % 8 // typed arrays read back in place need aligned offsets
+    const pad = padTo8(offset)
     if (pad) { parts.push(Buffer.alloc(pad)); offset += pad }
   }
   add('ids', ds.ids.bytes)
@@ -89,7 +93,7 @@ export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)
   const lead = Buffer.alloc(16)
   lead.write(MAGIC, 0, 'latin1')
   lead.writeUInt32LE(headerBytes.length, 8)
-  const headerPad = Buffer.alloc((8 - ((16 + headerBytes.length) % 8)) % 8)
+  const headerPad = Buffer.alloc(padTo8(16 + headerBytes.length))
   // named as the dataset writers' are: one left by a killed service is removed, a concurrent writer's left alone
   removeStaleTempFiles(target)
   const tmp = tempPathFor(target)
@@ -106,8 +110,8 @@ export function writeSnapshot (ds: SnapshotParts, target = snapshotPath(ds.path)
   renameSync(tmp, target)
 }
 
-/** The snapshot's header if it names the dataset file as it is now (size, mtime, meta); else throws why not. */
-function currentHeader (fd: number, path: string): { header: Header, headerLength: number, meta: DatasetMeta } {
+/** The header and where the sections start, if it names the dataset file as it is now (size, mtime, meta). */
+function currentHeader (fd: number, path: string): { header: Header, sectionsAt: number, meta: DatasetMeta } {
   const lead = Buffer.alloc(16)
   if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) {
     throw new Error(`not an index snapshot of this format (${MAGIC}): ` +
@@ -125,7 +129,7 @@ function currentHeader (fd: number, path: string): { header: Header, headerLengt
   if (JSON.stringify(meta) !== JSON.stringify(header.meta)) {
     throw new Error('made from another version of the dataset file (its meta differs)')
   }
-  return { header, headerLength, meta }
+  return { header, sectionsAt: 16 + headerLength + padTo8(16 + headerLength), meta }
 }
 
 /** The dataset from its snapshot; undefined when there is none, or `unusable` is told why it does not fit the file. */
@@ -133,21 +137,20 @@ export function readSnapshot (
   path: string, name: DatasetName, unusable?: (reason: string) => void
 ): Dataset | undefined {
   return withSnapshotFile(path, undefined, unusable, (fd) => {
-    const { header, headerLength, meta } = currentHeader(fd, path)
+    const { header, sectionsAt, meta } = currentHeader(fd, path)
     // a damaged header naming sections past the end would have them allocated before the read finds the end
     const size = fstatSync(fd).size
-    const base = 16 + headerLength + ((8 - ((16 + headerLength) % 8)) % 8)
     // each section read into a buffer of its own: no copy of the whole file, kdbush read into its own ArrayBuffers
     const read = (key: string): ArrayBuffer => {
       const entry = header.sections[key]
       if (!entry) throw new Error(`snapshot has no section ${key}`)
       const [offset, length] = entry
-      if (base + offset + length > size) throw new Error('snapshot is cut short')
+      if (sectionsAt + offset + length > size) throw new Error('snapshot is cut short')
       const out = new ArrayBuffer(length)
       const view = new Uint8Array(out)
       let done = 0
       while (done < length) {
-        const n = readSync(fd, view, done, length - done, base + offset + done)
+        const n = readSync(fd, view, done, length - done, sectionsAt + offset + done)
         if (n <= 0) throw new Error('snapshot is cut short')
         done += n
       }
