@@ -1,13 +1,12 @@
 // A SQLite file opened to read and nothing else (the operator CLI's reading commands): no file made
 // in DATA_DIR, so an operator who may only read it can look, and leaves nothing the service cannot write.
-import { existsSync, readFileSync, statSync, type BigIntStats } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
+import { fileIdentity } from './replace-file.ts'
 
 /** SQLite's header bytes 18 and 19: the file format's write and read versions, 2 in WAL mode. */
 const WAL_FORMAT = 2
 const ROLLBACK_FORMAT = 1
-
-const unchanged = (a: BigIntStats, b: BigIntStats) => a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs
 
 /**
  * The file at `path`, read only. A read-only connection to a WAL-mode file with no writer makes a
@@ -31,11 +30,11 @@ export function openReadOnly (path: string): Database.Database {
  */
 function fromCopy (path: string): Database.Database | undefined {
   for (let attempt = 0; attempt < 3 && existsSync(path) && !existsSync(`${path}-wal`); attempt++) {
-    const before = statSync(path, { bigint: true })
+    const before = fileIdentity(path)
     const image = readFileSync(path)
     // not WAL: SQLite makes no index
     if (image.length < 100 || image[18] !== WAL_FORMAT || image[19] !== WAL_FORMAT) return undefined
-    if (existsSync(`${path}-wal`) || !unchanged(before, statSync(path, { bigint: true }))) continue
+    if (existsSync(`${path}-wal`) || fileIdentity(path) !== before) continue
     image[18] = image[19] = ROLLBACK_FORMAT
     return new Database(image, { readonly: true })
   }

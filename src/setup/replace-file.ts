@@ -7,6 +7,12 @@ import {
 import { once } from 'node:events'
 import { basename, dirname, join } from 'node:path'
 
+/** What tells one file at a path from another (undefined: none there): a file moved in, out or written changes it. */
+export function fileIdentity (path: string): string | undefined {
+  const s = statSync(path, { bigint: true, throwIfNoEntry: false })
+  return s && `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}`
+}
+
 /** fsync of a file, or of a directory: the names made or renamed in it survive a power cut. */
 export function fsyncPath (path: string) {
   const fd = openSync(path, 'r')

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3'
 import { readDatasetMeta, type CommitMeta, type DatasetMeta, type DatasetWriter } from './dataset-file.ts'
 import { checkDatasetHead, quickCheck, withDatasetFile } from './dataset.ts'
 import type { SiteChanges } from './changes.ts'
-import { fsyncPath } from '../setup/replace-file.ts'
+import { fileIdentity, fsyncPath } from '../setup/replace-file.ts'
 
 /** How long a command waits for another's lock on the same dataset (held for a few file moves). */
 const LOCK_WAIT_MS = 10_000
@@ -85,12 +85,6 @@ const keptInfo = (v: KeptVersion, file = describeDatasetFile(v.path)): VersionIn
 export function listVersions (datasetFile: string): VersionInfo[] {
   const kept = keptVersions(datasetFile).map((v) => keptInfo(v)).filter((v) => v.error !== 'missing')
   return [{ version: 'current', current: true, path: datasetFile, ...describeDatasetFile(datasetFile) }, ...kept]
-}
-
-/** What tells one file at a path from another: any file moved in or out changes it. */
-function identity (path: string): string | undefined {
-  const s = statSync(path, { throwIfNoEntry: false })
-  return s && `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
 }
 
 /** Runs `fn` holding SQLite's exclusive lock on versions/<dataset>.lock: an OS lock dies with its process. */
@@ -175,7 +169,7 @@ export type Replaced = {
 export function replaceDataset (writer: DatasetWriter, target: string, meta: CommitMeta, policy: ReplacePolicy):
 Replaced {
   try {
-    const compared = identity(target)
+    const compared = fileIdentity(target)
     let changes: SiteChanges
     let unreadable: string | undefined
     try {
@@ -192,7 +186,7 @@ Replaced {
     }
     const { siteCount, builtAt, file } = writer.finish(meta)
     return withLock(target, (): Replaced => {
-      if (identity(target) !== compared) return { ok: false, refusal: 'replaced-meanwhile', changes }
+      if (fileIdentity(target) !== compared) return { ok: false, refusal: 'replaced-meanwhile', changes }
       const { kept, ...pruned } = putInPlace(target, file, policy.keep)
       return { ok: true, dryRun: false, siteCount, builtAt, changes, unreadable, kept: kept?.id, ...pruned }
     })
@@ -231,12 +225,12 @@ export function rollbackDataset (datasetFile: string, { keep, to }: { keep: numb
   if (!pick) {
     throw new Error(`${datasetFile} has no kept version ${to}; its versions: ${kept.map((v) => v.id).join(', ')}`)
   }
-  const current = identity(datasetFile)
-  const picked = identity(pick.path)
+  const current = fileIdentity(datasetFile)
+  const picked = fileIdentity(pick.path)
   const restored = keptInfo(pick, { sizeBytes: statSync(pick.path).size, meta: checkVersion(pick) })
   const replaced = current === undefined ? undefined : describeDatasetFile(datasetFile)
   return withLock(datasetFile, () => {
-    if (identity(datasetFile) !== current || identity(pick.path) !== picked) {
+    if (fileIdentity(datasetFile) !== current || fileIdentity(pick.path) !== picked) {
       throw new Error(`${datasetFile} or version ${pick.id} changed while the rollback ran (another import, ` +
         'generate or rollback): nothing changed; look at datasets versions and run it again')
     }
