@@ -13,11 +13,9 @@ declare module 'fastify' {
   }
 }
 
-/** The service waits this long for a lock the CLI holds on control.db, then retries on its next tick. */
-const SERVICE_BUSY_TIMEOUT_MS = 250
-
 async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number }) {
-  const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: SERVICE_BUSY_TIMEOUT_MS })
+  // waits 250 ms at most for a lock the CLI holds on control.db, then retries on its next tick
+  const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: 250 })
   const directory = new PartnerDirectory(store, app.redis ? new RedisPartnerStore(app.redis) : undefined)
   const reloaded = (changed: number) => {
     if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')

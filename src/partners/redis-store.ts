@@ -10,9 +10,6 @@ import {
 import { newToken, tokenDigest } from './tokens.ts'
 import { scriptDeadline, tooLate, type ScriptDeadline } from '../shared-state/script-deadline.ts'
 
-const digestTaken = (slug: string) =>
-  new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
-
 /** Changes kept in the list: an instance further behind reads every partner again. */
 export const CHANGES_KEPT = 1000
 
@@ -138,11 +135,6 @@ export class RedisPartnerStore {
     return result as T
   }
 
-  /** Changes whenever a partner is written. */
-  async version (): Promise<number> {
-    return Number(await this.redis.get(this.keys[2]) ?? 0)
-  }
-
   /** The version, and the epoch: the same until Redis loses its data (a store without one gets one). */
   async state (): Promise<{ version: number, epoch: string }> {
     const [version, epoch] = await this.run<[string, string]>('lspPartnersState', randomUUID())
@@ -195,7 +187,9 @@ export class RedisPartnerStore {
   private async patch (slug: string, fields: Partial<PartnerRow>): Promise<Partner> {
     const result = await this.write<string>('lspPatchPartner', slug, JSON.stringify(fields))
     if (result === 'not_found') throw notFound(slug)
-    if (result === 'digest') throw digestTaken(slug)
+    if (result === 'digest') {
+      throw new PartnerStoreError('conflict', `partner '${slug}': its token digest belongs to another partner`)
+    }
     return fromRow(JSON.parse(result))
   }
 
