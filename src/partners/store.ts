@@ -110,10 +110,12 @@ export function effectiveLimits (partner: Pick<Partner, 'tier' | 'limitOverrides
   return limits
 }
 
+const slugFromName = (name: string) => name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-')
+  .replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '')
+
 /** A new partner's row and its token (shown once; only its digest is kept). */
 export function newPartnerRow (input: NewPartner): { row: PartnerRow, token: string } {
-  const slug = input.slug ?? input.name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '')
+  const slug = input.slug ?? slugFromName(input.name)
   if (!slug) throw new PartnerStoreError('invalid', 'cannot derive a slug from the name; give --slug')
   const token = newToken()
   const now = new Date().toISOString()
