@@ -22,7 +22,7 @@ async function errors (app: FastifyInstance) {
     }
     // A framework 4xx (bad URL encoding...): its message may quote the URL, token and all: only the status passes.
     request.log.info({ code: err.code }, 'request refused by the framework')
-    return send(reply, new ApiError('rest_bad_request', {}, undefined, status))
+    return send(reply, new ApiError('rest_bad_request', {}, status))
   })
 }
 

@@ -134,7 +134,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     const status = httpRefusal(request.raw)
     if (status === 0) return done()
     reply.header('connection', 'close')
-    done(new ApiError('rest_bad_request', {}, undefined, status))
+    done(new ApiError('rest_bad_request', {}, status))
   })
   await app.register(health)
   await app.register(sharedState, { stateUrl: config.stateUrl || undefined })

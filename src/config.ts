@@ -95,12 +95,12 @@ export const ENV_KEYS = Object.keys(EnvSchema.properties) as (keyof Env)[]
 
 export function loadConfig (
   env: Record<string, string | undefined> = process.env,
-  options: { envFile?: string | false, cwd?: string } = {}
+  options: { envFile?: boolean, cwd?: string } = {}
 ): Config {
   const cwd = options.cwd ?? process.cwd()
-  // `.env` when present; real variables win over the file
-  const envFile = options.envFile === false ? undefined : resolve(cwd, options.envFile ?? '.env')
-  const fileVars = envFile && existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {}
+  // `.env` when present (unless envFile is false); real variables win over the file
+  const envFile = resolve(cwd, '.env')
+  const fileVars = options.envFile !== false && existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {}
   const raw: Record<string, string> = {}
   for (const key of ENV_KEYS) {
     const value = env[key] ?? fileVars[key]

@@ -98,17 +98,17 @@ export class ApiError extends Error {
   private readonly plain: boolean
 
   /** `status` overrides the catalogue's only for rest_bad_request (a framework or HTTP parser 4xx passed on). */
-  constructor (readonly code: ErrorCode, extra: Extra = NO_EXTRA, message?: string, status?: number) {
+  constructor (readonly code: ErrorCode, extra: Extra = NO_EXTRA, status?: number) {
     const entry = ERRORS[code]
     // An expected answer, not a fault: no stack trace to capture (the costliest part of an Error).
     const stackTraceLimit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
     const reason = extra.reason === undefined ? undefined : (entry as Reasons).reasons?.[extra.reason]
-    super(message ?? reason ?? fill(code, extra))
+    super(reason ?? fill(code, extra))
     Error.stackTraceLimit = stackTraceLimit
     this.name = 'ApiError'
     this.statusCode = status ?? entry.status
-    this.plain = extra === NO_EXTRA && message === undefined && status === undefined
+    this.plain = extra === NO_EXTRA && status === undefined
     this.data = this.plain ? { status: this.statusCode } : { status: this.statusCode, ...extra }
   }
 

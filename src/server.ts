@@ -1,9 +1,9 @@
 // Entry point: configuration, first-boot files, the app, listen; SIGHUP reloads the datasets,
-// SIGTERM/SIGINT, an uncaught exception or an unhandled rejection close gracefully (src/http/shutdown.ts).
+// SIGTERM/SIGINT, an uncaught exception or an unhandled rejection close gracefully.
+import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.ts'
 import { createDemoPartner, prepareDataDir } from './setup/data-dir.ts'
 import { ConfigError, loadConfig } from './config.ts'
-import { closeOnSignals } from './http/shutdown.ts'
 import { holdTickShape } from './http/tick-shape.ts'
 import { logDestination } from './http/log-destination.ts'
 
@@ -22,9 +22,30 @@ async function main () {
   const app = await buildApp(config, { destination })
   for (const path of prepared.created) app.log.info({ path }, 'created missing data file')
 
-  const shutdown = closeOnSignals(app, { timeoutMs: config.shutdownTimeoutMs, afterClose: () => destination.settled() })
+  // Requests in flight, then the log's last lines, within SHUTDOWN_TIMEOUT_MS; exit 0 after a clean close on a
+  // signal, else 1. A forced exit saves the counters before close-with-grace's process.exit: synchronously to
+  // control.db, or with STATE_URL a history flush only started, so the counts since the last one may be lost.
+  let closing = false
+  const forced = (msg: string, fields: object = {}) => {
+    app.log.error(fields, msg)
+    app.saveCounters()
+  }
+  closeWithGrace({
+    delay: config.shutdownTimeoutMs,
+    skip: ['SIGHUP'],
+    logger: { error: (err: unknown) => app.log.error({ err }, 'close failed') },
+    onTimeout: () => forced('graceful close timed out; exiting'),
+    onSecondSignal: (signal) => forced('second signal while closing; exiting', { signal }),
+    onSecondError: (err) => forced('error while closing; exiting', { err })
+  }, async ({ signal, err }) => {
+    closing = true
+    if (err) app.log.fatal({ err }, 'uncaught error; closing')
+    else app.log.info({ signal }, 'closing')
+    await app.close()
+    await destination.settled()
+  })
   const reload = () => {
-    if (!shutdown.closing()) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
+    if (!closing) app.reloadDatasets('SIGHUP').catch((err) => app.log.error({ err }, 'reload failed'))
   }
   process.off('SIGHUP', askedEarly).on('SIGHUP', reload)
   if (reloadAsked) reload()

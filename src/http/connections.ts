@@ -61,7 +61,7 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
   // As Node's own handler: never an answer over one already begun on this connection.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage
   if (socket.writable && inFlight?.headersSent !== true) {
-    socket.write(rawResponse(new ApiError('rest_bad_request', {}, undefined, status), requestId))
+    socket.write(rawResponse(new ApiError('rest_bad_request', {}, status), requestId))
   }
   // Only the code: the error's message and raw packet may quote the request, token and all.
   if (status === 408) this.log.debug({ reqId: requestId, code: err.code }, 'connection timed out')

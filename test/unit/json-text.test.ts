@@ -42,8 +42,8 @@ t.test('an error body is JSON.stringify(toBody()) for every code, with and witho
       t.equal(error.toJson(), JSON.stringify(error.toBody()), `${code}, parameters ${extras.indexOf(extra)}`)
       checked++
     }
-    const other = new ApiError(code, {}, 'a message given "as is"', code === 'rest_bad_request' ? 413 : undefined)
-    t.equal(other.toJson(), JSON.stringify(other.toBody()), `${code} with its own message`)
+    const other = new ApiError(code, {}, code === 'rest_bad_request' ? 413 : undefined)
+    t.equal(other.toJson(), JSON.stringify(other.toBody()), `${code} with an empty extra or its own status`)
   }
   t.equal(checked, Object.keys(ERRORS).length * extras.length)
 })
