@@ -26,8 +26,7 @@ function documentedQuery (schema: QuerySchema): QuerySchema {
   return { ...schema, properties, required }
 }
 
-async function openapi (app: FastifyInstance, options: { supportContact?: string }) {
-  const contact = options.supportContact ?? ''
+async function openapi (app: FastifyInstance, { supportContact: contact }: { supportContact: string }) {
   const declared: FastifyInstance['declaredRoutes'] = []
   app.decorate('declaredRoutes', declared)
   app.addHook('onRoute', (route) => {

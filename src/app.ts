@@ -44,7 +44,7 @@ export function loggerOptions (config: Config) {
   return {
     level: config.logLevel,
     serializers: {
-      req (request: { method: string, url: string, ip?: string, id?: string }) {
+      req (request: { method: string, url: string, ip?: string }) {
         return { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }
       }
     }
