@@ -29,10 +29,6 @@ import reload from '../plugins/reload.ts'
 import usage from '../plugins/usage.ts'
 import cache from '../plugins/cache.ts'
 
-declare module 'fastify' {
-  interface FastifyInstance { config: Config }
-}
-
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 
 /** `destination`: where the default logger writes (src/server.ts's); `clock`: the rate limiter's (tests inject one). */
@@ -108,7 +104,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  app.decorate('config', config)
   // Fastify's HEAD route ends its onSend hooks with a body dropper, before those added later: it goes, so a HEAD
   // runs its GET's hooks in full (same ETag, encoding and usage record). Node sends no body for a HEAD.
   app.addHook('onRoute', (route) => {

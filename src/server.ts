@@ -32,7 +32,7 @@ async function main () {
   }
   closeWithGrace({
     delay: config.shutdownTimeoutMs,
-    skip: ['SIGHUP'],
+    skip: ['SIGHUP'], // SIGHUP reloads the datasets
     logger: { error: (err: unknown) => app.log.error({ err }, 'close failed') },
     onTimeout: () => forced('graceful close timed out; exiting'),
     onSecondSignal: (signal) => forced('second signal while closing; exiting', { signal }),
