@@ -12,25 +12,6 @@ export const canonicalOf = (value: unknown): string => (value as { [CANONICAL]?:
 
 const INTEGER = /^[+-]?\d+$/
 const MAX_SHOWN = 64
-/** A decimal as String(number) writes one, but for trailing zeros after the point (toFixed's). */
-const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d*)?$/
-
-/** String(n) for a number parsed from `text`: the text less trailing zeros when that is it (cheaper, ≤ 15 digits). */
-export function numberText (text: string, n: number): string {
-  if (text.length <= 24 && PLAIN_DECIMAL.test(text)) {
-    let end = text.length
-    if (text.includes('.')) {
-      while (text.charCodeAt(end - 1) === 48) end-- // 0
-      if (text.charCodeAt(end - 1) === 46) end-- // .
-    }
-    const digits = end - (text.charCodeAt(0) === 45 ? 1 : 0) - (text.lastIndexOf('.', end - 1) >= 0 ? 1 : 0)
-    if (digits <= 15 && (n === 0 ? end === 1 : Math.abs(n) >= 1e-6)) {
-      return end === text.length ? text : text.slice(0, end)
-    }
-  }
-  return String(n)
-}
-
 /** A parameter's rule, read once from its schema. */
 function ruleOf (name: string, schema: TSchema, required: boolean) {
   const kind = schema.type as 'number' | 'integer' | 'boolean' | 'string'
@@ -153,7 +134,7 @@ export function compileQuery (schema: TObject): QueryValidator {
         continue
       }
       value[rule.name] = parsed
-      const text = typeof parsed === 'number' ? numberText(raw as string, parsed) : String(parsed)
+      const text = String(parsed)
       canonical += rule.prefix + text + '&'
     }
 
