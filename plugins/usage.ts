@@ -3,13 +3,13 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { FailoverStore } from '../src/limits/failover-store.ts'
 import type { RateLimiter } from '../src/limits/limiter.ts'
-import type { TelemetryFeed } from '../src/usage/telemetry.ts'
+import type { Telemetry } from '../src/usage/telemetry.ts'
 import { createUsageState } from '../src/usage/usage-state.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     limiter: RateLimiter
-    telemetry: TelemetryFeed
+    telemetry: Telemetry
     /** the shared state's health, when STATE_URL is set */
     sharedState?: FailoverStore
     /** Saves the counters, telemetry feed and history now; never throws, never rejects. */
@@ -30,7 +30,7 @@ async function usage (app: FastifyInstance, options: { clock?: () => number, sav
   if (state.failover) app.decorate('sharedState', state.failover)
   app.decorate('saveCounters', state.save)
   app.decorate('limiter', state.limiter)
-  app.decorate<TelemetryFeed>('telemetry', state.telemetry)
+  app.decorate<Telemetry>('telemetry', state.telemetry)
   // onClose hooks run last registered first: this one before control.db and Redis close
   app.addHook('onClose', () => state.close())
 }

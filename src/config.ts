@@ -99,8 +99,8 @@ export function loadConfig (
 ): Config {
   const cwd = options.cwd ?? process.cwd()
   // `.env` when present (unless envFile is false); real variables win over the file
-  const envFile = resolve(cwd, '.env')
-  const fileVars = options.envFile !== false && existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {}
+  const dotEnv = resolve(cwd, '.env')
+  const fileVars = options.envFile !== false && existsSync(dotEnv) ? parseEnv(readFileSync(dotEnv, 'utf8')) : {}
   const raw: Record<string, string> = {}
   for (const key of ENV_KEYS) {
     const value = env[key] ?? fileVars[key]

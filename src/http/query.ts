@@ -134,8 +134,7 @@ export function compileQuery (schema: TObject): QueryValidator {
         continue
       }
       value[rule.name] = parsed
-      const text = String(parsed)
-      canonical += rule.prefix + text + '&'
+      canonical += rule.prefix + String(parsed) + '&'
     }
 
     if (missing.length > 0) return { error: new ApiError('rest_missing_callback_param', { params: missing }) }

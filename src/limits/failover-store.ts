@@ -72,7 +72,7 @@ class AloneWindows {
 
   /** Whether a window cannot be decided alone: nothing known within its length, or a share of its limit under one. */
   unknown (w: Limited, now: number, instances: number): boolean {
-    return this.unknownSince > now - w.seconds * 1000 || w.limit < instances
+    return this.unknownSince > now - w.seconds * 1000 || w.limit < instances // a share: floor(limit / instances) < 1
   }
 
   /** This instance's share of what is left in a window at `now`, its own requests not taken off. */

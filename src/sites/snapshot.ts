@@ -31,10 +31,11 @@ interface Header {
 /** Math.cos is V8's own: the same V8 on the same architecture gives the same bits, another one's are made again. */
 export const SNAPSHOT_MATH = `${process.arch} v8 ${process.versions.v8}`
 
-/** Bytes to the next multiple of 8: every section starts at one (this layout's, though each is read on its own). */
+/** Bytes to the next multiple of 8: the layout starts every section at one. */
 const padTo8 = (length: number) => (8 - (length % 8)) % 8
 
-function fileIdentity (path: string) {
+/** The dataset file's size and mtime as the header holds them (part of this snapshot format). */
+function fileStamp (path: string) {
   const s = statSync(path)
   return { size: s.size, mtimeMs: s.mtimeMs }
 }
@@ -86,7 +87,7 @@ export function writeSnapshot (ds: SnapshotParts) {
   for (const tag of indexedTags) addIndex(`tagkd:${tag}`, ds.tagIndexes.get(tag)!)
 
   const header: Header = {
-    file: fileIdentity(ds.path), meta: ds.meta, digest: ds.digest, count: ds.count, categories, tags, indexedTags,
+    file: fileStamp(ds.path), meta: ds.meta, digest: ds.digest, count: ds.count, categories, tags, indexedTags,
     math: SNAPSHOT_MATH, sections
   }
   const headerBytes = Buffer.from(JSON.stringify(header))
@@ -121,7 +122,7 @@ function currentHeader (fd: number, path: string): { header: Header, sectionsAt:
   const headerBytes = Buffer.alloc(headerLength)
   if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) throw new Error('snapshot is cut short')
   const header = JSON.parse(headerBytes.toString('utf8')) as Header
-  const current = fileIdentity(path)
+  const current = fileStamp(path)
   if (current.size !== header.file.size || current.mtimeMs !== header.file.mtimeMs) {
     throw new Error('made from another version of the dataset file (its size or modification time differ)')
   }

@@ -26,7 +26,10 @@ interface Feed {
   saved: number
 }
 
-/** The feed in process: `record` is on the request path, `block` serves /usage and the CLI. */
+/** The feed as the app uses it, in process or shared (Redis): `record` on the request path, `block` for /usage. */
+export type Telemetry = Pick<TelemetryFeed, 'record' | 'block'>
+
+/** The feed in process. */
 export class TelemetryFeed {
   private readonly feeds = new Map<string, Feed>()
   private readonly history?: HistoryCounter

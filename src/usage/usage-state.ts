@@ -12,7 +12,7 @@ import { RedisStore } from '../limits/redis-store.ts'
 import { HistoryCounter } from './history.ts'
 import { RedisHistory } from './history-redis.ts'
 import { SqliteHistory } from './history-sqlite.ts'
-import { SharedTelemetry, TelemetryFeed } from './telemetry.ts'
+import { SharedTelemetry, TelemetryFeed, type Telemetry } from './telemetry.ts'
 import { restoreTelemetry, telemetrySaver } from './telemetry-store.ts'
 
 const SHARED_HISTORY_FLUSH_MS = 1000
@@ -36,7 +36,7 @@ export interface UsageStateOptions {
 
 interface UsageState {
   limiter: RateLimiter
-  telemetry: TelemetryFeed
+  telemetry: Telemetry
   /** the shared state's store and health, with redis */
   failover?: FailoverStore
   /** Saves now; never throws or rejects. Synchronous in process; with redis, the history's flush (one at a time). */

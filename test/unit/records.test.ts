@@ -1,7 +1,7 @@
 // The pre-serialised answers are byte for byte JSON.stringify of the records, whatever the names.
 import t from 'tap'
 import { datasetPath, writeDataset } from '../../src/sites/dataset-file.ts'
-import { findNearby, loadDataset, tagPage, tagSitesIn, type Dataset } from '../../src/sites/dataset.ts'
+import { findNearby, loadDataset, positionOf, tagPage, tagSitesIn, type Dataset } from '../../src/sites/dataset.ts'
 import { FragmentMemory } from '../../src/answers/fragment-memory.ts'
 import { FragmentStore, RecordJson, nmFromKm, type AnswerSites, type Placed } from '../../src/answers/records.ts'
 import type { MapMinimalRecord, NearestRecord, SiteRecord } from '../../src/schemas/records.ts'
@@ -182,7 +182,7 @@ t.test('answers over HTTP are byte for byte JSON.stringify of the records', asyn
   const get = async (url: string) => (await app.inject({ method: 'GET', url: `${url}&api_key=${tokens.a}` })).body
   // names as stored: SQLite keeps text as UTF-8: a lone surrogate comes back as three U+FFFD
   const ds = app.datasets.get('sandbox')
-  const storedName = (id: string) => ds.names.at(Array.from({ length: ds.count }, (_, i) => ds.ids.at(i)).indexOf(id))
+  const storedName = (id: string) => ds.names.at(positionOf(ds, id))
   t.equal(storedName('n-4'), 'Lone \ufffd\ufffd\ufffd surrogate')
   const record = (s: typeof sites[number]) => ({
     id: s.id,

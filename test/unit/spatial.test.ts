@@ -18,7 +18,7 @@ const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
 t.test('positions are id order and every site is found by id', async (t) => {
   t.equal(ds.count, sites.length)
   const sorted = sites.map((s) => s.id).sort()
-  t.same(Array.from({ length: ds.count }, (_, i) => ds.ids.at(i)), sorted)
+  t.same(Array.from({ length: ds.ids.length }, (_, i) => ds.ids.at(i)), sorted)
   t.equal(positionOf(ds, sorted[1234]), 1234)
   t.equal(positionOf(ds, 'no-such-id'), -1)
 })
