@@ -1,5 +1,6 @@
 // What the service knows about control.db while it serves: each background job that reads or writes it reports how
 // its last attempt went; a failure is logged when it starts and ends, /readyz shows it, answers come from memory.
+import type { Log } from '../log.ts'
 
 export const CONTROL_JOBS = ['partners', 'heartbeat', 'counters', 'reload-requests'] as const
 type ControlJob = typeof CONTROL_JOBS[number]
@@ -14,13 +15,11 @@ const CONSEQUENCE: Record<ControlJob, string> = {
 
 interface ControlFailure { job: ControlJob, error: string, since: string, consequence: string }
 
-type Say = (obj: object, msg: string) => void
-
 export class ControlDbHealth {
   private readonly failing = new Map<ControlJob, ControlFailure>()
 
   /** `log`: where a job's failures and recoveries are said (the app's logger) */
-  constructor (private readonly log: { info: Say, error: Say }) {}
+  constructor (private readonly log: Pick<Log, 'info' | 'error'>) {}
 
   /** Runs one attempt of a job; true when it worked. Never throws. */
   attempt (job: ControlJob, work: () => void): boolean {

@@ -1,8 +1,7 @@
 // Log lines go to stdout through sonic-boom, at most LOG_BUFFER_MB held (more are dropped and counted),
 // with stdout non-blocking: a reader that stops can neither fill the heap nor hold the process at exit.
 import sonicBoom from 'sonic-boom'
-
-interface DropReport { warn (fields: object, message: string): void }
+import type { Log } from '../log.ts'
 
 export type LogDestination = ReturnType<typeof logDestination>
 
@@ -30,7 +29,7 @@ export function logDestination (options: { maxBytes: number }) {
   let movedAt = 0
   let failure: Error | undefined
   let retry: NodeJS.Timeout | undefined
-  let dropReport: DropReport | undefined
+  let dropReport: Pick<Log, 'warn'> | undefined
   const waiting: Array<() => void> = []
   const settle = () => { for (const resolve of waiting.splice(0)) resolve() }
   writer.on('drop', (text: string) => { // each line ends with a newline
@@ -90,7 +89,7 @@ export function logDestination (options: { maxBytes: number }) {
     },
     get droppedLines () { return dropped },
     /** Once the writer has caught up after drops, a warning through `log` says how many were lost. */
-    reportDropsTo (log: DropReport) { dropReport = log },
+    reportDropsTo (log: Pick<Log, 'warn'>) { dropReport = log },
     /** Resolves once every line held has been written, or once a write has failed. */
     settled (): Promise<void> {
       if (idle || failure) return Promise.resolve()

@@ -6,6 +6,7 @@ import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
 import { INSTANCE_STALE_MS, askReload, type LiveInstance, type ReloadOutcome } from './instances.ts'
+import type { Log } from '../log.ts'
 
 const RELOAD_CHANNEL = 'lsp:reload'
 /** Live instances by heartbeat time (written every second by src/limits/failover-store.ts). */
@@ -19,7 +20,7 @@ export function listenForSharedReloads (
   writer: Redis,
   instanceId: string,
   reload: (reason: string) => Promise<ReloadOutcome>,
-  log: { error (obj: object, msg: string): void }
+  log: Pick<Log, 'error'>
 ) {
   const subscriber = writer.duplicate({ enableOfflineQueue: true, lazyConnect: false })
   subscriber.on('error', () => {}) // the limiter's way down reports Redis trouble, once

@@ -12,9 +12,7 @@ import {
 } from './limiter.ts'
 import { OwnRequests } from './own-requests.ts'
 import type { Answer, RedisStore } from './redis-store.ts'
-
-/** the app's logger */
-type StoreLog = Record<'info' | 'warn' | 'error', (obj: object, msg: string) => void>
+import type { Log } from '../log.ts'
 
 const PROBE_MS = 1_000
 /** partners put back or merged at once on the way back */
@@ -182,7 +180,7 @@ export class FailoverStore implements AsyncLimiterStore {
     private readonly redis: Redis,
     private readonly remote: RedisStore,
     private readonly instanceId: string,
-    private readonly log: StoreLog,
+    private readonly log: Log,
     /** `clock`: the limiter's; `probeMs`: the heartbeat's period, 0: only when tick() is called */
     options: { clock?: () => number, probeMs?: number } = {}
   ) {

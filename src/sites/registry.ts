@@ -2,7 +2,6 @@
 // is current). A reload builds new indexes and swaps the one reference at once.
 import { rmSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import type { Logger } from 'pino'
 import { DATASETS, datasetPath, type DatasetName } from './dataset-file.ts'
 import { removeStaleTempFiles } from '../setup/replace-file.ts'
 import { loadDataset, type Dataset } from './dataset.ts'
@@ -10,10 +9,11 @@ import type { IndexJob, IndexResult } from './index-worker.ts'
 import { readSnapshot, snapshotPath } from './snapshot.ts'
 import type { ReloadOutcome, ServedDataset } from '../instances/instances.ts'
 import type { DatasetsState } from '../schemas/health.ts'
+import type { Log } from '../log.ts'
 
 type Datasets = Record<DatasetName, Dataset>
 /** workerMinBytes: a file this large or larger is verified and indexed in a worker thread, which writes its snapshot */
-interface LoadOptions { dataDir: string, log: Pick<Logger, 'info' | 'warn'>, workerMinBytes: number }
+interface LoadOptions { dataDir: string, log: Pick<Log, 'info' | 'warn'>, workerMinBytes: number }
 
 export class DatasetRegistry {
   private readonly swapListeners: (() => void)[] = []

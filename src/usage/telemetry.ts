@@ -6,6 +6,7 @@ import { DAY_MS } from '../limits/accept-log.ts'
 import { WINDOWS, WINDOW_SECONDS, type WindowName } from '../partners/tiers.ts'
 import type { HistoryCounter } from './history.ts'
 import { outageReporter } from '../health/outage.ts'
+import type { Log } from '../log.ts'
 
 export const TELEMETRY_FEED_SIZE = 200
 const RECENT_EVENTS = 10
@@ -102,8 +103,6 @@ export function telemetryBlock (events: TelemetryEvent[], size: number, now: num
   }
 }
 
-type Log = Record<'info' | 'warn', (obj: object, msg: string) => void>
-
 const sharedFeedKey = (key: string, prefix: string) => `${prefix}tm:{${key}}`
 
 /**
@@ -117,7 +116,7 @@ export class SharedTelemetry extends TelemetryFeed {
 
   constructor (
     private readonly redis: Redis,
-    { prefix = 'lsp:', log, history }: { prefix?: string, log: Log, history?: HistoryCounter }
+    { prefix = 'lsp:', log, history }: { prefix?: string, log: Pick<Log, 'info' | 'warn'>, history?: HistoryCounter }
   ) {
     super(TELEMETRY_FEED_SIZE, { history })
     this.prefix = prefix

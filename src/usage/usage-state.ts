@@ -14,6 +14,7 @@ import { RedisHistory } from './history-redis.ts'
 import { SqliteHistory } from './history-sqlite.ts'
 import { SharedTelemetry, TelemetryFeed, type Telemetry } from './telemetry.ts'
 import { restoreTelemetry, telemetrySaver } from './telemetry-store.ts'
+import type { Log } from '../log.ts'
 
 const SHARED_HISTORY_FLUSH_MS = 1000
 
@@ -24,7 +25,7 @@ export interface UsageStateOptions {
   redis?: Redis
   /** under which this instance heartbeats and adds its history batches in Redis */
   instanceId: string
-  log: Record<'info' | 'warn' | 'error', (obj: object, msg: string) => void>
+  log: Log
   /** where the in-process saves report (job `counters`) */
   controlDbHealth: Pick<ControlDbHealth, 'succeeded' | 'failed'>
   clock: () => number
