@@ -36,4 +36,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
     CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
 # node itself, not npm: it gets SIGTERM (docker stop) and SIGHUP (reload) and closes gracefully
-CMD ["node", "--v8-pool-size=1", "--no-allocation-site-pretenuring", "dist/src/server.js"]
+CMD ["node", "dist/src/server.js"]

@@ -1,5 +1,4 @@
-// `npm start`'s command line (package.json), read by the benchmarks, which start a build's service
-// as it does, and by bench/test/start-flags.test.ts, which checks its Node flags.
+// `npm start`'s command line (package.json), read by the benchmarks, which start a build's service as it does.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
