@@ -13,9 +13,11 @@ declare module 'fastify' {
   }
 }
 
+/** How long the service waits for a lock the CLI holds on control.db before it retries on its next tick. */
+const BUSY_TIMEOUT_MS = 250
+
 async function partners (app: FastifyInstance, options: { dataDir: string, refreshMs: number }) {
-  // waits 250 ms at most for a lock the CLI holds on control.db, then retries on its next tick
-  const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: 250 })
+  const store = new PartnerStore(controlPath(options.dataDir), { busyTimeoutMs: BUSY_TIMEOUT_MS })
   const directory = new PartnerDirectory(store, app.redis ? new RedisPartnerStore(app.redis) : undefined)
   const reloaded = (changed: number) => {
     if (changed > 0) app.log.info({ partners: directory.size, changed }, 'partners reloaded')

@@ -40,6 +40,10 @@ export function logCapture () {
 }
 
 /** One turn of the event loop: the access lines of the turns before it are written. */
+/** Every string of a column (a dataset's ids, names...), in row order. */
+export const columnValues = (column: { length: number, at (i: number): string }) =>
+  Array.from({ length: column.length }, (_, i) => column.at(i))
+
 export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 export function tmpDataDir (t: Teardown, prefix = 'lsp-test-'): string {

@@ -7,6 +7,9 @@ import type Database from 'better-sqlite3'
 /** An instance whose heartbeat is older than this is taken as gone (by the CLI, and the limiter's share). */
 export const INSTANCE_STALE_MS = 10_000
 
+/** With Redis, the live instances by heartbeat time (src/limits/failover-store.ts writes it every second). */
+export const instancesKey = (prefix: string) => `${prefix}instances`
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS instances (
   id TEXT PRIMARY KEY, pid INTEGER NOT NULL, hostname TEXT NOT NULL, address TEXT,

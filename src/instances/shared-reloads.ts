@@ -5,12 +5,11 @@
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
-import { INSTANCE_STALE_MS, askReload, type LiveInstance, type ReloadOutcome } from './instances.ts'
+import { INSTANCE_STALE_MS, askReload, instancesKey, type LiveInstance, type ReloadOutcome } from './instances.ts'
 import type { Log } from '../log.ts'
 
 const RELOAD_CHANNEL = 'lsp:reload'
-/** Live instances by heartbeat time (written every second by src/limits/failover-store.ts). */
-const INSTANCES_KEY = 'lsp:instances'
+const INSTANCES_KEY = instancesKey('lsp:')
 const INSTANCE_INFO = 'lsp:instance-info'
 const reloadResultsKey = (requestId: number) => `lsp:reload:${requestId}`
 /** How long a boot waits for the subscription before it listens without it. */

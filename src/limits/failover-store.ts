@@ -4,7 +4,7 @@
 // its data, puts back all of them and waits for the other instances to do the same (docs/scaling.md).
 import { randomUUID } from 'node:crypto'
 import { ReplyError, type Redis } from 'ioredis'
-import { INSTANCE_STALE_MS } from '../instances/instances.ts'
+import { INSTANCE_STALE_MS, instancesKey } from '../instances/instances.ts'
 import { WINDOWS, WINDOW_SECONDS } from '../partners/tiers.ts'
 import { AcceptLog, DAY_MS } from './accept-log.ts'
 import {
@@ -171,6 +171,8 @@ export class FailoverStore implements AsyncLimiterStore {
   private timer?: NodeJS.Timeout
   private recovering = false
   private readonly clock: () => number
+  /** the keys of the instances' heartbeats, Redis's epoch, the probe and the put-back marks */
+  private readonly keys: Record<'instances' | 'epoch' | 'probe' | 'restored', string>
   private readonly reconnected = () => {
     // maybe a Redis restarted empty with no command failing: alone until the probe has checked
     if (this.degradedSince === null) this.degrade(new Error('the connection to Redis was lost and made again'))
@@ -185,6 +187,10 @@ export class FailoverStore implements AsyncLimiterStore {
     options: { clock?: () => number, probeMs?: number } = {}
   ) {
     this.clock = options.clock ?? Date.now
+    const { prefix } = remote
+    this.keys = {
+      instances: instancesKey(prefix), epoch: `${prefix}epoch`, probe: `${prefix}probe`, restored: `${prefix}restored`
+    }
     redis.on('ready', this.reconnected)
     const probeMs = options.probeMs ?? PROBE_MS
     if (probeMs > 0) {
@@ -393,8 +399,7 @@ export class FailoverStore implements AsyncLimiterStore {
       if (this.degradedSince !== null) return
     }
     const now = Date.now()
-    const instances = `${this.remote.prefix}instances`
-    const epochKey = `${this.remote.prefix}epoch`
+    const { instances, epoch: epochKey } = this.keys
     let members: string[]
     try {
       const replies = await this.redis.multi()
@@ -449,9 +454,9 @@ export class FailoverStore implements AsyncLimiterStore {
    */
   private async recover () {
     const backAt = Date.now()
-    const epochKey = `${this.remote.prefix}epoch`
+    const { epoch: epochKey, probe } = this.keys
     const replies = await this.redis.multi()
-      .set(`${this.remote.prefix}probe`, this.instanceId, 'PX', 60_000)
+      .set(probe, this.instanceId, 'PX', 60_000)
       .set(epochKey, randomUUID(), 'NX')
       .get(epochKey)
       .exec() as [Error | null, unknown][]
@@ -467,7 +472,7 @@ export class FailoverStore implements AsyncLimiterStore {
     let putBack = 0
     if (this.lost !== null && !this.lost.putBack) {
       putBack = await this.add(true)
-      const restored = `${this.remote.prefix}restored`
+      const { restored } = this.keys
       await this.redis.multi().hset(restored, this.instanceId, epoch).pexpire(restored, DAY_MS).exec()
       this.lost.putBack = true
     }
@@ -528,7 +533,7 @@ export class FailoverStore implements AsyncLimiterStore {
   private async othersRestored (lostSince: number): Promise<boolean> {
     let waiting: string[] = []
     if (this.peers.length > 0) {
-      const marks = await this.redis.hmget(`${this.remote.prefix}restored`, ...this.peers)
+      const marks = await this.redis.hmget(this.keys.restored, ...this.peers)
       waiting = this.peers.filter((_, i) => marks[i] !== this.epoch)
     }
     if (waiting.length === 0) return true
@@ -546,7 +551,7 @@ export class FailoverStore implements AsyncLimiterStore {
     clearInterval(this.timer)
     this.redis.off('ready', this.reconnected)
     try {
-      await this.redis.zrem(`${this.remote.prefix}instances`, this.instanceId)
+      await this.redis.zrem(this.keys.instances, this.instanceId)
     } catch { /* Redis away: the heartbeat goes stale on its own */ }
   }
 }

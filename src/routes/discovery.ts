@@ -2,7 +2,7 @@
 // answers even while the partner is limited, and the lists are cached with ETags like the searches.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { datasetFor } from '../partners/permissions.ts'
-import { USAGE_ERRORS } from '../schemas/errors.ts'
+import { UNCOUNTED_ERRORS } from '../schemas/errors.ts'
 import { documentedErrors, responses } from '../schemas/responses.ts'
 import { EXAMPLES } from '../schemas/examples.ts'
 import { DemoQuery, UsageQuery } from '../schemas/queries.ts'
@@ -20,7 +20,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Fastify serialises this answer by the schema; the examples are for the document
       response: {
         200: { ...UsageReport, description: 'The partner\'s usage report', 'x-examples': EXAMPLES.usage },
-        ...documentedErrors(USAGE_ERRORS)
+        ...documentedErrors(UNCOUNTED_ERRORS)
       }
     }
   }, async (request) => {
@@ -38,7 +38,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'categories', tags: ['discovery'], summary: 'The categories this partner may use, with their names',
       querystring: DemoQuery,
-      response: responses(['rest_invalid_param'], 'The categories', CategoryList, EXAMPLES.categories)
+      response: responses(UNCOUNTED_ERRORS, 'The categories', CategoryList, EXAMPLES.categories)
     }
   }, (request, reply) => {
     const categories = categoryList(request.dataset!, request.partner.allowedCategories)
@@ -51,7 +51,7 @@ const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'tags', tags: ['discovery'],
       summary: 'The tags of this partner\'s dataset, with their site counts within its categories',
       querystring: DemoQuery,
-      response: responses(['rest_invalid_param'], 'The tags', TagList, EXAMPLES.tags)
+      response: responses(UNCOUNTED_ERRORS, 'The tags', TagList, EXAMPLES.tags)
     }
   }, (request, reply) => {
     const tags = tagCounts(request.dataset!, request.partner.allowedCategories)

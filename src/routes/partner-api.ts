@@ -14,6 +14,7 @@ import { datasetFor, endpointOpen, type Endpoint, type PartnerProfile } from '..
 import { canonicalOf } from '../http/query.ts'
 import { JSON_TYPE } from '../answers/records.ts'
 import { cacheKeyOf, etagMatches, type CachedAnswer } from '../cache/response-cache.ts'
+import { routeFlags } from '../schemas/responses.ts'
 import { compress, encodedEtag, encodingFor } from '../http/encoding.ts'
 import type { Dataset } from '../sites/dataset.ts'
 import sitesRoutes from './sites.ts'
@@ -244,7 +245,7 @@ async function partnerApi (app: FastifyInstance) {
   }
 
   app.addHook('onRoute', (route) => {
-    const { endpoint, cache: cached = false, counted = true } = route.config ?? {}
+    const { endpoint, cached, counted } = routeFlags(route.config)
     if (endpoint === undefined) throw new Error(`partner route ${route.url} names no endpoint`)
     attach(route, 'onRequest', authenticate(endpoint), counted && limit)
     attach(route, 'preHandler', (counted || cached) && pickDataset, cached && lookup(route.url))

@@ -33,4 +33,5 @@ export const BY_TAG_ERRORS: ErrorCode[] = ['rest_missing_callback_param', 'rest_
   'svc_partner_api_feature_disabled', 'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
 export const SITE_ERRORS: ErrorCode[] = ['rest_invalid_param', 'svc_partner_api_feature_disabled',
   'svc_partner_api_rate_limited', 'svc_partner_api_unavailable']
-export const USAGE_ERRORS: ErrorCode[] = ['rest_invalid_param']
+/** /usage, /categories and /tags: never counted, so never limited */
+export const UNCOUNTED_ERRORS: ErrorCode[] = ['rest_invalid_param']

@@ -89,17 +89,23 @@ export interface OpenApiResponse {
   description: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: unknown }>
 }
 
+/** A route's flags from its config, with their defaults (uncached, counted): its hooks and its documented headers. */
+export function routeFlags<E extends string> (config: { endpoint?: E, cache?: boolean, counted?: boolean } = {}) {
+  return { endpoint: config.endpoint, cached: config.cache ?? false, counted: config.counted ?? true }
+}
+
 /**
- * Adds their headers to an operation's documented responses (OpenAPI form), by the flags of its route's config (as
- * src/routes/partner-api.ts reads them): X-Request-Id on all; the rate-limit headers on answers that reached the
- * limiter; Retry-After on 429 and 503; ETag, Cache-Control and Vary on a cached 200, and a 304 with them; on other
- * partner answers Cache-Control: no-store (and Vary on the 200).
+ * Adds their headers to an operation's documented responses (OpenAPI form), by the flags of its route's config:
+ * X-Request-Id on all; the rate-limit headers on answers that reached the limiter; Retry-After on 429 and 503; ETag,
+ * Cache-Control and Vary on a cached 200, and a 304 with them; on other partner answers Cache-Control: no-store (and
+ * Vary on the 200).
  */
 export function withHeaders (
   responses: Record<string, OpenApiResponse>,
-  { endpoint, cache: cached = false, counted = true }: { endpoint?: string, cache?: boolean, counted?: boolean },
+  config: Parameters<typeof routeFlags>[0],
   cacheControl: string
 ) {
+  const { endpoint, cached, counted } = routeFlags(config)
   const limited = endpoint !== undefined && counted
   const rateLimit = (required: boolean, only?: ErrorCode[]) => {
     const onlyWith = only ? `only with ${only.join(', ')} (refused after the request was counted), and ` : ''

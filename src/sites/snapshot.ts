@@ -111,14 +111,19 @@ export function writeSnapshot (ds: SnapshotParts) {
   renameSync(tmp, target)
 }
 
-/** The header and where the sections start, if it names the dataset file as it is now (size, mtime, meta). */
-function currentHeader (fd: number, path: string): { header: Header, sectionsAt: number, meta: DatasetMeta } {
+/**
+ * The header, where the sections start and the snapshot's size, if it names the dataset file as it is now (size,
+ * mtime, meta). Lengths read from the file are checked against its size before anything that long is allocated.
+ */
+function currentHeader (fd: number, path: string) {
   const lead = Buffer.alloc(16)
   if (readSync(fd, lead, 0, 16, 0) !== 16 || lead.toString('latin1', 0, 8) !== MAGIC) {
     throw new Error(`not an index snapshot of this format (${MAGIC}): ` +
       'another version of the service wrote it, or it is damaged')
   }
   const headerLength = lead.readUInt32LE(8)
+  const size = fstatSync(fd).size
+  if (16 + headerLength > size) throw new Error('snapshot header runs past the end of the file')
   const headerBytes = Buffer.alloc(headerLength)
   if (readSync(fd, headerBytes, 0, headerLength, 16) !== headerLength) throw new Error('snapshot is cut short')
   const header = JSON.parse(headerBytes.toString('utf8')) as Header
@@ -130,7 +135,7 @@ function currentHeader (fd: number, path: string): { header: Header, sectionsAt:
   if (JSON.stringify(meta) !== JSON.stringify(header.meta)) {
     throw new Error('made from another version of the dataset file (its meta differs)')
   }
-  return { header, sectionsAt: 16 + headerLength + padTo8(16 + headerLength), meta }
+  return { header, sectionsAt: 16 + headerLength + padTo8(16 + headerLength), size, meta }
 }
 
 /** The dataset from its snapshot; undefined when there is none, or `unusable` is told why it does not fit the file. */
@@ -138,9 +143,7 @@ export function readSnapshot (
   path: string, name: DatasetName, unusable?: (reason: string) => void
 ): Dataset | undefined {
   return withSnapshotFile(path, undefined, unusable, (fd) => {
-    const { header, sectionsAt, meta } = currentHeader(fd, path)
-    // a damaged header naming sections past the end would have them allocated before the read finds the end
-    const size = fstatSync(fd).size
+    const { header, sectionsAt, size, meta } = currentHeader(fd, path)
     // each section read into a buffer of its own: no copy of the whole file, kdbush read into its own ArrayBuffers
     const read = (key: string): ArrayBuffer => {
       const entry = header.sections[key]

@@ -8,7 +8,9 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { Nullable } from '../../src/schemas/common.ts'
 import { Value } from '@sinclair/typebox/value'
 import { ERRORS, type ErrorCode } from '../../src/errors.ts'
-import { BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, USAGE_ERRORS } from '../../src/schemas/errors.ts'
+import {
+  BY_TAG_ERRORS, PARTNER_ERRORS, SEARCH_ERRORS, SITE_ERRORS, UNCOUNTED_ERRORS
+} from '../../src/schemas/errors.ts'
 import {
   NearestRecord, SiteFeatureCollection, SiteRecord, TagFeatureCollection, TagPage
 } from '../../src/schemas/records.ts'
@@ -46,7 +48,7 @@ const ENDPOINTS: Endpoint[] = [
     base: { tag: '~fuel', per_page: '20' }
   },
   { path: '/v1/sites/{id}', ok: Nullable(SiteRecord), codes: SITE_ERRORS, base: {} },
-  { path: '/v1/usage', ok: UsageReport, codes: USAGE_ERRORS, base: { expand: 'telemetry' } }
+  { path: '/v1/usage', ok: UsageReport, codes: UNCOUNTED_ERRORS, base: { expand: 'telemetry' } }
 ]
 const INDEX: Endpoint = { path: '/v1', ok: ApiIndex, codes: [], base: {} }
 /** Answers any URL can get, whatever the route: an undecodable URL, and no route at all. */

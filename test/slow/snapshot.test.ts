@@ -151,6 +151,10 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
   lead.writeUInt32LE(damaged.length, 8)
   writeFileSync(snapshotPath(path), Buffer.concat([lead, damaged, bytes.subarray(16 + headerLength)]))
   t.equal(readSnapshot(path, 'sandbox', why), undefined, 'a section past the end')
+  // a damaged lead naming a header of 4 GiB: refused before it is allocated
+  lead.writeUInt32LE(0xfffffff0, 8)
+  writeFileSync(snapshotPath(path), Buffer.concat([lead, damaged, bytes.subarray(16 + headerLength)]))
+  t.equal(readSnapshot(path, 'sandbox', why), undefined, 'a header past the end')
   writeFileSync(snapshotPath(path), good)
   t.equal(readSnapshot(path, 'sandbox', why), undefined, 'an old snapshot put back')
   t.same(reasons, [
@@ -159,6 +163,7 @@ t.test('a snapshot of another version of the file, or a broken one, is ignored',
     'snapshot is cut short',
     'not an index snapshot of this format (LSPIDX06): another version of the service wrote it, or it is damaged',
     'snapshot is cut short',
+    'snapshot header runs past the end of the file',
     'made from another version of the dataset file (its size or modification time differ)'
   ], 'each refusal says why')
 })

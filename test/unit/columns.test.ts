@@ -1,9 +1,7 @@
 // String and code columns give back exactly the strings they were made from.
 import { test } from 'tap'
 import { CodeColumn, StringColumn } from '../../src/sites/columns.ts'
-
-/** Every string of a column, in row order. */
-const all = (column: StringColumn | CodeColumn) => Array.from({ length: column.length }, (_, i) => column.at(i))
+import { columnValues as all } from '../helper.ts'
 
 test('every string back as it went in, empty and multi-byte ones included', async (t) => {
   const values = [

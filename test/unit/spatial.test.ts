@@ -6,7 +6,7 @@ import { findNearby, loadDataset, positionOf } from '../../src/sites/dataset.ts'
 import { around, distance } from 'geokdbush'
 import { kmFromHaverSin, NearbySearch } from '../../src/sites/spatial.ts'
 import { seededRandom } from '../../src/sites/generator.ts'
-import { bruteNearby, randomSites, site, tmpDataDir } from '../helper.ts'
+import { bruteNearby, columnValues, randomSites, site, tmpDataDir } from '../helper.ts'
 
 const search = new NearbySearch()
 
@@ -18,7 +18,7 @@ const ds = loadDataset(datasetPath(dir, 'sandbox'), 'sandbox')
 t.test('positions are id order and every site is found by id', async (t) => {
   t.equal(ds.count, sites.length)
   const sorted = sites.map((s) => s.id).sort()
-  t.same(Array.from({ length: ds.ids.length }, (_, i) => ds.ids.at(i)), sorted)
+  t.same(columnValues(ds.ids), sorted)
   t.equal(positionOf(ds, sorted[1234]), 1234)
   t.equal(positionOf(ds, 'no-such-id'), -1)
 })
